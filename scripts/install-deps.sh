@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sailor needs to build, test and benchmark.
+# Idempotent: packages already present are skipped, so the README and .ci/run can both call it.
+# Usage: scripts/install-deps.sh [--with-torch]
+#   --with-torch  also installs python3-torch (the tests' reference implementation; never a
+#                 runtime dependency of sailor itself).
+set -euo pipefail
+
+packages=(build-essential pkg-config libjansson-dev libcmocka-dev libopenblas-dev
+          openmpi-bin libopenmpi-dev)
+for arg in "$@"; do
+  case "$arg" in
+    --with-torch) packages+=(python3 python3-torch python3-numpy) ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "install-deps: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,128 @@
+/* Table-driven option parsing and help: see options.h. */
+#include "cli/options.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sl_cli_parser_init(struct sl_cli_parser *parser, const struct sl_cli_command *command,
+			int argc, char **argv)
+{
+	memset(parser, 0, sizeof(*parser));
+	parser->command = command;
+	parser->argc = argc;
+	parser->argv = argv;
+	size_t n = command->option_count < SL_CLI_MAX_OPTIONS ? command->option_count
+							      : SL_CLI_MAX_OPTIONS;
+	char *s = parser->short_options;
+	*s++ = '+'; /* stop at the first positional argument, like git */
+	*s++ = ':'; /* report a missing argument distinctly */
+	for (size_t i = 0; i < n; i++) {
+		const struct sl_cli_option *opt = &command->options[i];
+		parser->long_options[i] = (struct option){
+			opt->name, opt->metavar ? required_argument : no_argument, NULL,
+			256 + (int)i};
+		if (opt->short_name) {
+			*s++ = opt->short_name;
+			if (opt->metavar)
+				*s++ = ':';
+		}
+	}
+	parser->long_options[n] = (struct option){"help", no_argument, NULL, 'h'};
+	*s++ = 'h';
+	*s = '\0';
+	optind = 0; /* full re-initialisation of getopt for each subcommand */
+	opterr = 0;
+}
+
+int sl_cli_next(struct sl_cli_parser *parser)
+{
+	const struct sl_cli_command *command = parser->command;
+	int c = getopt_long(parser->argc, parser->argv, parser->short_options,
+			    parser->long_options, NULL);
+	parser->arg = optarg;
+	if (c == -1) {
+		parser->next_index = optind;
+		return SL_CLI_END;
+	}
+	if (c == 'h') {
+		sl_cli_print_help(stdout, command);
+		return SL_CLI_HELP;
+	}
+	if (c >= 256)
+		return c - 256;
+	for (size_t i = 0; i < command->option_count; i++)
+		if (command->options[i].short_name && command->options[i].short_name == c)
+			return (int)i;
+	const char *bad = parser->argv[optind - 1 >= 0 ? optind - 1 : 0];
+	if (c == ':')
+		sl_cli_usage_error(command, "option '%s' needs a value", bad);
+	else
+		sl_cli_usage_error(command, "unknown option '%s'", bad);
+	return SL_CLI_ERROR;
+}
+
+void sl_cli_print_help(FILE *stream, const struct sl_cli_command *command)
+{
+	fprintf(stream, "usage: sailor %s %s\n\n%s\n", command->name, command->synopsis,
+		command->summary);
+	if (command->description)
+		fprintf(stream, "\n%s\n", command->description);
+	fprintf(stream, "\noptions:\n");
+	for (size_t i = 0; i < command->option_count; i++) {
+		const struct sl_cli_option *opt = &command->options[i];
+		char left[96];
+		int len = snprintf(left, sizeof(left), "  %c%c%s--%s%s%s",
+				   opt->short_name ? '-' : ' ', opt->short_name ? opt->short_name : ' ',
+				   opt->short_name ? ", " : "  ", opt->name, opt->metavar ? " " : "",
+				   opt->metavar ? opt->metavar : "");
+		fprintf(stream, "%s%*s%s", left, len < 34 ? 34 - len : 1, "", opt->help);
+		if (opt->default_text)
+			fprintf(stream, " (default: %s)", opt->default_text);
+		fputc('\n', stream);
+	}
+	fprintf(stream, "  -h, --help                        show this help\n");
+}
+
+int sl_cli_usage_error(const struct sl_cli_command *command, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "sailor %s: ", command->name);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n(try 'sailor %s --help')\n", command->name);
+	return 2;
+}
+
+int sl_cli_parse_long(const struct sl_cli_command *command, const char *option, const char *text,
+		      long long min_value, long long *out)
+{
+	char *end = NULL;
+	errno = 0;
+	long long value = strtoll(text, &end, 10);
+	if (errno || end == text || *end != '\0')
+		return sl_cli_usage_error(command, "--%s: '%s' is not a whole number", option, text);
+	if (value < min_value)
+		return sl_cli_usage_error(command, "--%s: %lld is too small (at least %lld)", option,
+					  value, min_value);
+	*out = value;
+	return 0;
+}
+
+int sl_cli_parse_double(const struct sl_cli_command *command, const char *option, const char *text,
+			double min_value, double *out)
+{
+	char *end = NULL;
+	errno = 0;
+	double value = strtod(text, &end);
+	if (errno || end == text || *end != '\0' || !isfinite(value))
+		return sl_cli_usage_error(command, "--%s: '%s' is not a number", option, text);
+	if (value < min_value)
+		return sl_cli_usage_error(command, "--%s: %g is too small (at least %g)", option,
+					  value, min_value);
+	*out = value;
+	return 0;
+}

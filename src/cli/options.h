@@ -1,0 +1,80 @@
+/* Command-line options declared once per subcommand, used both to parse (getopt_long) and to
+ * print --help, so the help text cannot drift from what is accepted.
+ *
+ * Usage in a subcommand:
+ *   static const struct sl_cli_option options[] = {
+ *       {"model", 'm', "NAME|FILE", "model to simulate", NULL},
+ *       {"json", 0, NULL, "print one JSON object on stdout", NULL},
+ *   };
+ *   struct sl_cli_parser parser;
+ *   sl_cli_parser_init(&parser, &command, argc, argv);
+ *   for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
+ *       if (idx == SL_CLI_ERROR) return 2;          // message already printed
+ *       if (idx == SL_CLI_HELP) return 0;           // help already printed
+ *       ... options[idx], parser.arg ...
+ *   }
+ *   positional arguments: argv[parser.next_index .. argc-1]
+ */
+#ifndef SL_CLI_OPTIONS_H
+#define SL_CLI_OPTIONS_H
+
+#include <getopt.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct sl_cli_option {
+	const char *name;        /* long name, kebab-case, without "--" */
+	char short_name;         /* 0 for none */
+	const char *metavar;     /* NULL for a flag without argument */
+	const char *help;        /* one line */
+	const char *default_text;/* shown as "(default: ...)", NULL for none */
+};
+
+struct sl_cli_command {
+	const char *name;        /* "simulate" */
+	const char *synopsis;    /* "--model M --plan FILE [options]" */
+	const char *summary;     /* one line, shown by `sailor --help` */
+	const char *description; /* a paragraph shown by `sailor NAME --help`, may be NULL */
+	const struct sl_cli_option *options;
+	size_t option_count;
+	int (*run)(int argc, char **argv); /* returns the exit status: 0 ok, 1 failure, 2 usage */
+};
+
+enum { SL_CLI_END = -1, SL_CLI_ERROR = -2, SL_CLI_HELP = -3 };
+
+#define SL_CLI_MAX_OPTIONS 48
+
+struct sl_cli_parser {
+	const struct sl_cli_command *command;
+	int argc;
+	char **argv;
+	struct option long_options[SL_CLI_MAX_OPTIONS + 2];
+	char short_options[3 * SL_CLI_MAX_OPTIONS + 4];
+	const char *arg;   /* the current option's argument, or NULL */
+	int next_index;    /* after SL_CLI_END: index of the first positional argument */
+};
+
+void sl_cli_parser_init(struct sl_cli_parser *parser, const struct sl_cli_command *command,
+			int argc, char **argv);
+/* Returns the index of the next option in command->options, or SL_CLI_END / SL_CLI_ERROR /
+ * SL_CLI_HELP. -h/--help is handled here. */
+int sl_cli_next(struct sl_cli_parser *parser);
+
+void sl_cli_print_help(FILE *stream, const struct sl_cli_command *command);
+
+/* Prints "sailor NAME: <message>\n(try 'sailor NAME --help')" on stderr; returns 2. */
+int sl_cli_usage_error(const struct sl_cli_command *command, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Parses a whole positive/non-negative number or a finite double from an option argument,
+ * printing a usage error naming the option on failure (returns 2). */
+int sl_cli_parse_long(const struct sl_cli_command *command, const char *option, const char *text,
+		      long long min_value, long long *out);
+int sl_cli_parse_double(const struct sl_cli_command *command, const char *option, const char *text,
+			double min_value, double *out);
+
+/* The subcommand table (src/cli/commands.c). */
+extern const struct sl_cli_command *const sl_cli_commands[];
+extern const size_t sl_cli_command_count;
+
+#endif

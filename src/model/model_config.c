@@ -1,0 +1,90 @@
+/* Model hyper-parameters: loading and validation (see model_config.h). */
+#include "model/model_config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "util/json.h"
+#include "util/paths.h"
+
+static int is_path(const char *s)
+{
+	size_t n = strlen(s);
+	return strchr(s, '/') || (n > 5 && !strcmp(s + n - 5, ".json"));
+}
+
+static int get_positive(const json_t *root, const char *key, int *out, struct sl_err *err)
+{
+	long long v = 0;
+	int rc = sl_json_get_int(root, "", key, &v, err);
+	if (rc)
+		return rc;
+	if (v <= 0 || v > 1LL << 30)
+		return sl_err_set(err, SL_EINPUT, "%s: must be a positive integer, got %lld", key, v);
+	*out = (int)v;
+	return 0;
+}
+
+int sl_model_config_load(const char *name_or_path, struct sl_model_config *out,
+			 struct sl_err *err)
+{
+	char path[4096];
+	if (is_path(name_or_path))
+		snprintf(path, sizeof(path), "%s", name_or_path);
+	else
+		snprintf(path, sizeof(path), "%s/models/%s.json", sl_data_dir(), name_or_path);
+
+	struct sl_err load_err = {0};
+	json_t *root = sl_json_load_file(path, "model", &load_err);
+	if (!root) {
+		if (!is_path(name_or_path) && load_err.code == SL_ENOTFOUND)
+			return sl_err_set(err, SL_ENOTFOUND,
+					  "unknown model '%s' (known: OPT-350, GPT-Neo-2.7, LLAMA-3-8, "
+					  "OPT-30, or give a JSON file of hyper-parameters)",
+					  name_or_path);
+		if (err)
+			*err = load_err;
+		return load_err.code;
+	}
+	memset(out, 0, sizeof(*out));
+	int rc = 0;
+	const char *name = NULL;
+	if (json_object_get(root, "name"))
+		rc = sl_json_get_string(root, "", "name", &name, err);
+	if (!rc)
+		snprintf(out->name, sizeof(out->name), "%s", name ? name : name_or_path);
+	if (!rc) rc = get_positive(root, "layers", &out->num_blocks, err);
+	if (!rc) rc = get_positive(root, "hidden", &out->hidden, err);
+	if (!rc) rc = get_positive(root, "heads", &out->heads, err);
+	if (!rc) rc = get_positive(root, "seq_len", &out->seq_len, err);
+	if (!rc) rc = get_positive(root, "vocab", &out->vocab, err);
+	out->ffn_hidden = out->hidden * 4;
+	if (!rc && json_object_get(root, "ffn_hidden"))
+		rc = get_positive(root, "ffn_hidden", &out->ffn_hidden, err);
+	out->default_global_batch = 1024;
+	if (!rc)
+		rc = sl_json_opt_int(root, "", "global_batch", &out->default_global_batch, err);
+	if (!rc && out->default_global_batch <= 0)
+		rc = sl_err_set(err, SL_EINPUT, "global_batch: must be positive, got %lld",
+				out->default_global_batch);
+	if (!rc && out->hidden % out->heads != 0)
+		rc = sl_err_set(err, SL_EINPUT,
+				"hidden %d is not divisible by heads %d: choose heads that divide hidden",
+				out->hidden, out->heads);
+	json_decref(root);
+	if (rc)
+		sl_err_prefix(err, "model '%s'", path);
+	return rc;
+}
+
+int sl_model_plan_layers(const struct sl_model_config *model) { return model->num_blocks + 2; }
+
+long long sl_model_param_count(const struct sl_model_config *model)
+{
+	long long h = model->hidden, f = model->ffn_hidden;
+	long long embedding = (long long)model->vocab * h + (long long)model->seq_len * h;
+	/* per block: QKV + proj (4h^2 + 4h), MLP (2hf + f + h), two LayerNorms (4h) */
+	long long block = 4 * h * h + 4 * h + 2 * h * f + f + h + 4 * h;
+	long long final_norm = 2 * h;
+	return embedding + model->num_blocks * block + final_norm;
+}

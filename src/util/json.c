@@ -1,0 +1,157 @@
+/* JSON helpers: see json.h. */
+#include "util/json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+json_t *sl_json_load_file(const char *path, const char *what, struct sl_err *err)
+{
+	FILE *file = fopen(path, "rb");
+	if (!file) {
+		sl_err_set(err, errno == ENOENT ? SL_ENOTFOUND : SL_EIO, "%s '%s': cannot read: %s",
+			   what, path, strerror(errno));
+		return NULL;
+	}
+	json_error_t jerr;
+	json_t *root = json_loadf(file, JSON_REJECT_DUPLICATES, &jerr);
+	fclose(file);
+	if (!root)
+		sl_err_set(err, SL_EINPUT, "%s '%s': line %d column %d: %s", what, path, jerr.line,
+			   jerr.column, jerr.text);
+	return root;
+}
+
+static const char *join(const char *ctx) { return ctx && *ctx ? "." : ""; }
+
+static json_t *field(const json_t *obj, const char *ctx, const char *key, struct sl_err *err)
+{
+	if (!json_is_object(obj)) {
+		sl_err_set(err, SL_EINPUT, "%s: expected an object", ctx && *ctx ? ctx : "top level");
+		return NULL;
+	}
+	json_t *value = json_object_get(obj, key);
+	if (!value || json_is_null(value))
+		sl_err_set(err, SL_EINPUT, "%s%s%s: missing field", ctx ? ctx : "", join(ctx), key);
+	return value && !json_is_null(value) ? value : NULL;
+}
+
+int sl_json_as_number(const json_t *value, const char *ctx, double *out, struct sl_err *err)
+{
+	if (!json_is_number(value))
+		return sl_err_set(err, SL_EINPUT, "%s: expected a number", ctx);
+	*out = json_number_value(value);
+	return 0;
+}
+
+int sl_json_as_int(const json_t *value, const char *ctx, long long *out, struct sl_err *err)
+{
+	if (json_is_integer(value)) {
+		*out = json_integer_value(value);
+		return 0;
+	}
+	if (json_is_real(value)) {
+		double v = json_real_value(value);
+		if (v == floor(v) && fabs(v) < 9e15) {
+			*out = (long long)v;
+			return 0;
+		}
+	}
+	return sl_err_set(err, SL_EINPUT, "%s: expected an integer", ctx);
+}
+
+static void field_ctx(char *buf, size_t size, const char *ctx, const char *key)
+{
+	snprintf(buf, size, "%s%s%s", ctx ? ctx : "", join(ctx), key);
+}
+
+int sl_json_get_int(const json_t *obj, const char *ctx, const char *key, long long *out,
+		    struct sl_err *err)
+{
+	json_t *value = field(obj, ctx, key, err);
+	if (!value)
+		return SL_EINPUT;
+	char where[256];
+	field_ctx(where, sizeof(where), ctx, key);
+	return sl_json_as_int(value, where, out, err);
+}
+
+int sl_json_get_number(const json_t *obj, const char *ctx, const char *key, double *out,
+		       struct sl_err *err)
+{
+	json_t *value = field(obj, ctx, key, err);
+	if (!value)
+		return SL_EINPUT;
+	char where[256];
+	field_ctx(where, sizeof(where), ctx, key);
+	return sl_json_as_number(value, where, out, err);
+}
+
+int sl_json_get_string(const json_t *obj, const char *ctx, const char *key, const char **out,
+		       struct sl_err *err)
+{
+	json_t *value = field(obj, ctx, key, err);
+	if (!value)
+		return SL_EINPUT;
+	if (!json_is_string(value))
+		return sl_err_set(err, SL_EINPUT, "%s%s%s: expected a string", ctx ? ctx : "",
+				  join(ctx), key);
+	*out = json_string_value(value);
+	return 0;
+}
+
+int sl_json_get_array(const json_t *obj, const char *ctx, const char *key, json_t **out,
+		      struct sl_err *err)
+{
+	json_t *value = field(obj, ctx, key, err);
+	if (!value)
+		return SL_EINPUT;
+	if (!json_is_array(value))
+		return sl_err_set(err, SL_EINPUT, "%s%s%s: expected an array", ctx ? ctx : "",
+				  join(ctx), key);
+	*out = value;
+	return 0;
+}
+
+int sl_json_get_object(const json_t *obj, const char *ctx, const char *key, json_t **out,
+		       struct sl_err *err)
+{
+	json_t *value = field(obj, ctx, key, err);
+	if (!value)
+		return SL_EINPUT;
+	if (!json_is_object(value))
+		return sl_err_set(err, SL_EINPUT, "%s%s%s: expected an object", ctx ? ctx : "",
+				  join(ctx), key);
+	*out = value;
+	return 0;
+}
+
+int sl_json_opt_int(const json_t *obj, const char *ctx, const char *key, long long *out,
+		    struct sl_err *err)
+{
+	json_t *value = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+	if (!value || json_is_null(value))
+		return 0;
+	char where[256];
+	field_ctx(where, sizeof(where), ctx, key);
+	return sl_json_as_int(value, where, out, err);
+}
+
+int sl_json_opt_number(const json_t *obj, const char *ctx, const char *key, double *out,
+		       struct sl_err *err)
+{
+	json_t *value = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+	if (!value || json_is_null(value))
+		return 0;
+	char where[256];
+	field_ctx(where, sizeof(where), ctx, key);
+	return sl_json_as_number(value, where, out, err);
+}
+
+int sl_json_print(FILE *stream, const json_t *value)
+{
+	if (json_dumpf(value, stream, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) != 0)
+		return SL_EIO;
+	fputc('\n', stream);
+	return 0;
+}
