@@ -1,0 +1,121 @@
+/* `sailor simulate`: iteration time, peak memory and $ of one plan, as a readable breakdown or
+ * (--json) one JSON object on stdout. Errors go to stderr with exit 1 (bad input) or 2 (usage);
+ * nothing is printed on stdout unless the simulation succeeded. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/options.h"
+#include "sim/sim.h"
+#include "util/json.h"
+
+static int run_simulate(int argc, char **argv);
+
+static const struct sl_cli_option options[] = {
+	{"model", 'm', "NAME|FILE", "model: OPT-350, GPT-Neo-2.7, LLAMA-3-8, OPT-30 or a "
+				    "hyper-parameter JSON file", "the plan's \"model\""},
+	{"plan", 'p', "FILE", "plan to simulate (sailor.plan/1 or a SOSP'25 plan file)", NULL},
+	{"global-batch", 'g', "N", "samples per iteration", "the plan's, else the model's"},
+	{"cost-model", 'c', "NAME", "sailor (ours) or sosp25 (the SOSP'25 simulator exactly)",
+	 "sailor"},
+	{"json", 0, NULL, "print one JSON object (schema sailor.simulation/1) on stdout", NULL},
+};
+
+const struct sl_cli_command sl_cmd_simulate = {
+	.name = "simulate",
+	.synopsis = "--model M --plan FILE [--global-batch G] [--cost-model sailor|sosp25] [--json]",
+	.summary = "iteration time, peak memory and $ per iteration of a plan",
+	.description =
+		"Simulates one training iteration of the plan: per stage compute, point-to-point,\n"
+		"pipeline bubble, data-parallel sync, optimizer and memory per GPU against its\n"
+		"capacity; then iteration time, throughput and cost (GPU rent + egress).",
+	.options = options,
+	.option_count = sizeof(options) / sizeof(options[0]),
+	.run = run_simulate,
+};
+
+static int fail(struct sl_err *err)
+{
+	fprintf(stderr, "sailor simulate: %s\n", err->msg);
+	return sl_err_exit_status(err->code);
+}
+
+static int run_simulate(int argc, char **argv)
+{
+	const char *model = NULL, *plan_path = NULL;
+	long long global_batch = 0;
+	enum sl_cost_model cm = SL_COST_SAILOR;
+	int json = 0;
+	struct sl_err err = {0};
+	struct sl_cli_parser parser;
+	sl_cli_parser_init(&parser, &sl_cmd_simulate, argc, argv);
+	for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
+		if (idx == SL_CLI_ERROR)
+			return 2;
+		if (idx == SL_CLI_HELP)
+			return 0;
+		const char *name = options[idx].name;
+		if (!strcmp(name, "model")) {
+			model = parser.arg;
+		} else if (!strcmp(name, "plan")) {
+			plan_path = parser.arg;
+		} else if (!strcmp(name, "global-batch")) {
+			if (sl_cli_parse_long(&sl_cmd_simulate, name, parser.arg, 1, &global_batch))
+				return 2;
+		} else if (!strcmp(name, "cost-model")) {
+			if (sl_cost_model_parse(parser.arg, &cm, &err))
+				return sl_cli_usage_error(&sl_cmd_simulate, "--cost-model: %s", err.msg);
+		} else if (!strcmp(name, "json")) {
+			json = 1;
+		}
+	}
+	if (parser.next_index < argc)
+		return sl_cli_usage_error(&sl_cmd_simulate, "unexpected argument '%s'",
+					  argv[parser.next_index]);
+	if (!plan_path)
+		return sl_cli_usage_error(&sl_cmd_simulate, "--plan FILE is required");
+
+	struct sl_catalogue cat;
+	if (sl_catalogue_load(NULL, &cat, &err))
+		return fail(&err);
+	struct sl_plan plan;
+	sl_plan_init(&plan);
+	if (sl_plan_load(plan_path, &cat, &plan, &err)) {
+		sl_plan_free(&plan);
+		return fail(&err);
+	}
+	if (!model && !plan.model[0]) {
+		sl_plan_free(&plan);
+		return sl_cli_usage_error(&sl_cmd_simulate,
+					  "--model is required (plan '%s' names no model)", plan_path);
+	}
+	struct sl_sim_env *env = NULL;
+	int rc = sl_sim_env_load(model ? model : plan.model, NULL, &env, &err);
+	if (!rc && model && plan.model[0] && strcmp(plan.model, model) &&
+	    strcmp(plan.model, env->model.name))
+		rc = sl_err_set(&err, SL_EINPUT,
+				"plan '%s': model: the plan is for '%s' but --model is '%s': drop "
+				"--model or simulate it with --model %s", plan_path, plan.model, model,
+				plan.model);
+	if (!rc && global_batch > 0)
+		plan.global_batch = global_batch;
+	if (!rc)
+		rc = sl_sim_check_plan(env, &plan, 0, &err);
+	static struct sl_sim_result res;
+	if (!rc)
+		rc = sl_simulate(env, &plan, cm, &res, &err);
+	if (rc) {
+		sl_plan_free(&plan);
+		sl_sim_env_free(env);
+		return fail(&err);
+	}
+	if (json) {
+		json_t *o = sl_sim_result_to_json(env, &plan, &res);
+		sl_json_print(stdout, o);
+		json_decref(o);
+	} else {
+		sl_sim_result_print(stdout, env, &plan, &res);
+	}
+	sl_plan_free(&plan);
+	sl_sim_env_free(env);
+	return 0;
+}

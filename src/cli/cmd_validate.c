@@ -1,0 +1,115 @@
+/* `sailor validate`: simulates every measured run in a folder and reports the relative error of
+ * iteration time and peak memory per run and summarised (mean, median, max of |error|). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/options.h"
+#include "sim/validate.h"
+#include "util/json.h"
+
+static int run_validate(int argc, char **argv);
+
+static const struct sl_cli_option options[] = {
+	{"model", 'm', "NAME|FILE", "model the runs trained", NULL},
+	{"cost-model", 'c', "NAME", "sailor or sosp25", "sailor"},
+	{"json", 0, NULL, "print one JSON object (schema sailor.validation/1) on stdout", NULL},
+};
+
+const struct sl_cli_command sl_cmd_validate = {
+	.name = "validate",
+	.synopsis = "--model M DIR [--cost-model sailor|sosp25] [--json]",
+	.summary = "compare the simulator with measured runs (files with real and max_mem)",
+	.description = "DIR holds plan files that carry the measured iteration time (\"real\", s)\n"
+		       "and peak GPU memory (\"max_mem\", bytes), like the SOSP'25 validation files.",
+	.options = options,
+	.option_count = sizeof(options) / sizeof(options[0]),
+	.run = run_validate,
+};
+
+static int run_validate(int argc, char **argv)
+{
+	const char *model = NULL;
+	enum sl_cost_model cm = SL_COST_SAILOR;
+	int json = 0;
+	struct sl_err err = {0};
+	const char *dir = NULL;
+	struct sl_cli_parser parser;
+	/* options may come before or after DIR ("--model M DIR --json"): parse, take one
+	 * positional argument, and parse the rest again */
+	int base = 0;
+	for (;;) {
+		sl_cli_parser_init(&parser, &sl_cmd_validate, argc - base, argv + base);
+		for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
+			if (idx == SL_CLI_ERROR)
+				return 2;
+			if (idx == SL_CLI_HELP)
+				return 0;
+			const char *name = options[idx].name;
+			if (!strcmp(name, "model"))
+				model = parser.arg;
+			else if (!strcmp(name, "cost-model")) {
+				if (sl_cost_model_parse(parser.arg, &cm, &err))
+					return sl_cli_usage_error(&sl_cmd_validate, "--cost-model: %s",
+								  err.msg);
+			} else if (!strcmp(name, "json"))
+				json = 1;
+		}
+		int pos = base + parser.next_index;
+		if (pos >= argc)
+			break;
+		if (dir)
+			return sl_cli_usage_error(&sl_cmd_validate, "unexpected argument '%s' (one "
+						  "folder only)", argv[pos]);
+		if (!strcmp(argv[pos], "--")) {
+			if (pos + 1 < argc)
+				dir = argv[pos + 1];
+			if (pos + 2 < argc)
+				return sl_cli_usage_error(&sl_cmd_validate, "unexpected argument '%s'",
+							  argv[pos + 2]);
+			break;
+		}
+		dir = argv[pos];
+		base = pos; /* argv[base] plays the program name for the next round */
+	}
+	if (!model)
+		return sl_cli_usage_error(&sl_cmd_validate, "--model is required");
+	if (!dir)
+		return sl_cli_usage_error(&sl_cmd_validate, "expected a folder of measured runs");
+	struct sl_sim_env *env = NULL;
+	struct sl_validation v;
+	int rc = sl_sim_env_load(model, NULL, &env, &err);
+	if (!rc)
+		rc = sl_validation_run(env, dir, cm, &v, &err);
+	if (rc) {
+		sl_sim_env_free(env);
+		fprintf(stderr, "sailor validate: %s\n", err.msg);
+		return sl_err_exit_status(rc);
+	}
+	if (json) {
+		json_t *o = sl_validation_to_json(env, &v);
+		sl_json_print(stdout, o);
+		json_decref(o);
+	} else {
+		printf("model %s, cost model %s, %d measured runs in %s\n\n", env->model.name,
+		       sl_cost_model_name(cm), v.run_count, dir);
+		printf("%-32s %2s %3s %4s %5s %9s %9s %8s %9s %9s %8s\n", "run", "P", "D", "mbs", "G",
+		       "real s", "sim s", "error", "real GB", "sim GB", "error");
+		for (int i = 0; i < v.run_count; i++) {
+			const struct sl_validation_run *r = &v.runs[i];
+			printf("%-32s %2d %3d %4d %5lld %9.4f %9.4f %+7.1f%% %9.2f %9.2f %+7.1f%%\n", r->file,
+			       r->stages, r->pipelines, r->micro_batch, r->global_batch, r->real_s, r->sim_s,
+			       100 * r->time_error, r->real_mem_bytes / 1e9, r->sim_mem_bytes / 1e9,
+			       100 * r->memory_error);
+		}
+		printf("\n%-22s %8s %8s %8s\n", "|relative error|", "mean", "median", "max");
+		printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "iteration time", 100 * v.time.mean_abs,
+		       100 * v.time.median_abs, 100 * v.time.max_abs);
+		printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "peak memory", 100 * v.memory.mean_abs,
+		       100 * v.memory.median_abs, 100 * v.memory.max_abs);
+		if (v.skipped)
+			printf("(%d plan files without real/max_mem skipped)\n", v.skipped);
+	}
+	sl_validation_free(&v);
+	sl_sim_env_free(env);
+	return 0;
+}

@@ -1,0 +1,78 @@
+/* The GPU catalogue and the zones: what kinds of GPU exist, what they cost and hold, and which
+ * zones (and regions) GPUs can live in. Everything downstream (pools, plans, the simulator, the
+ * planner) refers to a GPU type and a zone by a small integer index into this catalogue.
+ *
+ * Sources: GPU types from data/gpus.json (order of that file = index order, so output is stable);
+ * zones from data/network/egress_usd_per_gb.json (sorted by name = index order). A zone's region
+ * is its name without the last "-<letter>" suffix ("us-central1-a" is in "us-central1"); regions
+ * are indexed in order of first appearance over the sorted zones.
+ *
+ * Invariants after a successful load: 1 <= gpu_count <= SL_MAX_GPU_TYPES, 1 <= zone_count <=
+ * SL_MAX_ZONES, names unique, every numeric field positive (peak FLOP/s and memory bandwidth may
+ * be 0 = unknown). The struct is plain data: copy it freely, nothing to free.
+ */
+#ifndef SL_CLUSTER_CATALOGUE_H
+#define SL_CLUSTER_CATALOGUE_H
+
+#include <stddef.h>
+
+#include "util/err.h"
+
+#define SL_MAX_GPU_TYPES 16
+#define SL_MAX_ZONES 32
+#define SL_GPU_NAME_MAX 32
+#define SL_ZONE_NAME_MAX 48
+
+struct sl_gpu_type {
+	char name[SL_GPU_NAME_MAX];     /* "A100-40" */
+	double memory_bytes;            /* device memory as the driver reports it */
+	int gpus_per_node;              /* GPUs in one node/VM: the largest TP degree allowed */
+	double usd_per_hour;            /* rent of one GPU (the same in every zone) */
+	double peak_fp32_flops;         /* datasheet, dense; 0 = unknown */
+	double peak_tensor_flops;       /* datasheet, dense, TF32/FP16 tensor cores; 0 = unknown */
+	double memory_bandwidth_bps;    /* HBM/GDDR bandwidth; 0 = unknown */
+	/* Fixed per-GPU memory the training framework holds besides tensors: CUDA context, cuBLAS /
+	 * cuDNN workspaces, caching-allocator slack (gpus.json "runtime_overhead_bytes", sourced
+	 * there). Used by the sailor memory model. */
+	double runtime_overhead_bytes;
+	/* NCCL buffer memory per communicator this GPU joins (gpus.json "nccl_buffer_bytes"). */
+	double nccl_buffer_bytes;
+	/* GPU type whose network fits stand in for this one when the network file has none for it
+	 * (gpus.json "network_as"); its own index when it has fits or no stand-in is named. */
+	int network_as;
+	/* GPU type whose measured profile scales to this one when no profile of a model exists for
+	 * it (gpus.json "estimate_from"); its own index otherwise. */
+	int estimate_from;
+};
+
+struct sl_zone {
+	char name[SL_ZONE_NAME_MAX];    /* "us-central1-a" */
+	int region;                     /* index into sl_catalogue.regions */
+};
+
+struct sl_catalogue {
+	int gpu_count;
+	struct sl_gpu_type gpus[SL_MAX_GPU_TYPES];
+	int zone_count;
+	struct sl_zone zones[SL_MAX_ZONES];
+	int region_count;
+	char regions[SL_MAX_ZONES][SL_ZONE_NAME_MAX];
+};
+
+/* Loads data/gpus.json and the zone list from data/network/egress_usd_per_gb.json under
+ * data_dir (NULL = sl_data_dir()). Errors name the file and the JSON path. */
+int sl_catalogue_load(const char *data_dir, struct sl_catalogue *out, struct sl_err *err);
+
+/* Index of a GPU type / zone by exact name, or -1 if unknown. */
+int sl_catalogue_gpu_index(const struct sl_catalogue *cat, const char *name);
+int sl_catalogue_zone_index(const struct sl_catalogue *cat, const char *name);
+
+/* Region index of a zone index (no bounds check beyond an assert-free clamp: pass valid ones). */
+int sl_catalogue_zone_region(const struct sl_catalogue *cat, int zone);
+
+/* Comma-separated list of the known GPU names / zone names, for error messages ("A100-40,
+ * A100-80, ..."); writes into buf and returns it. */
+const char *sl_catalogue_gpu_names(const struct sl_catalogue *cat, char *buf, size_t size);
+const char *sl_catalogue_zone_names(const struct sl_catalogue *cat, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,453 @@
+/* Network fits and egress prices (see network.h). At load time every (zone, GPU, count) pair of
+ * endpoints is resolved to a fit, measured or stand-in, so lookups are table reads.
+ * Invariants: net->links has (Z·G·C)² resolved entries; egress has Z² prices. */
+#include "cluster/network.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/json.h"
+#include "util/paths.h"
+
+struct sl_network {
+	int zones, gpus;
+	struct sl_net_fit *measured;   /* [end(src)][end(dst)], max_bps < 0 = absent */
+	struct sl_net_fit *links;      /* resolved */
+	struct sl_net_fit intra[SL_MAX_GPU_TYPES][SL_NET_COUNTS];
+	int intra_present[SL_MAX_GPU_TYPES][SL_NET_COUNTS];
+	double *egress;                /* [src zone][dst zone], USD per GB */
+	int gpu_measured[SL_MAX_GPU_TYPES]; /* the file has some link for this GPU type */
+	int stand_in[SL_MAX_GPU_TYPES];
+	const struct sl_net_fit *wan[SL_MAX_ZONES][SL_MAX_ZONES]; /* slowest measured, either way */
+	const struct sl_net_fit *wan_any;                          /* slowest inter-zone overall */
+};
+
+static const int count_values[SL_NET_COUNTS] = {1, 2, 4, 8};
+
+int sl_net_count_index(int count)
+{
+	if (count <= 1)
+		return 0;
+	if (count < 4)
+		return 1;
+	if (count < 8)
+		return 2;
+	return 3;
+}
+
+static int count_index_exact(const char *text)
+{
+	for (int i = 0; i < SL_NET_COUNTS; i++) {
+		char buf[8];
+		snprintf(buf, sizeof(buf), "%d", count_values[i]);
+		if (!strcmp(buf, text))
+			return i;
+	}
+	return -1;
+}
+
+static size_t end_index(const struct sl_network *net, int zone, int gpu, int ci)
+{
+	return ((size_t)zone * (size_t)net->gpus + (size_t)gpu) * SL_NET_COUNTS + (size_t)ci;
+}
+
+static size_t link_index(const struct sl_network *net, int sz, int sg, int sc, int rz, int rg, int rc)
+{
+	size_t ends = (size_t)net->zones * (size_t)net->gpus * SL_NET_COUNTS;
+	return end_index(net, sz, sg, sc) * ends + end_index(net, rz, rg, rc);
+}
+
+static const struct sl_net_fit *measured(const struct sl_network *net, int sz, int sg, int sc,
+					 int rz, int rg, int rc)
+{
+	const struct sl_net_fit *f = &net->measured[link_index(net, sz, sg, sc, rz, rg, rc)];
+	return f->max_bps >= 0 ? f : NULL;
+}
+
+/* Count indices in order of preference: the one asked, then smaller ones, then larger. */
+static int count_order(int c, int *order)
+{
+	int n = 0;
+	order[n++] = c;
+	for (int k = c - 1; k >= 0; k--)
+		order[n++] = k;
+	for (int k = c + 1; k < SL_NET_COUNTS; k++)
+		order[n++] = k;
+	return n;
+}
+
+static const struct sl_net_fit *with_counts(const struct sl_network *net, int sz, int sg, int sc,
+					    int rz, int rg, int rc, int *exact)
+{
+	int so[SL_NET_COUNTS], ro[SL_NET_COUNTS];
+	count_order(sc, so);
+	count_order(rc, ro);
+	/* same counts on both sides first (the file's links are mostly count-to-same-count) */
+	for (int i = 0; i < SL_NET_COUNTS; i++) {
+		const struct sl_net_fit *f = measured(net, sz, sg, so[i], rz, rg, ro[i]);
+		if (f) {
+			*exact = (i == 0);
+			return f;
+		}
+	}
+	for (int i = 0; i < SL_NET_COUNTS; i++)
+		for (int j = 0; j < SL_NET_COUNTS; j++) {
+			const struct sl_net_fit *f = measured(net, sz, sg, so[i], rz, rg, ro[j]);
+			if (f) {
+				*exact = 0;
+				return f;
+			}
+		}
+	return NULL;
+}
+
+static const struct sl_net_fit *slower(const struct sl_net_fit *a, const struct sl_net_fit *b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return b->max_bps < a->max_bps ? b : a;
+}
+
+/* Slowest measured link between two different zones (either direction), or over all zone pairs
+ * when za < 0. Computed once per zone pair at load time. */
+static const struct sl_net_fit *slowest_between(const struct sl_network *net, int za, int zb)
+{
+	const struct sl_net_fit *best = NULL;
+	for (int sz = 0; sz < net->zones; sz++)
+		for (int rz = 0; rz < net->zones; rz++) {
+			if (sz == rz)
+				continue;
+			if (za >= 0 && !((sz == za && rz == zb) || (sz == zb && rz == za)))
+				continue;
+			for (int sg = 0; sg < net->gpus; sg++)
+				for (int sc = 0; sc < SL_NET_COUNTS; sc++)
+					for (int rg = 0; rg < net->gpus; rg++)
+						for (int rc = 0; rc < SL_NET_COUNTS; rc++)
+							best = slower(best, measured(net, sz, sg, sc, rz, rg, rc));
+		}
+	return best;
+}
+
+/* Same-zone link of these types in zone z, or in any zone that measured it. */
+static const struct sl_net_fit *same_zone(const struct sl_network *net, int z, int sg, int sc,
+					  int rg, int rc)
+{
+	int exact;
+	const struct sl_net_fit *f = with_counts(net, z, sg, sc, z, rg, rc, &exact);
+	if (f)
+		return f;
+	if (sg != rg) {
+		f = slower(with_counts(net, z, sg, sc, z, sg, sc, &exact),
+			   with_counts(net, z, rg, rc, z, rg, rc, &exact));
+		if (f)
+			return f;
+	}
+	for (int other = 0; other < net->zones; other++) {
+		f = with_counts(net, other, sg, sc, other, rg, rc, &exact);
+		if (!f && sg != rg)
+			f = slower(with_counts(net, other, sg, sc, other, sg, sc, &exact),
+				   with_counts(net, other, rg, rc, other, rg, rc, &exact));
+		if (f)
+			return f;
+	}
+	return NULL;
+}
+
+static struct sl_net_fit resolve(const struct sl_network *net, int sz, int sg0, int sc, int rz,
+				 int rg0, int rc)
+{
+	int sg = net->stand_in[sg0], rg = net->stand_in[rg0];
+	int exact = 0;
+	const struct sl_net_fit *f = with_counts(net, sz, sg, sc, rz, rg, rc, &exact);
+	struct sl_net_fit out;
+	if (f) {
+		out = *f;
+		out.derived = !(exact && sg == sg0 && rg == rg0);
+		return out;
+	}
+	if (sg != rg)
+		f = slower(with_counts(net, sz, sg, sc, rz, sg, sc, &exact),
+			   with_counts(net, sz, rg, rc, rz, rg, rc, &exact));
+	if (!f && sz != rz) {
+		const struct sl_net_fit *wan = net->wan[sz][rz] ? net->wan[sz][rz] : net->wan_any;
+		f = slower(same_zone(net, sz, sg, sc, rg, rc), wan);
+	}
+	if (!f)
+		f = same_zone(net, sz, sg, sc, rg, rc);
+	if (!f)
+		f = net->wan_any;
+	if (f) {
+		out = *f;
+	} else { /* the file measured nothing usable: 1 GB/s flat, flagged */
+		memset(&out, 0, sizeof(out));
+		out.a0 = 1.0;
+		out.max_bps = 1e9;
+	}
+	out.derived = 1;
+	return out;
+}
+
+static int parse_fit(const json_t *v, const char *ctx, struct sl_net_fit *out, struct sl_err *err)
+{
+	json_t *coeffs = json_array_get(v, 0), *maxv = json_array_get(v, 1);
+	if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_array(coeffs) ||
+	    json_array_size(coeffs) != 3 || !json_is_number(maxv))
+		return sl_err_set(err, SL_EINPUT, "%s: expected [[a2, a1, a0], max_bytes_per_s]", ctx);
+	double c[3];
+	for (int i = 0; i < 3; i++) {
+		json_t *x = json_array_get(coeffs, (size_t)i);
+		if (!json_is_number(x))
+			return sl_err_set(err, SL_EINPUT, "%s[0][%d]: expected a number", ctx, i);
+		c[i] = json_number_value(x);
+	}
+	out->a2 = c[0];
+	out->a1 = c[1];
+	out->a0 = c[2];
+	out->max_bps = json_number_value(maxv);
+	out->derived = 0;
+	if (out->max_bps < 0)
+		return sl_err_set(err, SL_EINPUT, "%s[1]: must not be negative", ctx);
+	return 0;
+}
+
+static int load_links(struct sl_network *net, const char *path, const struct sl_catalogue *cat,
+		      struct sl_err *err)
+{
+	json_t *root = sl_json_load_file(path, "network fits", err);
+	if (!root)
+		return err ? err->code : SL_EINPUT;
+	int rc = 0;
+	const char *szn, *sgn, *scn, *rzn, *rgn, *rcn;
+	json_t *a, *b, *c, *d, *e, *v;
+	if (!json_is_object(root))
+		rc = sl_err_set(err, SL_EINPUT, "top level: expected an object");
+	json_object_foreach(root, szn, a)
+	{
+		int sz = sl_catalogue_zone_index(cat, szn);
+		if (rc || sz < 0 || !json_is_object(a))
+			continue;
+		json_object_foreach(a, sgn, b)
+		{
+			int sg = sl_catalogue_gpu_index(cat, sgn);
+			if (rc || sg < 0 || !json_is_object(b))
+				continue;
+			json_object_foreach(b, scn, c)
+			{
+				int sc = count_index_exact(scn);
+				if (rc || sc < 0 || !json_is_object(c))
+					continue;
+				json_object_foreach(c, rzn, d)
+				{
+					int rz = sl_catalogue_zone_index(cat, rzn);
+					if (rc || rz < 0 || !json_is_object(d))
+						continue;
+					json_object_foreach(d, rgn, e)
+					{
+						int rg = sl_catalogue_gpu_index(cat, rgn);
+						if (rc || rg < 0 || !json_is_object(e))
+							continue;
+						json_object_foreach(e, rcn, v)
+						{
+							int rcount = count_index_exact(rcn);
+							if (rc || rcount < 0)
+								continue;
+							char ctx[256];
+							snprintf(ctx, sizeof(ctx), "%s.%s.%s.%s.%s.%s", szn, sgn,
+								 scn, rzn, rgn, rcn);
+							rc = parse_fit(v, ctx, &net->measured[link_index(
+										       net, sz, sg, sc, rz, rg, rcount)],
+								       err);
+							net->gpu_measured[sg] = net->gpu_measured[rg] = 1;
+						}
+					}
+				}
+			}
+		}
+	}
+	json_decref(root);
+	if (rc)
+		sl_err_prefix(err, "network fits '%s'", path);
+	return rc;
+}
+
+static int load_intra(struct sl_network *net, const char *path, const struct sl_catalogue *cat,
+		      struct sl_err *err)
+{
+	json_t *root = sl_json_load_file(path, "intra-node fits", err);
+	if (!root)
+		return err ? err->code : SL_EINPUT;
+	int rc = 0;
+	const char *gn, *cn;
+	json_t *a, *v;
+	json_object_foreach(root, gn, a)
+	{
+		int g = sl_catalogue_gpu_index(cat, gn);
+		if (rc || g < 0 || !json_is_object(a))
+			continue;
+		json_object_foreach(a, cn, v)
+		{
+			int ci = count_index_exact(cn);
+			if (rc || ci < 0)
+				continue;
+			char ctx[128];
+			snprintf(ctx, sizeof(ctx), "%s.%s", gn, cn);
+			rc = parse_fit(v, ctx, &net->intra[g][ci], err);
+			net->intra_present[g][ci] = 1;
+		}
+	}
+	json_decref(root);
+	if (rc)
+		sl_err_prefix(err, "intra-node fits '%s'", path);
+	return rc;
+}
+
+static int load_egress(struct sl_network *net, const char *path, const struct sl_catalogue *cat,
+		       struct sl_err *err)
+{
+	json_t *root = sl_json_load_file(path, "egress prices", err);
+	if (!root)
+		return err ? err->code : SL_EINPUT;
+	int rc = 0;
+	for (int s = 0; !rc && s < cat->zone_count; s++) {
+		json_t *row = NULL;
+		rc = sl_json_get_object(root, "", cat->zones[s].name, &row, err);
+		for (int d = 0; !rc && d < cat->zone_count; d++) {
+			double price = 0;
+			rc = sl_json_get_number(row, cat->zones[s].name, cat->zones[d].name, &price, err);
+			if (!rc && price < 0)
+				rc = sl_err_set(err, SL_EINPUT, "%s.%s: must not be negative",
+						cat->zones[s].name, cat->zones[d].name);
+			net->egress[s * cat->zone_count + d] = price;
+		}
+	}
+	json_decref(root);
+	if (rc)
+		sl_err_prefix(err, "egress prices '%s'", path);
+	return rc;
+}
+
+int sl_network_load(const char *data_dir, const struct sl_catalogue *cat,
+		    struct sl_network **out, struct sl_err *err)
+{
+	if (!data_dir)
+		data_dir = sl_data_dir();
+	*out = NULL;
+	struct sl_network *net = calloc(1, sizeof(*net));
+	if (!net)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	net->zones = cat->zone_count;
+	net->gpus = cat->gpu_count;
+	size_t ends = (size_t)net->zones * (size_t)net->gpus * SL_NET_COUNTS;
+	net->measured = malloc(ends * ends * sizeof(*net->measured));
+	net->links = malloc(ends * ends * sizeof(*net->links));
+	net->egress = calloc((size_t)net->zones * (size_t)net->zones, sizeof(*net->egress));
+	if (!net->measured || !net->links || !net->egress) {
+		sl_network_free(net);
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < ends * ends; i++)
+		net->measured[i].max_bps = -1;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/network/zone_bandwidths.json", data_dir);
+	int rc = load_links(net, path, cat, err);
+	if (!rc) {
+		snprintf(path, sizeof(path), "%s/network/intra_node_bandwidths.json", data_dir);
+		rc = load_intra(net, path, cat, err);
+	}
+	if (!rc) {
+		snprintf(path, sizeof(path), "%s/network/egress_usd_per_gb.json", data_dir);
+		rc = load_egress(net, path, cat, err);
+	}
+	if (rc) {
+		sl_network_free(net);
+		return rc;
+	}
+	for (int g = 0; g < net->gpus; g++) {
+		int alt = cat->gpus[g].network_as;
+		net->stand_in[g] = (!net->gpu_measured[g] && alt >= 0 && net->gpu_measured[alt]) ? alt : g;
+	}
+	/* intra-node stand-ins: nearest count, then the stand-in GPU type */
+	for (int g = 0; g < net->gpus; g++)
+		for (int ci = 0; ci < SL_NET_COUNTS; ci++) {
+			if (net->intra_present[g][ci])
+				continue;
+			int order[SL_NET_COUNTS], found = 0;
+			count_order(ci, order);
+			for (int pass = 0; pass < 2 && !found; pass++) {
+				int gg = pass ? cat->gpus[g].network_as : g;
+				for (int k = 0; k < SL_NET_COUNTS && !found; k++)
+					if (net->intra_present[gg][order[k]]) {
+						net->intra[g][ci] = net->intra[gg][order[k]];
+						net->intra[g][ci].derived = 1;
+						found = 1;
+					}
+			}
+			if (!found) { /* nothing measured: NVLink-less PCIe-class 10 GB/s, flagged */
+				net->intra[g][ci] = (struct sl_net_fit){0, 0, 10.0, 1e10, 1};
+			}
+		}
+	for (int za = 0; za < net->zones; za++)
+		for (int zb = 0; zb < net->zones; zb++)
+			net->wan[za][zb] = za == zb ? NULL : slowest_between(net, za, zb);
+	net->wan_any = slowest_between(net, -1, -1);
+	for (int sz = 0; sz < net->zones; sz++)
+		for (int sg = 0; sg < net->gpus; sg++)
+			for (int sc = 0; sc < SL_NET_COUNTS; sc++)
+				for (int rz = 0; rz < net->zones; rz++)
+					for (int rg = 0; rg < net->gpus; rg++)
+						for (int rcn = 0; rcn < SL_NET_COUNTS; rcn++)
+							net->links[link_index(net, sz, sg, sc, rz, rg, rcn)] =
+								resolve(net, sz, sg, sc, rz, rg, rcn);
+	*out = net;
+	return 0;
+}
+
+void sl_network_free(struct sl_network *net)
+{
+	if (!net)
+		return;
+	free(net->measured);
+	free(net->links);
+	free(net->egress);
+	free(net);
+}
+
+const struct sl_net_fit *sl_network_fit(const struct sl_network *net, int src_zone, int src_gpu,
+					int src_count, int dst_zone, int dst_gpu, int dst_count)
+{
+	return &net->links[link_index(net, src_zone, src_gpu, sl_net_count_index(src_count), dst_zone,
+				      dst_gpu, sl_net_count_index(dst_count))];
+}
+
+const struct sl_net_fit *sl_network_intra_fit(const struct sl_network *net, int gpu, int count)
+{
+	return &net->intra[gpu][sl_net_count_index(count < 2 ? 2 : count)];
+}
+
+double sl_net_fit_gbps(const struct sl_net_fit *fit, double bytes)
+{
+	double x = log2(bytes / 1e6);
+	return fit->a2 * x * x + fit->a1 * x + fit->a0;
+}
+
+double sl_net_send_time_s(const struct sl_net_fit *fit, double bytes)
+{
+	if (bytes <= 0)
+		return 0.0;
+	double gbps = sl_net_fit_gbps(fit, bytes);
+	if (!(gbps > 0)) {
+		gbps = fit->a0 > 0 ? fit->a0 : fit->max_bps / 1e9;
+		if (!(gbps > 0))
+			gbps = 1.0;
+	}
+	return (bytes / 1e9) / gbps;
+}
+
+double sl_network_egress_usd_per_gb(const struct sl_network *net, int src_zone, int dst_zone)
+{
+	return net->egress[src_zone * net->zones + dst_zone];
+}

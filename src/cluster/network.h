@@ -1,0 +1,71 @@
+/* Network links between GPUs and what crossing zones costs.
+ *
+ * Bandwidth fits (data/network/zone_bandwidths.json, the SOSP'25 artifact's
+ * multizone_bandwidths_het.json): for a sender (zone, GPU type, count) and a receiver (zone, GPU
+ * type, count), bandwidth in GB/s = a2·x² + a1·x + a0 with x = log2(bytes / 1e6), and the largest
+ * bandwidth measured (bytes/s). `count` is the number of GPUs of one node sending in parallel to
+ * the other node; the fit is their aggregate (SIMULATOR.md section 2.5). Counts are 1, 2, 4, 8.
+ *
+ * The file is sparse. Every lookup here returns a fit, never NULL: the measured one when the file
+ * has it (derived = 0), else a stand-in (derived = 1) chosen in this order:
+ *   1. the GPU type's "network_as" stand-in from the catalogue (A100-80 -> A100-40, ...);
+ *   2. the same sender and receiver but the nearest count the file has (largest count <= the one
+ *      asked, else the smallest);
+ *   3. a link of mixed GPU types missing: the slower (lower max bandwidth) of the two homogeneous
+ *      links, sender type to sender type and receiver type to receiver type, between the zones;
+ *   4. zones without a measured pair for these types: the slower of (a) the same-zone link of the
+ *      types and (b) the slowest measured link of any GPU types between the two zones (the
+ *      inter-zone path then decides); if neither zone pair has any measurement, the slowest
+ *      inter-zone link in the file.
+ * Intra-node fits (data/network/intra_node_bandwidths.json, {gpu: {count: [coeffs, max]}}) are
+ * looked up the same way by (gpu, count) with the nearest count.
+ *
+ * Egress prices (data/network/egress_usd_per_gb.json): USD per GB (1e9 bytes) sent from one zone
+ * to another; 0 within a zone. A zone pair missing from the file is an error at load time.
+ *
+ * Ownership: sl_network_load allocates; sl_network_free frees. Lookups allocate nothing and are
+ * O(1) table reads (the whole table is resolved at load time).
+ */
+#ifndef SL_CLUSTER_NETWORK_H
+#define SL_CLUSTER_NETWORK_H
+
+#include "cluster/catalogue.h"
+#include "util/err.h"
+
+#define SL_NET_COUNTS 4 /* counts 1, 2, 4, 8 */
+
+struct sl_net_fit {
+	double a2, a1, a0;  /* bandwidth in GB/s = a2 x^2 + a1 x + a0, x = log2(bytes/1e6) */
+	double max_bps;     /* largest measured bandwidth, bytes/s */
+	int derived;        /* 0 measured for exactly this link, 1 a stand-in (see above) */
+};
+
+struct sl_network; /* opaque */
+
+/* Loads the three files under data_dir (NULL = sl_data_dir()). Zones and GPU types not in the
+ * catalogue are skipped; errors name the file and JSON path. */
+int sl_network_load(const char *data_dir, const struct sl_catalogue *cat,
+		    struct sl_network **out, struct sl_err *err);
+void sl_network_free(struct sl_network *net);
+
+/* Index of a GPU count in the tables: 1->0, 2->1, 3..4->2, 5+ ->3 (largest power of two <= n). */
+int sl_net_count_index(int count);
+
+/* The fit for a link between nodes; counts are GPUs per node sending in parallel (1..8). */
+const struct sl_net_fit *sl_network_fit(const struct sl_network *net, int src_zone, int src_gpu,
+					int src_count, int dst_zone, int dst_gpu, int dst_count);
+/* The intra-node fit for count GPUs of one type (count 1 is treated as 2). */
+const struct sl_net_fit *sl_network_intra_fit(const struct sl_network *net, int gpu, int count);
+
+/* Bandwidth in GB/s of a fit at a message size, exactly as the SOSP'25 simulator evaluates it
+ * (Python form: x = log2(bytes/1e6), a2 x^2 + a1 x + a0). May be <= 0 for tiny messages. */
+double sl_net_fit_gbps(const struct sl_net_fit *fit, double bytes);
+
+/* Seconds to send bytes over a fit: (bytes/1e9) / gbps; 0 for bytes <= 0. A non-positive fit
+ * value (tiny messages) is clamped to the fit's value at 1 MB so the result stays finite. */
+double sl_net_send_time_s(const struct sl_net_fit *fit, double bytes);
+
+/* Egress price from zone a to zone b, USD per GB (1e9 bytes). */
+double sl_network_egress_usd_per_gb(const struct sl_network *net, int src_zone, int dst_zone);
+
+#endif

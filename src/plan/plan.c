@@ -1,0 +1,630 @@
+/* Plans: the struct's memory, both file formats in, ours out, and the checks that need the model
+ * (see plan.h). Invariants after load: P and D within limits, indices valid, tp >= 1. */
+#include "plan/plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/json.h"
+
+void sl_plan_init(struct sl_plan *plan) { memset(plan, 0, sizeof(*plan)); }
+
+int sl_plan_reserve(struct sl_plan *plan, int stages, int pipelines, struct sl_err *err)
+{
+	if (stages < 1 || stages > SL_PLAN_MAX_STAGES)
+		return sl_err_set(err, SL_EINPUT, "a plan has 1 to %d stages, not %d",
+				  SL_PLAN_MAX_STAGES, stages);
+	if (pipelines < 1 || pipelines > SL_PLAN_MAX_PIPELINES)
+		return sl_err_set(err, SL_EINPUT, "a stage has 1 to %d replicas, not %d",
+				  SL_PLAN_MAX_PIPELINES, pipelines);
+	int need = stages * pipelines;
+	if (plan->capacity < need) {
+		struct sl_replica *r = plan->capacity ? realloc(plan->replicas, (size_t)need * sizeof(*r))
+						      : malloc((size_t)need * sizeof(*r));
+		if (!r)
+			return sl_err_set(err, SL_ENOMEM, "out of memory");
+		plan->replicas = r;
+		plan->capacity = need;
+	}
+	if (plan->mb_capacity < pipelines) {
+		int *m = plan->mb_capacity ? realloc(plan->microbatches, (size_t)pipelines * sizeof(*m))
+					   : malloc((size_t)pipelines * sizeof(*m));
+		if (!m)
+			return sl_err_set(err, SL_ENOMEM, "out of memory");
+		plan->microbatches = m;
+		plan->mb_capacity = pipelines;
+	}
+	plan->num_stages = stages;
+	plan->num_pipelines = pipelines;
+	return 0;
+}
+
+void sl_plan_free(struct sl_plan *plan)
+{
+	if (!plan)
+		return;
+	if (plan->capacity)
+		free(plan->replicas);
+	if (plan->mb_capacity)
+		free(plan->microbatches);
+	sl_plan_init(plan);
+}
+
+int sl_plan_copy(struct sl_plan *dst, const struct sl_plan *src, struct sl_err *err)
+{
+	struct sl_replica *r = dst->replicas;
+	int *m = dst->microbatches;
+	int cap = dst->capacity, mcap = dst->mb_capacity;
+	*dst = *src;
+	dst->replicas = cap ? r : NULL;
+	dst->microbatches = mcap ? m : NULL;
+	dst->capacity = cap;
+	dst->mb_capacity = mcap;
+	int rc = sl_plan_reserve(dst, src->num_stages, src->num_pipelines, err);
+	if (rc)
+		return rc;
+	memcpy(dst->replicas, src->replicas,
+	       (size_t)src->num_stages * (size_t)src->num_pipelines * sizeof(*src->replicas));
+	if (src->uneven_microbatches)
+		memcpy(dst->microbatches, src->microbatches, (size_t)src->num_pipelines * sizeof(int));
+	return 0;
+}
+
+long long sl_plan_gpu_count(const struct sl_plan *plan)
+{
+	long long n = 0;
+	for (long i = 0; i < (long)plan->num_stages * plan->num_pipelines; i++)
+		n += plan->replicas[i].tp;
+	return n;
+}
+
+int sl_plan_replica_entry(const struct sl_plan *plan, int stage, int j)
+{
+	int entry = 0;
+	for (int i = 1; i <= j && i < plan->num_pipelines; i++) {
+		const struct sl_replica *a = sl_plan_replica(plan, stage, i - 1);
+		const struct sl_replica *b = sl_plan_replica(plan, stage, i);
+		if (a->gpu != b->gpu || a->zone != b->zone || a->tp != b->tp)
+			entry++;
+	}
+	return entry;
+}
+
+int sl_plan_pipeline_microbatches(const struct sl_plan *plan, int j, long long global_batch)
+{
+	if (plan->uneven_microbatches)
+		return plan->microbatches[j];
+	long long per = (long long)plan->micro_batch * plan->num_pipelines;
+	long long n = (global_batch + per - 1) / per;
+	return n < 1 ? 1 : (n > 1 << 30 ? 1 << 30 : (int)n);
+}
+
+/* ---- reading ---- */
+
+struct parsed_replica {
+	int gpu, zone, tp;
+};
+
+static int resolve_gpu_zone(const struct sl_catalogue *cat, const char *ctx, const char *gpu,
+			    const char *zone, const char *gpu_field, const char *zone_field, int *g,
+			    int *z, struct sl_err *err)
+{
+	char names[1024];
+	*g = sl_catalogue_gpu_index(cat, gpu);
+	if (*g < 0)
+		return sl_err_set(err, SL_ENOTFOUND, "%s%s: unknown GPU type '%s' (known: %s)", ctx,
+				  gpu_field, gpu, sl_catalogue_gpu_names(cat, names, sizeof(names)));
+	*z = sl_catalogue_zone_index(cat, zone);
+	if (*z < 0)
+		return sl_err_set(err, SL_ENOTFOUND, "%s%s: unknown zone '%s' (known: %s)", ctx,
+				  zone_field, zone, sl_catalogue_zone_names(cat, names, sizeof(names)));
+	return 0;
+}
+
+static int positive_int(const json_t *obj, const char *ctx, const char *key, int required,
+			long long def, long long max, long long *out, struct sl_err *err)
+{
+	*out = def;
+	int rc = required ? sl_json_get_int(obj, ctx, key, out, err)
+			  : sl_json_opt_int(obj, ctx, key, out, err);
+	if (rc)
+		return rc;
+	if (*out < 1 || *out > max)
+		return sl_err_set(err, SL_EINPUT, "%s%s%s: must be a whole number from 1 to %lld, got %lld",
+				  ctx, *ctx ? "." : "", key, max, *out);
+	return 0;
+}
+
+static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct sl_plan *out,
+		     struct sl_err *err)
+{
+	long long v = 0;
+	int rc = 0;
+	json_t *model = json_object_get(root, "model");
+	if (model && !json_is_null(model)) {
+		if (!json_is_string(model) || strlen(json_string_value(model)) >= SL_MODEL_NAME_MAX)
+			return sl_err_set(err, SL_EINPUT, "model: expected a model name");
+		snprintf(out->model, sizeof(out->model), "%s", json_string_value(model));
+	}
+	if (json_object_get(root, "global_batch")) {
+		rc = positive_int(root, "", "global_batch", 0, 0, 1LL << 40, &v, err);
+		if (rc)
+			return sl_err_set(err, SL_EINPUT,
+					  "global_batch: must be a whole number of samples >= 1 (or leave it "
+					  "out to use --global-batch or the model's default)");
+		out->global_batch = v;
+	}
+	rc = positive_int(root, "", "micro_batch", 1, 0, 1 << 20, &v, err);
+	if (rc)
+		return rc;
+	out->micro_batch = (int)v;
+	json_t *stages = NULL;
+	rc = sl_json_get_array(root, "", "stages", &stages, err);
+	if (rc)
+		return rc;
+	size_t P = json_array_size(stages);
+	if (P == 0 || P > SL_PLAN_MAX_STAGES)
+		return sl_err_set(err, SL_EINPUT, "stages: expected 1 to %d stages, got %zu",
+				  SL_PLAN_MAX_STAGES, P);
+	/* first pass: count replicas per stage */
+	int D = -1;
+	for (size_t k = 0; k < P; k++) {
+		char ctx[64];
+		snprintf(ctx, sizeof(ctx), "stages[%zu]", k);
+		json_t *st = json_array_get(stages, k), *reps = NULL, *layers = NULL;
+		rc = sl_json_get_array(st, ctx, "layers", &layers, err);
+		if (rc)
+			return rc;
+		if (json_array_size(layers) != 2)
+			return sl_err_set(err, SL_EINPUT,
+					  "%s.layers: expected [first, last], an inclusive layer range",
+					  ctx);
+		long long a, b;
+		char lctx[128];
+		snprintf(lctx, sizeof(lctx), "%s.layers[0]", ctx);
+		rc = sl_json_as_int(json_array_get(layers, 0), lctx, &a, err);
+		snprintf(lctx, sizeof(lctx), "%s.layers[1]", ctx);
+		if (!rc) rc = sl_json_as_int(json_array_get(layers, 1), lctx, &b, err);
+		if (rc)
+			return rc;
+		if (a < 0 || b < a || b > 1 << 20)
+			return sl_err_set(err, SL_EINPUT,
+					  "%s.layers: [%lld, %lld] is not a range: expected 0 <= first <= last",
+					  ctx, a, b);
+		out->stages[k].first_layer = (int)a;
+		out->stages[k].last_layer = (int)b;
+		rc = sl_json_get_array(st, ctx, "replicas", &reps, err);
+		if (rc)
+			return rc;
+		if (json_array_size(reps) == 0)
+			return sl_err_set(err, SL_EINPUT,
+					  "%s.replicas: the stage has no replicas: give it at least one "
+					  "{\"gpu\", \"zone\", \"tp\"}", ctx);
+		long long n = 0;
+		for (size_t r = 0; r < json_array_size(reps); r++) {
+			char rctx[160];
+			snprintf(rctx, sizeof(rctx), "%s.replicas[%zu]", ctx, r);
+			rc = positive_int(json_array_get(reps, r), rctx, "count", 0, 1, SL_PLAN_MAX_PIPELINES,
+					  &v, err);
+			if (rc)
+				return rc;
+			n += v;
+		}
+		if (n > SL_PLAN_MAX_PIPELINES)
+			return sl_err_set(err, SL_EINPUT, "%s.replicas: %lld replicas, at most %d allowed",
+					  ctx, n, SL_PLAN_MAX_PIPELINES);
+		if (D < 0)
+			D = (int)n;
+		else if (n != D)
+			return sl_err_set(err, SL_EINPUT,
+					  "%s.replicas: %lld replicas but stages[0] has %d: every stage "
+					  "needs the same number of replicas (one per pipeline)", ctx, n, D);
+	}
+	rc = sl_plan_reserve(out, (int)P, D, err);
+	if (rc)
+		return rc;
+	for (size_t k = 0; k < P; k++) {
+		json_t *reps = json_object_get(json_array_get(stages, k), "replicas");
+		int j = 0;
+		for (size_t r = 0; r < json_array_size(reps); r++) {
+			char rctx[160];
+			snprintf(rctx, sizeof(rctx), "stages[%zu].replicas[%zu]", k, r);
+			json_t *e = json_array_get(reps, r);
+			const char *gpu = NULL, *zone = NULL;
+			long long count = 1, tp = 1;
+			rc = sl_json_get_string(e, rctx, "gpu", &gpu, err);
+			if (!rc) rc = sl_json_get_string(e, rctx, "zone", &zone, err);
+			if (!rc) rc = positive_int(e, rctx, "tp", 0, 1, 64, &tp, err);
+			if (!rc) rc = positive_int(e, rctx, "count", 0, 1, SL_PLAN_MAX_PIPELINES, &count, err);
+			int g, z;
+			if (!rc) rc = resolve_gpu_zone(cat, rctx, gpu, zone, ".gpu", ".zone", &g, &z, err);
+			if (rc)
+				return rc;
+			for (long long c = 0; c < count; c++, j++)
+				*sl_plan_replica(out, (int)k, j) =
+					(struct sl_replica){(short)g, (short)z, (short)tp, 0};
+		}
+	}
+	json_t *mbs = json_object_get(root, "microbatches_per_pipeline");
+	if (mbs && !json_is_null(mbs)) {
+		if (!json_is_array(mbs) || (int)json_array_size(mbs) != D)
+			return sl_err_set(err, SL_EINPUT,
+					  "microbatches_per_pipeline: expected an array of %d counts, one "
+					  "per pipeline", D);
+		for (int j = 0; j < D; j++) {
+			char ctx[64];
+			snprintf(ctx, sizeof(ctx), "microbatches_per_pipeline[%d]", j);
+			rc = sl_json_as_int(json_array_get(mbs, (size_t)j), ctx, &v, err);
+			if (rc)
+				return rc;
+			if (v < 1 || v > 1 << 24)
+				return sl_err_set(err, SL_EINPUT, "%s: must be at least 1, got %lld", ctx, v);
+			out->microbatches[j] = (int)v;
+		}
+		out->uneven_microbatches = 1;
+	}
+	out->format = SL_PLAN_FORMAT_SAILOR;
+	return 0;
+}
+
+/* One SOSP'25 replica: [ [[gpu, gpus_per_node, zone], ...], tp ]. */
+static int read_sosp_replica(const json_t *e, const char *ctx, const struct sl_catalogue *cat,
+			     struct sl_replica *out, struct sl_err *err)
+{
+	json_t *vms = json_array_get(e, 0), *tpv = json_array_get(e, 1);
+	if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_array(vms) ||
+	    json_array_size(vms) < 1)
+		return sl_err_set(err, SL_EINPUT,
+				  "%s: expected [[[gpu, gpus_per_node, zone]], tp]", ctx);
+	if (json_array_size(vms) > 1)
+		return sl_err_set(err, SL_EINPUT,
+				  "%s: a replica spanning %zu VMs (Metis plans) is not supported: give "
+				  "one [gpu, gpus_per_node, zone]", ctx, json_array_size(vms));
+	json_t *vm = json_array_get(vms, 0);
+	json_t *gv = json_array_get(vm, 0), *zv = json_array_get(vm, 2);
+	if (!json_is_array(vm) || json_array_size(vm) != 3 || !json_is_string(gv) || !json_is_string(zv))
+		return sl_err_set(err, SL_EINPUT, "%s[0][0]: expected [gpu, gpus_per_node, zone]", ctx);
+	long long tp;
+	char tctx[224];
+	snprintf(tctx, sizeof(tctx), "%s[1]", ctx);
+	int rc = sl_json_as_int(tpv, tctx, &tp, err);
+	if (rc)
+		return rc;
+	if (tp < 1 || tp > 64)
+		return sl_err_set(err, SL_EINPUT, "%s: TP degree must be 1 to 64, got %lld", tctx, tp);
+	int g, z;
+	rc = resolve_gpu_zone(cat, ctx, json_string_value(gv), json_string_value(zv), "[0][0][0]",
+			      "[0][0][2]", &g, &z, err);
+	if (rc)
+		return rc;
+	*out = (struct sl_replica){(short)g, (short)z, (short)tp, 0};
+	return 0;
+}
+
+static int read_sosp(const json_t *root, const struct sl_catalogue *cat, struct sl_plan *out,
+		     struct sl_err *err)
+{
+	long long v = 0;
+	int rc = positive_int(root, "", "mbs", 1, 0, 1 << 20, &v, err);
+	if (rc)
+		return rc;
+	out->micro_batch = (int)v;
+	if (json_object_get(root, "gbs")) {
+		rc = positive_int(root, "", "gbs", 0, 0, 1LL << 40, &v, err);
+		if (rc)
+			return rc;
+		out->global_batch = v;
+	}
+	const char *key = json_object_get(root, "pipeline_list") ? "pipeline_list" : "pipelines";
+	json_t *pl = NULL;
+	rc = sl_json_get_array(root, "", key, &pl, err);
+	if (rc)
+		return rc;
+	if (json_array_size(pl) != 1)
+		return sl_err_set(err, SL_EINPUT,
+				  "%s: expected exactly one pipeline description, got %zu", key,
+				  json_array_size(pl));
+	json_t *p = json_array_get(pl, 0);
+	char ctx[64];
+	snprintf(ctx, sizeof(ctx), "%s[0]", key);
+	json_t *layers = NULL, *tmp = NULL;
+	rc = sl_json_get_array(p, ctx, "layers_per_stage", &layers, err);
+	if (rc)
+		return rc;
+	const char *tkey = json_object_get(p, "tmp_per_stage") ? "tmp_per_stage" : "tmp_stages";
+	rc = sl_json_get_array(p, ctx, tkey, &tmp, err);
+	if (rc)
+		return rc;
+	size_t P = json_array_size(layers);
+	if (P == 0 || P > SL_PLAN_MAX_STAGES)
+		return sl_err_set(err, SL_EINPUT, "%s.layers_per_stage: expected 1 to %d stages", ctx,
+				  SL_PLAN_MAX_STAGES);
+	if (json_array_size(tmp) != P)
+		return sl_err_set(err, SL_EINPUT, "%s.%s: has %zu stages but layers_per_stage has %zu",
+				  ctx, tkey, json_array_size(tmp), P);
+	int D = -1;
+	for (size_t k = 0; k < P; k++) {
+		json_t *ls = json_array_get(layers, k), *reps = json_array_get(tmp, k);
+		char lctx[192];
+		snprintf(lctx, sizeof(lctx), "%s.layers_per_stage[%zu]", ctx, k);
+		if (!json_is_array(ls) || json_array_size(ls) == 0)
+			return sl_err_set(err, SL_EINPUT, "%s: expected a non-empty list of layers", lctx);
+		long long first = 0, prev = 0;
+		for (size_t i = 0; i < json_array_size(ls); i++) {
+			char ictx[224];
+			snprintf(ictx, sizeof(ictx), "%s[%zu]", lctx, i);
+			long long l;
+			rc = sl_json_as_int(json_array_get(ls, i), ictx, &l, err);
+			if (rc)
+				return rc;
+			if (i == 0)
+				first = l;
+			else if (l != prev + 1)
+				return sl_err_set(err, SL_EINPUT,
+						  "%s: layers must be consecutive, %lld follows %lld", ictx,
+						  l, prev);
+			prev = l;
+		}
+		if (first < 0)
+			return sl_err_set(err, SL_EINPUT, "%s: layer numbers start at 0", lctx);
+		out->stages[k].first_layer = (int)first;
+		out->stages[k].last_layer = (int)prev;
+		snprintf(lctx, sizeof(lctx), "%s.%s[%zu]", ctx, tkey, k);
+		if (!json_is_array(reps) || json_array_size(reps) == 0)
+			return sl_err_set(err, SL_EINPUT, "%s: the stage has no replicas", lctx);
+		int n = (int)json_array_size(reps);
+		if (n > SL_PLAN_MAX_PIPELINES)
+			return sl_err_set(err, SL_EINPUT, "%s: %d replicas, at most %d allowed", lctx, n,
+					  SL_PLAN_MAX_PIPELINES);
+		if (D < 0)
+			D = n;
+		else if (n != D)
+			return sl_err_set(err, SL_EINPUT,
+					  "%s: %d replicas but stage 0 has %d: every stage needs the same "
+					  "number of replicas", lctx, n, D);
+	}
+	rc = sl_plan_reserve(out, (int)P, D, err);
+	for (size_t k = 0; !rc && k < P; k++) {
+		json_t *reps = json_array_get(tmp, k);
+		for (int j = 0; !rc && j < D; j++) {
+			char rctx[192];
+			snprintf(rctx, sizeof(rctx), "%s.%s[%zu][%d]", ctx, tkey, k, j);
+			rc = read_sosp_replica(json_array_get(reps, (size_t)j), rctx, cat,
+					       sl_plan_replica(out, (int)k, j), err);
+		}
+	}
+	if (rc)
+		return rc;
+	double x;
+	if (json_is_number(json_object_get(root, "real"))) {
+		sl_json_get_number(root, "", "real", &x, NULL);
+		out->measured.has_real = 1;
+		out->measured.real_s = x;
+	}
+	if (json_is_number(json_object_get(root, "max_mem"))) {
+		sl_json_get_number(root, "", "max_mem", &x, NULL);
+		out->measured.has_max_mem = 1;
+		out->measured.max_mem_bytes = x;
+	}
+	if (json_is_number(json_object_get(root, "red_grads"))) {
+		sl_json_get_number(root, "", "red_grads", &x, NULL);
+		out->measured.has_red_grads = 1;
+		out->measured.red_grads_s = x;
+	}
+	out->format = SL_PLAN_FORMAT_SOSP25;
+	return 0;
+}
+
+int sl_plan_from_json(const json_t *root, const char *path, const struct sl_catalogue *cat,
+		      struct sl_plan *out, struct sl_err *err)
+{
+	struct sl_replica *r = out->replicas;
+	int *m = out->microbatches;
+	int cap = out->capacity, mcap = out->mb_capacity;
+	sl_plan_init(out);
+	out->replicas = cap ? r : NULL;
+	out->microbatches = mcap ? m : NULL;
+	out->capacity = cap;
+	out->mb_capacity = mcap;
+	if (path)
+		snprintf(out->path, sizeof(out->path), "%s", path);
+	int rc;
+	json_t *schema = json_object_get(root, "schema");
+	if (!json_is_object(root))
+		rc = sl_err_set(err, SL_EINPUT, "top level: expected an object");
+	else if (schema && (!json_is_string(schema) ||
+			    strcmp(json_string_value(schema), "sailor.plan/1")))
+		rc = sl_err_set(err, SL_EINPUT,
+				"schema: expected \"sailor.plan/1\" (or a SOSP'25 plan with "
+				"\"pipeline_list\")");
+	else if (!schema && (json_object_get(root, "pipeline_list") || json_object_get(root, "pipelines")))
+		rc = read_sosp(root, cat, out, err);
+	else if (!schema && !json_object_get(root, "stages"))
+		rc = sl_err_set(err, SL_EINPUT,
+				"not a plan: expected {\"schema\": \"sailor.plan/1\", \"micro_batch\", "
+				"\"stages\"} or a SOSP'25 plan with \"mbs\" and \"pipeline_list\"");
+	else
+		rc = read_ours(root, cat, out, err);
+	if (rc && path)
+		sl_err_prefix(err, "plan '%s'", path);
+	return rc;
+}
+
+int sl_plan_load(const char *path, const struct sl_catalogue *cat, struct sl_plan *out,
+		 struct sl_err *err)
+{
+	json_t *root = sl_json_load_file(path, "plan", err);
+	if (!root)
+		return err ? err->code : SL_EINPUT;
+	int rc = sl_plan_from_json(root, path, cat, out, err);
+	json_decref(root);
+	return rc;
+}
+
+/* ---- checks ---- */
+
+static void stage_field(const struct sl_plan *plan, int k, char *buf, size_t size)
+{
+	if (plan->format == SL_PLAN_FORMAT_SOSP25)
+		snprintf(buf, size, "layers_per_stage[%d]", k);
+	else
+		snprintf(buf, size, "stages[%d].layers", k);
+}
+
+static int check_fail(const struct sl_plan *plan, struct sl_err *err)
+{
+	if (plan->path[0])
+		sl_err_prefix(err, "plan '%s'", plan->path);
+	return err ? err->code : SL_EINPUT;
+}
+
+int sl_plan_check(const struct sl_plan *plan, int num_layers, long long global_batch,
+		  const struct sl_catalogue *cat, struct sl_err *err)
+{
+	char field[64];
+	if (plan->micro_batch < 1) {
+		sl_err_set(err, SL_EINPUT, "%s: must be at least 1, got %d",
+			   plan->format == SL_PLAN_FORMAT_SOSP25 ? "mbs" : "micro_batch", plan->micro_batch);
+		return check_fail(plan, err);
+	}
+	if (global_batch < 1) {
+		sl_err_set(err, SL_EINPUT,
+			   "global_batch: must be at least 1, got %lld (set it in the plan or with "
+			   "--global-batch)", global_batch);
+		return check_fail(plan, err);
+	}
+	int next = 0;
+	for (int k = 0; k < plan->num_stages; k++) {
+		const struct sl_plan_stage *s = &plan->stages[k];
+		stage_field(plan, k, field, sizeof(field));
+		if (s->first_layer != next) {
+			if (s->first_layer > next)
+				sl_err_set(err, SL_EINPUT,
+					   "%s: starts at layer %d but layer %d is in no stage: stages "
+					   "must cover layers 0..%d exactly once, in order",
+					   field, s->first_layer, next, num_layers - 1);
+			else
+				sl_err_set(err, SL_EINPUT,
+					   "%s: starts at layer %d, already in the previous stage: stages "
+					   "must cover layers 0..%d exactly once, in order",
+					   field, s->first_layer, num_layers - 1);
+			return check_fail(plan, err);
+		}
+		if (s->last_layer >= num_layers) {
+			sl_err_set(err, SL_EINPUT,
+				   "%s: ends at layer %d but the model has layers 0..%d (0 embedding, "
+				   "1..%d blocks, %d head)", field, s->last_layer, num_layers - 1,
+				   num_layers - 2, num_layers - 1);
+			return check_fail(plan, err);
+		}
+		next = s->last_layer + 1;
+		for (int j = 0; j < plan->num_pipelines; j++) {
+			const struct sl_replica *r = sl_plan_replica(plan, k, j);
+			if (r->gpu < 0 || r->gpu >= cat->gpu_count || r->zone < 0 ||
+			    r->zone >= cat->zone_count) {
+				sl_err_set(err, SL_EINPUT, "stage %d replica %d: invalid GPU or zone index", k, j);
+				return check_fail(plan, err);
+			}
+			const struct sl_gpu_type *g = &cat->gpus[r->gpu];
+			if (r->tp < 1 || r->tp > g->gpus_per_node) {
+				if (plan->format == SL_PLAN_FORMAT_SOSP25)
+					snprintf(field, sizeof(field), "tmp_per_stage[%d][%d][1]", k, j);
+				else
+					snprintf(field, sizeof(field), "stages[%d].replicas[%d].tp", k,
+						 sl_plan_replica_entry(plan, k, j));
+				sl_err_set(err, SL_EINPUT,
+					   "%s: TP degree %d is larger than a %s node (%d GPUs): a replica's "
+					   "TP group must fit in one node; use tp <= %d", field, r->tp, g->name,
+					   g->gpus_per_node, g->gpus_per_node);
+				return check_fail(plan, err);
+			}
+		}
+	}
+	if (next != num_layers) {
+		stage_field(plan, plan->num_stages - 1, field, sizeof(field));
+		sl_err_set(err, SL_EINPUT,
+			   "%s: the last stage ends at layer %d but the model has layers 0..%d: "
+			   "stages must cover every layer", field, next - 1, num_layers - 1);
+		return check_fail(plan, err);
+	}
+	if (plan->uneven_microbatches) {
+		long long total = 0;
+		for (int j = 0; j < plan->num_pipelines; j++)
+			total += plan->microbatches[j];
+		if (total * plan->micro_batch != global_batch) {
+			sl_err_set(err, SL_EINPUT,
+				   "microbatches_per_pipeline: add up to %lld micro-batches of %d = %lld "
+				   "samples but the global batch is %lld: make them add up to %lld",
+				   total, plan->micro_batch, total * plan->micro_batch, global_batch,
+				   global_batch / plan->micro_batch);
+			return check_fail(plan, err);
+		}
+	}
+	return 0;
+}
+
+/* ---- writing ---- */
+
+json_t *sl_plan_to_json(const struct sl_plan *plan, const struct sl_catalogue *cat)
+{
+	json_t *root = json_object();
+	json_object_set_new(root, "schema", json_string("sailor.plan/1"));
+	if (plan->model[0])
+		json_object_set_new(root, "model", json_string(plan->model));
+	if (plan->global_batch > 0)
+		json_object_set_new(root, "global_batch", json_integer(plan->global_batch));
+	json_object_set_new(root, "micro_batch", json_integer(plan->micro_batch));
+	json_t *stages = json_array();
+	for (int k = 0; k < plan->num_stages; k++) {
+		json_t *st = json_object();
+		json_t *layers = json_array();
+		json_array_append_new(layers, json_integer(plan->stages[k].first_layer));
+		json_array_append_new(layers, json_integer(plan->stages[k].last_layer));
+		json_object_set_new(st, "layers", layers);
+		json_t *reps = json_array();
+		for (int j = 0; j < plan->num_pipelines;) {
+			const struct sl_replica *r = sl_plan_replica(plan, k, j);
+			int n = 1;
+			while (j + n < plan->num_pipelines) {
+				const struct sl_replica *q = sl_plan_replica(plan, k, j + n);
+				if (q->gpu != r->gpu || q->zone != r->zone || q->tp != r->tp)
+					break;
+				n++;
+			}
+			json_t *e = json_object();
+			json_object_set_new(e, "gpu", json_string(cat->gpus[r->gpu].name));
+			json_object_set_new(e, "zone", json_string(cat->zones[r->zone].name));
+			json_object_set_new(e, "tp", json_integer(r->tp));
+			json_object_set_new(e, "count", json_integer(n));
+			json_array_append_new(reps, e);
+			j += n;
+		}
+		json_object_set_new(st, "replicas", reps);
+		json_array_append_new(stages, st);
+	}
+	json_object_set_new(root, "stages", stages);
+	if (plan->uneven_microbatches) {
+		json_t *m = json_array();
+		for (int j = 0; j < plan->num_pipelines; j++)
+			json_array_append_new(m, json_integer(plan->microbatches[j]));
+		json_object_set_new(root, "microbatches_per_pipeline", m);
+	}
+	return root;
+}
+
+int sl_plan_save(const struct sl_plan *plan, const struct sl_catalogue *cat, const char *path,
+		 struct sl_err *err)
+{
+	json_t *root = sl_plan_to_json(plan, cat);
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		json_decref(root);
+		return sl_err_set(err, SL_EIO, "plan '%s': cannot write", path);
+	}
+	int rc = sl_json_print(f, root);
+	if (fclose(f) != 0 || rc)
+		rc = sl_err_set(err, SL_EIO, "plan '%s': cannot write", path);
+	json_decref(root);
+	return rc;
+}

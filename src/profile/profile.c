@@ -1,0 +1,195 @@
+/* Profile files: loading and lookup (see profile.h). Entries are kept sorted by (mbs, tp) so
+ * output that lists them is stable; layer keys are read by number, not by file order. */
+#include "profile/profile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/json.h"
+#include "util/paths.h"
+
+static int parse_key(const char *key, long *out)
+{
+	char *end;
+	long v = strtol(key, &end, 10);
+	if (end == key || *end || v < 0 || v > 1 << 20)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct sl_profile_entry *x = a, *y = b;
+	if (x->mbs != y->mbs)
+		return x->mbs < y->mbs ? -1 : 1;
+	return x->tp < y->tp ? -1 : x->tp > y->tp;
+}
+
+static int load_entry(const json_t *layers, const char *ctx, int expected, struct sl_profile *prof,
+		      struct sl_profile_entry *e, struct sl_err *err)
+{
+	if (!json_is_object(layers) || json_object_size(layers) == 0)
+		return sl_err_set(err, SL_EINPUT, "%s: expected an object of layers", ctx);
+	int n = (int)json_object_size(layers);
+	if (expected > 0 && n != expected)
+		return sl_err_set(err, SL_EINPUT,
+				  "%s: has %d layers but the model has %d: use the profile of this "
+				  "model", ctx, n, expected);
+	if (prof->num_layers == 0)
+		prof->num_layers = n;
+	else if (n != prof->num_layers)
+		return sl_err_set(err, SL_EINPUT, "%s: has %d layers, other entries have %d", ctx, n,
+				  prof->num_layers);
+	double *buf = calloc((size_t)n * 3, sizeof(double));
+	if (!buf)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	e->fwd_s = buf;
+	e->bwd_s = buf + n;
+	e->update_s = buf + 2 * n;
+	char *seen = calloc((size_t)n, 1);
+	if (!seen)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	const char *key;
+	json_t *v;
+	int rc = 0;
+	json_object_foreach((json_t *)layers, key, v)
+	{
+		long layer;
+		if (parse_key(key, &layer) || layer >= n) {
+			rc = sl_err_set(err, SL_EINPUT, "%s.%s: layer numbers must be 0..%d", ctx, key,
+					n - 1);
+			break;
+		}
+		if (!json_is_array(v) || json_array_size(v) < 3) {
+			rc = sl_err_set(err, SL_EINPUT,
+					"%s.%s: expected [forward_s, backward_s, update_s]", ctx, key);
+			break;
+		}
+		double t[3];
+		for (int i = 0; i < 3 && !rc; i++) {
+			json_t *x = json_array_get(v, (size_t)i);
+			if (!json_is_number(x) || json_number_value(x) < 0)
+				rc = sl_err_set(err, SL_EINPUT, "%s.%s[%d]: expected seconds >= 0", ctx,
+						key, i);
+			else
+				t[i] = json_number_value(x);
+		}
+		if (rc)
+			break;
+		e->fwd_s[layer] = t[0];
+		e->bwd_s[layer] = t[1];
+		e->update_s[layer] = t[2];
+		seen[layer] = 1;
+	}
+	free(seen);
+	return rc;
+}
+
+int sl_profile_load(const char *path, int expected_layers, struct sl_profile **out,
+		    struct sl_err *err)
+{
+	*out = NULL;
+	json_t *root = sl_json_load_file(path, "profile", err);
+	if (!root)
+		return err ? err->code : SL_EINPUT;
+	struct sl_profile *prof = calloc(1, sizeof(*prof));
+	if (!prof) {
+		json_decref(root);
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	snprintf(prof->path, sizeof(prof->path), "%s", path);
+	int rc = 0;
+	if (!json_is_object(root))
+		rc = sl_err_set(err, SL_EINPUT, "top level: expected {mbs: {tp: {layer: [...]}}}");
+	const char *mk, *tk;
+	json_t *mv, *tv;
+	json_object_foreach(root, mk, mv)
+	{
+		long mbs;
+		if (rc)
+			break;
+		if (parse_key(mk, &mbs)) {
+			if (!strcmp(mk, "schema") || !strcmp(mk, "note") || !strcmp(mk, "source"))
+				continue;
+			rc = sl_err_set(err, SL_EINPUT, "%s: expected a micro-batch size", mk);
+			break;
+		}
+		if (!json_is_object(mv) || mbs < 1) {
+			rc = sl_err_set(err, SL_EINPUT, "%s: expected a positive micro-batch size with an "
+					"object of TP degrees", mk);
+			break;
+		}
+		json_object_foreach(mv, tk, tv)
+		{
+			long tp;
+			char ctx[64];
+			snprintf(ctx, sizeof(ctx), "%s.%s", mk, tk);
+			if (parse_key(tk, &tp) || tp < 1) {
+				rc = sl_err_set(err, SL_EINPUT, "%s: expected a positive TP degree", ctx);
+				break;
+			}
+			if (prof->entry_count == SL_PROFILE_MAX_ENTRIES) {
+				rc = sl_err_set(err, SL_EINPUT, "more than %d (mbs, tp) entries",
+						SL_PROFILE_MAX_ENTRIES);
+				break;
+			}
+			struct sl_profile_entry *e = &prof->entries[prof->entry_count++];
+			e->mbs = (int)mbs;
+			e->tp = (int)tp;
+			rc = load_entry(tv, ctx, expected_layers, prof, e, err);
+			if (rc)
+				break;
+		}
+	}
+	json_decref(root);
+	if (!rc && prof->entry_count == 0)
+		rc = sl_err_set(err, SL_EINPUT, "no (mbs, tp) entries");
+	if (rc) {
+		sl_err_prefix(err, "profile '%s'", path);
+		sl_profile_free(prof);
+		return rc;
+	}
+	qsort(prof->entries, (size_t)prof->entry_count, sizeof(prof->entries[0]), cmp_entry);
+	*out = prof;
+	return 0;
+}
+
+void sl_profile_free(struct sl_profile *prof)
+{
+	if (!prof)
+		return;
+	for (int i = 0; i < prof->entry_count; i++)
+		free(prof->entries[i].fwd_s);
+	free(prof);
+}
+
+const struct sl_profile_entry *sl_profile_find(const struct sl_profile *prof, int mbs, int tp)
+{
+	for (int i = 0; i < prof->entry_count; i++)
+		if (prof->entries[i].mbs == mbs && prof->entries[i].tp == tp)
+			return &prof->entries[i];
+	return NULL;
+}
+
+char *sl_profile_path(char *buf, size_t size, const char *data_dir, const char *model,
+		      const char *gpu)
+{
+	snprintf(buf, size, "%s/profiles/%s/%s.json", data_dir ? data_dir : sl_data_dir(), model, gpu);
+	return buf;
+}
+
+const char *sl_profile_entries_text(const struct sl_profile *prof, char *buf, size_t size)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < prof->entry_count && used + 1 < size; i++) {
+		int w = snprintf(buf + used, size - used, "%smbs %d tp %d", i ? ", " : "",
+				 prof->entries[i].mbs, prof->entries[i].tp);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	return buf;
+}

@@ -1,0 +1,54 @@
+/* Profiles: measured per-layer time of one model on one GPU type, per (micro-batch, TP degree).
+ *
+ * File (data/profiles/<MODEL>/<GPU>.json, the SOSP'25 artifact's profile.json):
+ *   {"<mbs>": {"<tp>": {"<layer>": [forward_s, backward_s, optimizer_update_s], ...}, ...}, ...}
+ * Seconds per micro-batch of mbs samples on each GPU of a TP group of size tp, measured with CUDA
+ * events around each layer in Megatron-DeepSpeed, fp32; TP communication is inside the times.
+ * optimizer_update_s is the step time of the profiled model (embedding + 2 blocks + head),
+ * copied into every layer entry (SIMULATOR.md section 2.2). Layers are read by number (not file
+ * order) and must be 0..L-1 without gaps.
+ *
+ * Invariants: each entry has num_layers layers; all times >= 0. Ownership: sl_profile_load
+ * allocates, sl_profile_free frees.
+ */
+#ifndef SL_PROFILE_PROFILE_H
+#define SL_PROFILE_PROFILE_H
+
+#include <stddef.h>
+
+#include "util/err.h"
+
+#define SL_PROFILE_MAX_ENTRIES 96
+#define SL_PROFILE_PATH_MAX 512
+
+struct sl_profile_entry {
+	int mbs;
+	int tp;
+	double *fwd_s;     /* [layer] */
+	double *bwd_s;     /* [layer] */
+	double *update_s;  /* [layer] (the same value in every layer in the shipped files) */
+};
+
+struct sl_profile {
+	char path[SL_PROFILE_PATH_MAX];
+	int num_layers;
+	int entry_count;
+	struct sl_profile_entry entries[SL_PROFILE_MAX_ENTRIES]; /* sorted by (mbs, tp) */
+};
+
+/* Loads a profile file; expected_layers > 0 makes a different layer count an error. */
+int sl_profile_load(const char *path, int expected_layers, struct sl_profile **out,
+		    struct sl_err *err);
+void sl_profile_free(struct sl_profile *prof);
+
+/* The entry for (mbs, tp), or NULL. */
+const struct sl_profile_entry *sl_profile_find(const struct sl_profile *prof, int mbs, int tp);
+
+/* "<data_dir>/profiles/<model>/<gpu>.json" into buf (data_dir NULL = sl_data_dir()). */
+char *sl_profile_path(char *buf, size_t size, const char *data_dir, const char *model,
+		      const char *gpu);
+
+/* Lists the (mbs, tp) pairs present, "mbs 1 tp 1, mbs 1 tp 2, ..." (for error messages). */
+const char *sl_profile_entries_text(const struct sl_profile *prof, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,121 @@
+/* Communication times: the SOSP'25 primitives (exact) and the sailor model's point-to-point
+ * transfers and data-parallel all-reduce (see sim.h for the overall model).
+ *
+ * Placement assumption (both models): a replica of tp GPUs is one node (a VM with tp GPUs, as in
+ * the SOSP'25 plans where gpus_per_node = tp), so every transfer between replicas crosses nodes
+ * and uses the inter-node fits of cluster/network.h. */
+#include <math.h>
+
+#include "sim/internal.h"
+
+/* ---- SOSP'25 (SIMULATOR.md section 3, Python form) ---- */
+
+double sl_sosp25_send_time(const struct sl_net_fit *fit, double nbytes)
+{
+	if (nbytes == 0)
+		return 0.0;
+	return (nbytes / 1e9) / sl_net_fit_gbps(fit, nbytes);
+}
+
+static double sosp25_ar_time(double nbytes, int n, const struct sl_net_fit *fit)
+{
+	if (nbytes == 0 || n <= 1)
+		return 0.0;
+	return 2.0 * (n - 1) * sl_sosp25_send_time(fit, nbytes / n);
+}
+
+double sl_sosp25_ar_time_buckets(double nbytes, int n, const struct sl_net_fit *fit)
+{
+	double full = floor(nbytes / SL_SOSP25_BUCKET_BYTES);
+	double rest = nbytes - full * SL_SOSP25_BUCKET_BYTES;
+	double t = 0.0;
+	for (double i = 0; i < full; i++)
+		t += sosp25_ar_time(SL_SOSP25_BUCKET_BYTES, n, fit);
+	return t + sosp25_ar_time(rest, n, fit);
+}
+
+/* ---- sailor ---- */
+
+/* Achieved all-reduce bandwidth relative to the point-to-point fits. Calibrated from the measured
+ * gradient-reduction time (red_grads) of the SOSP'25 GH200 runs with one stage and D >= 2
+ * (D = 2: 0.58, D = 16: 0.37, D = 32: 0.57 of the count-4 p2p fit, after the fixed cost below):
+ * NCCL rings reach a fraction of a single send/recv pair's bandwidth (protocol overhead, the
+ * reduction kernels, the whole ring waiting for its slowest hop at every step). A component
+ * measurement, not an end-to-end fit: the iteration times were not used. */
+#define ALLREDUCE_EFFICIENCY 0.5
+
+/* Fixed cost of DeepSpeed's gradient reduction per iteration even without peers: flattening the
+ * gradients into buckets and back, the Python loop over parameters, stream syncs. red_grads of
+ * the D = 1 GH200 runs: 4.1, 4.7, 8.0 and 8.2 ms (mean 6.3 ms). */
+#define REDUCE_FIXED_S 0.006
+
+double sl_sim_p2p_time(const struct sl_sim_env *env, const struct sl_replica *src,
+		       const struct sl_replica *dst, double bytes)
+{
+	/* Megatron-DeepSpeed sends the stage output from every TP rank of the sender to the
+	 * matching rank of the receiver (each rank holds the full activation): streams =
+	 * max(tp_src, tp_dst) messages of `bytes`, over min(tp_src, tp_dst) parallel GPU pairs whose
+	 * aggregate bandwidth the count-c fit gives (SIMULATOR.md 2.5). The SOSP'25 formula sends
+	 * one copy and so undercounts by tp. */
+	int c = src->tp < dst->tp ? src->tp : dst->tp;
+	int streams = src->tp > dst->tp ? src->tp : dst->tp;
+	const struct sl_net_fit *fit = sl_network_fit(env->network, src->zone, src->gpu, c,
+						      dst->zone, dst->gpu, c);
+	/* the fit is the aggregate bandwidth of c pairs sending messages of `bytes` each; the
+	 * streams·bytes in total share it */
+	return (double)streams * sl_net_send_time_s(fit, bytes);
+}
+
+/* One ring step: every node sends chunk bytes (spread over c GPU pairs) to its successor. */
+static double ring_step(const struct sl_sim_env *env, const struct sl_replica *a,
+			const struct sl_replica *b, double chunk)
+{
+	int c = a->tp < b->tp ? a->tp : b->tp;
+	const struct sl_net_fit *fit = sl_network_fit(env->network, a->zone, a->gpu, c, b->zone,
+						      b->gpu, c);
+	/* the count-c fit is the aggregate bandwidth of c pairs each sending chunk/c */
+	double per_pair = chunk / c;
+	double gbps = sl_net_fit_gbps(fit, per_pair);
+	if (!(gbps > 0))
+		gbps = fit->a0 > 0 ? fit->a0 : 1.0;
+	return (chunk / 1e9) / gbps;
+}
+
+double sl_sim_allreduce_time(const struct sl_sim_env *env, const struct sl_replica *reps, int D,
+			     double grad_bytes)
+{
+	if (D <= 1 || grad_bytes <= 0)
+		return REDUCE_FIXED_S;
+	/* DeepSpeed reduces each TP rank's shard in buckets of 5e8 elements; the tp shards of a node
+	 * reduce concurrently, so a bucket round moves (bucket elements · 4 · tp) bytes per node.
+	 * Smallest tp decides the shard size. */
+	int tmin = reps[0].tp;
+	for (int j = 1; j < D; j++)
+		if (reps[j].tp < tmin)
+			tmin = reps[j].tp;
+	double shard = grad_bytes / tmin;
+	double bucket = SL_DS_BUCKET_ELEMENTS * SL_FP32_BYTES;
+	double t = REDUCE_FIXED_S;
+	for (double done = 0; done < shard; done += bucket) {
+		double node_bytes = (shard - done < bucket ? shard - done : bucket) * tmin;
+		/* ring all-reduce: 2(D-1) steps of node_bytes/D each, every step paced by the slowest
+		 * hop of the ring (replica order j -> j+1, closing D-1 -> 0) */
+		double chunk = node_bytes / D, worst = 0;
+		for (int j = 0; j < D; j++) {
+			double s = ring_step(env, &reps[j], &reps[(j + 1) % D], chunk);
+			if (s > worst)
+				worst = s;
+		}
+		t += 2.0 * (D - 1) * worst / ALLREDUCE_EFFICIENCY;
+	}
+	return t;
+}
+
+double sl_sim_tied_time(const struct sl_sim_env *env, const struct sl_replica *first,
+			const struct sl_replica *last, double bytes_per_gpu)
+{
+	/* a 2-member all-reduce of the embedding gradient shard: each side sends it once */
+	int c = first->tp < last->tp ? first->tp : last->tp;
+	double chunk = bytes_per_gpu * c / 2.0;
+	return 2.0 * ring_step(env, first, last, chunk) / ALLREDUCE_EFFICIENCY;
+}

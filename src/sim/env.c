@@ -1,0 +1,380 @@
+/* The simulation environment: loading everything a model needs once, precomputing prefix sums,
+ * and the cheap queries of sim.h. Invariants: see internal.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sim/internal.h"
+#include "util/log.h"
+#include "util/paths.h"
+
+const char *sl_cost_model_name(enum sl_cost_model cm)
+{
+	return cm == SL_COST_SOSP25 ? "sosp25" : "sailor";
+}
+
+int sl_cost_model_parse(const char *name, enum sl_cost_model *out, struct sl_err *err)
+{
+	if (!strcmp(name, "sailor"))
+		*out = SL_COST_SAILOR;
+	else if (!strcmp(name, "sosp25"))
+		*out = SL_COST_SOSP25;
+	else
+		return sl_err_set(err, SL_EUSAGE, "unknown cost model '%s': use 'sailor' or 'sosp25'",
+				  name);
+	return 0;
+}
+
+int sl_sim_mbs_slot(int mbs)
+{
+	for (int s = 0; s < SL_SIM_MBS_SLOTS; s++)
+		if (mbs == 1 << s)
+			return s;
+	return -1;
+}
+
+struct sl_time_slot *sl_sim_slot_mut(struct sl_sim_env *env, int gpu, int slot, int tp)
+{
+	return &env->tables->slots[((size_t)gpu * SL_SIM_MBS_SLOTS + (size_t)slot) * SL_SIM_MAX_TP +
+				   (size_t)(tp - 1)];
+}
+
+double sl_sim_profiled_model_params(const struct sl_layer_sizes *sizes, int tp)
+{
+	/* The artifact profiles a model of embedding + 2 transformer blocks + head
+	 * (third_party/Megatron-DeepSpeed/profile.sh, --num_prof_layers 2; SIMULATOR.md 2.2); for
+	 * LLAMA-3-8 the separate final norm layer too. */
+	int L = sizes->num_layers;
+	double p = sizes->params[tp][0] + 2 * sizes->params[tp][1] + sizes->params[tp][L - 1];
+	if (sizes->kind[L - 2] == SL_LAYER_NORM)
+		p += sizes->params[tp][L - 2];
+	return p;
+}
+
+int sl_sim_fill_slot(struct sl_sim_env *env, struct sl_time_slot *slot, enum sl_time_source src,
+		     const double *raw_fwd, const double *raw_bwd, const double *fwd,
+		     const double *bwd, const double *upd, double update_per_param,
+		     struct sl_err *err)
+{
+	int L = env->num_layers;
+	double *buf = calloc((size_t)(4 * (L + 1) + L), sizeof(double));
+	if (!buf)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	slot->fwd_prefix = buf;
+	slot->bwd_prefix = buf + (L + 1);
+	slot->raw_fwd_prefix = buf + 2 * (L + 1);
+	slot->raw_bwd_prefix = buf + 3 * (L + 1);
+	slot->raw_update = buf + 4 * (L + 1);
+	for (int l = 0; l < L; l++) {
+		slot->fwd_prefix[l + 1] = slot->fwd_prefix[l] + fwd[l];
+		slot->bwd_prefix[l + 1] = slot->bwd_prefix[l] + bwd[l];
+		slot->raw_fwd_prefix[l + 1] = slot->raw_fwd_prefix[l] + raw_fwd[l];
+		slot->raw_bwd_prefix[l + 1] = slot->raw_bwd_prefix[l] + raw_bwd[l];
+		slot->raw_update[l] = upd[l];
+	}
+	slot->update_per_param_s = update_per_param;
+	slot->source = src;
+	return 0;
+}
+
+/* Profiled slots. The sailor model reads the profile with one correction: a layer's forward or
+ * backward time may not decrease as the micro-batch grows (a micro-batch of b samples does a
+ * subset of the work of one of 2b), so t_eff(b) = min over profiled b' >= b of t(b'). Entries that
+ * break this (OPT-350 on GH-96 at tp 4: block forward 2.38 ms at mbs 1 but 1.51 ms at mbs 2)
+ * measured launch or synchronisation stalls of the profiler (CUDA events around each layer of a
+ * CPU-bound small micro-batch), not the layer. The sosp25 model reads the raw values. */
+static int fill_profiled(struct sl_sim_env *env, int g, struct sl_err *err)
+{
+	const struct sl_profile *prof = env->profiles[g];
+	int L = env->num_layers;
+	double *fwd = malloc((size_t)L * sizeof(double)), *bwd = malloc((size_t)L * sizeof(double));
+	if (!fwd || !bwd) {
+		free(fwd);
+		free(bwd);
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	int rc = 0;
+	for (int i = 0; i < prof->entry_count && !rc; i++) {
+		const struct sl_profile_entry *e = &prof->entries[i];
+		int s = sl_sim_mbs_slot(e->mbs);
+		if (s < 0 || e->tp > SL_SIM_MAX_TP)
+			continue;
+		for (int l = 0; l < L; l++) {
+			fwd[l] = e->fwd_s[l];
+			bwd[l] = e->bwd_s[l];
+			for (int k = 0; k < prof->entry_count; k++) {
+				const struct sl_profile_entry *o = &prof->entries[k];
+				if (o->tp != e->tp || o->mbs <= e->mbs)
+					continue;
+				if (o->fwd_s[l] < fwd[l])
+					fwd[l] = o->fwd_s[l];
+				if (o->bwd_s[l] < bwd[l])
+					bwd[l] = o->bwd_s[l];
+			}
+		}
+		/* the C++ planner takes update = max over layers (SIMULATOR.md 2.2); the values are
+		 * all equal in the shipped files */
+		double upd = 0;
+		for (int l = 0; l < L; l++)
+			if (e->update_s[l] > upd)
+				upd = e->update_s[l];
+		double per_param = upd / sl_sim_profiled_model_params(env->sizes, e->tp);
+		rc = sl_sim_fill_slot(env, sl_sim_slot_mut(env, g, s, e->tp), SL_TIME_PROFILED,
+				      e->fwd_s, e->bwd_s, fwd, bwd, e->update_s, per_param, err);
+	}
+	free(fwd);
+	free(bwd);
+	return rc;
+}
+
+static int file_exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The SOSP'25 simulator's own price and memory tables (SIMULATOR.md section 2.7): GPU_PRICES
+ * ($/h, simulations/constants.py) and GPU_MEMORY_GB (GiB). Types it lacks use our catalogue. */
+static void sosp25_tables(struct sl_sim_env *env)
+{
+	static const struct {
+		const char *name;
+		double usd_per_hour; /* 0 = not in GPU_PRICES */
+		double memory_gib;
+	} t[] = {
+		{"A100-40", 3.673385, 40}, {"V100-16", 2.859998, 16}, {"GH-96", 11.06, 96},
+		{"A100-80", 0, 80},        {"Titan-RTX", 0, 24},      {"RTX-2080", 0, 11},
+		{"RTX-3090", 0, 24},
+	};
+	const struct sl_catalogue *cat = &env->catalogue;
+	for (int g = 0; g < cat->gpu_count; g++) {
+		env->tables->sosp25_usd_per_hour[g] = cat->gpus[g].usd_per_hour;
+		env->tables->sosp25_memory_bytes[g] = cat->gpus[g].memory_bytes;
+		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+			if (!strcmp(t[i].name, cat->gpus[g].name)) {
+				if (t[i].usd_per_hour > 0)
+					env->tables->sosp25_usd_per_hour[g] = t[i].usd_per_hour;
+				env->tables->sosp25_memory_bytes[g] = t[i].memory_gib * 1073741824.0;
+			}
+	}
+}
+
+static int size_tables(struct sl_sim_env *env, struct sl_err *err)
+{
+	int L = env->num_layers;
+	struct sl_sim_tables *T = env->tables;
+	for (int t = 1; t <= SL_SIM_MAX_TP; t++) {
+		T->params_prefix[t] = calloc((size_t)L + 1, sizeof(double));
+		T->act_prefix[t] = calloc((size_t)L + 1, sizeof(double));
+		T->act_rmax[t] = calloc((size_t)L * (size_t)L, sizeof(double));
+		if (!T->params_prefix[t] || !T->act_prefix[t] || !T->act_rmax[t])
+			return sl_err_set(err, SL_ENOMEM, "out of memory");
+		for (int l = 0; l < L; l++) {
+			T->params_prefix[t][l + 1] = T->params_prefix[t][l] + env->sizes->params[t][l];
+			T->act_prefix[t][l + 1] = T->act_prefix[t][l] + env->sizes->act_mem_bytes[t][l];
+		}
+		for (int a = 0; a < L; a++) {
+			double m = 0;
+			for (int b = a; b < L; b++) {
+				if (env->sizes->act_mem_bytes[t][b] > m)
+					m = env->sizes->act_mem_bytes[t][b];
+				T->act_rmax[t][(size_t)a * (size_t)L + (size_t)b] = m;
+			}
+		}
+	}
+	return 0;
+}
+
+int sl_sim_env_load(const char *model, const char *data_dir, struct sl_sim_env **out,
+		    struct sl_err *err)
+{
+	*out = NULL;
+	if (!data_dir)
+		data_dir = sl_data_dir();
+	struct sl_sim_env *env = calloc(1, sizeof(*env));
+	if (!env)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	int rc = sl_model_config_load(model, &env->model, err);
+	if (!rc) rc = sl_catalogue_load(data_dir, &env->catalogue, err);
+	if (!rc) rc = sl_layer_sizes_load(&env->model, data_dir, &env->sizes, err);
+	if (!rc) {
+		env->num_layers = env->sizes->num_layers;
+		env->named_model = env->sizes->from_file;
+		rc = sl_network_load(data_dir, &env->catalogue, &env->network, err);
+	}
+	if (!rc) {
+		env->tables = calloc(1, sizeof(*env->tables));
+		if (!env->tables)
+			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	if (!rc) {
+		env->tables->L = env->num_layers;
+		env->tables->gpu_count = env->catalogue.gpu_count;
+		env->tables->slots = calloc((size_t)env->catalogue.gpu_count * SL_SIM_MBS_SLOTS *
+						    SL_SIM_MAX_TP, sizeof(struct sl_time_slot));
+		if (!env->tables->slots)
+			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	for (int g = 0; !rc && g < env->catalogue.gpu_count; g++) {
+		char *path = env->tables->profile_path[g];
+		sl_profile_path(path, SL_PROFILE_PATH_MAX, data_dir, env->model.name,
+				env->catalogue.gpus[g].name);
+		if (!env->named_model || !file_exists(path))
+			continue;
+		rc = sl_profile_load(path, 0, &env->profiles[g], err);
+		if (!rc && env->profiles[g]->num_layers != env->num_layers) {
+			/* The artifact's GPT-Neo-2.7/GH-96 profile is a copy of OPT-350's (26 layers):
+			 * unusable for this model, so that GPU type falls back to estimated times. */
+			sl_log_warn("profile '%s' has %d layers but %s has %d: not used, layer times on "
+				    "%s are estimated", path, env->profiles[g]->num_layers, env->model.name,
+				    env->num_layers, env->catalogue.gpus[g].name);
+			sl_profile_free(env->profiles[g]);
+			env->profiles[g] = NULL;
+			continue;
+		}
+		if (!rc)
+			rc = fill_profiled(env, g, err);
+	}
+	if (!rc) rc = size_tables(env, err);
+	if (!rc) rc = sl_sim_estimate_times(env, data_dir, err);
+	if (!rc) sosp25_tables(env);
+	if (rc) {
+		sl_sim_env_free(env);
+		return rc;
+	}
+	*out = env;
+	return 0;
+}
+
+void sl_sim_env_free(struct sl_sim_env *env)
+{
+	if (!env)
+		return;
+	if (env->tables) {
+		size_t n = (size_t)env->tables->gpu_count * SL_SIM_MBS_SLOTS * SL_SIM_MAX_TP;
+		for (size_t i = 0; env->tables->slots && i < n; i++)
+			free(env->tables->slots[i].fwd_prefix);
+		free(env->tables->slots);
+		for (int t = 1; t <= SL_SIM_MAX_TP; t++) {
+			free(env->tables->params_prefix[t]);
+			free(env->tables->act_prefix[t]);
+			free(env->tables->act_rmax[t]);
+		}
+		free(env->tables);
+	}
+	for (int g = 0; g < SL_MAX_GPU_TYPES; g++)
+		sl_profile_free(env->profiles[g]);
+	sl_layer_sizes_free(env->sizes);
+	sl_network_free(env->network);
+	free(env);
+}
+
+/* ---- queries ---- */
+
+enum sl_time_source sl_sim_time_source(const struct sl_sim_env *env, int gpu, int mbs, int tp)
+{
+	const struct sl_time_slot *s = sl_sim_slot(env, gpu, mbs, tp);
+	return s ? s->source : SL_TIME_NONE;
+}
+
+int sl_sim_stage_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
+			 int tp, int first, int last, double *fwd_s, double *bwd_s)
+{
+	const struct sl_time_slot *s = sl_sim_slot(env, gpu, mbs, tp);
+	if (!s || first < 0 || last < first || last >= env->num_layers)
+		return SL_ENOTFOUND;
+	if (cm == SL_COST_SOSP25) {
+		*fwd_s = s->raw_fwd_prefix[last + 1] - s->raw_fwd_prefix[first];
+		*bwd_s = s->raw_bwd_prefix[last + 1] - s->raw_bwd_prefix[first];
+	} else {
+		*fwd_s = s->fwd_prefix[last + 1] - s->fwd_prefix[first];
+		*bwd_s = s->bwd_prefix[last + 1] - s->bwd_prefix[first];
+	}
+	return 0;
+}
+
+double sl_sim_stage_compute_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			      int mbs, int tp, int first, int last)
+{
+	double f, b;
+	if (sl_sim_stage_fwd_bwd(env, cm, gpu, mbs, tp, first, last, &f, &b))
+		return -1.0;
+	return f + b;
+}
+
+double sl_sim_stage_params(const struct sl_sim_env *env, int tp, int a, int b)
+{
+	const double *p = env->tables->params_prefix[tp];
+	double n = p[b + 1] - p[a];
+	int L = env->num_layers;
+	/* Megatron-DeepSpeed ties the word embedding to the head (TiedLayerSpec): a stage holding
+	 * both keeps one copy; the artifact's head figures include the copy (vocab·h/t + 2h). */
+	if (a == 0 && b == L - 1 && env->sizes->head_holds_embedding)
+		n -= env->sizes->params[tp][L - 1] - 2.0 * env->model.hidden;
+	return n;
+}
+
+double sl_sim_stage_grad_bytes(const struct sl_sim_env *env, int a, int b)
+{
+	return SL_FP32_BYTES * sl_sim_stage_params(env, 1, a, b);
+}
+
+double sl_sim_stage_update_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			     int mbs, int tp, int first, int last)
+{
+	const struct sl_time_slot *s = sl_sim_slot(env, gpu, mbs, tp);
+	if (!s || first < 0 || last < first || last >= env->num_layers)
+		return -1.0;
+	if (cm == SL_COST_SOSP25)
+		return s->raw_update[first]; /* u_i from the first layer only (SIMULATOR.md 4.2) */
+	return s->update_per_param_s * sl_sim_stage_params(env, tp, first, last);
+}
+
+double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			     int mbs, int tp, int first, int last, int stage, int num_stages,
+			     int microbatches, int num_pipelines, struct sl_sim_memory *mem)
+{
+	struct sl_sim_memory m;
+	if (tp < 1 || tp > SL_SIM_MAX_TP || first < 0 || last < first || last >= env->num_layers) {
+		memset(&m, 0, sizeof(m));
+	} else if (cm == SL_COST_SOSP25) {
+		sl_sim_memory_sosp25(env, gpu, mbs, tp, first, last, stage, num_stages, &m);
+	} else {
+		sl_sim_memory_sailor(env, gpu, mbs, tp, first, last, stage, num_stages, microbatches,
+				     num_pipelines, &m);
+	}
+	if (mem)
+		*mem = m;
+	return m.total_bytes;
+}
+
+int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
+			int tp, int first, int last, int stage, int num_stages, int microbatches,
+			int num_pipelines)
+{
+	if (cm == SL_COST_SOSP25)
+		return sl_sim_fits_sosp25(env, gpu, mbs, tp, first, last, stage, num_stages);
+	struct sl_sim_memory m;
+	sl_sim_replica_memory(env, cm, gpu, mbs, tp, first, last, stage, num_stages, microbatches,
+			      num_pipelines, &m);
+	return m.total_bytes <= m.capacity_bytes;
+}
+
+double sl_sim_gpu_usd_per_hour(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu)
+{
+	if (cm == SL_COST_SOSP25)
+		return env->tables->sosp25_usd_per_hour[gpu];
+	return env->catalogue.gpus[gpu].usd_per_hour;
+}
+
+int sl_sim_gpus_per_node(const struct sl_sim_env *env, int gpu)
+{
+	return env->catalogue.gpus[gpu].gpus_per_node;
+}
+
+double sl_sim_gpu_memory_bytes(const struct sl_sim_env *env, int gpu)
+{
+	return env->catalogue.gpus[gpu].memory_bytes;
+}

@@ -1,0 +1,117 @@
+/* Private to src/sim/: the precomputed tables of an environment and the helpers the cost models
+ * share. Nothing here is part of the public API (sim.h).
+ *
+ * Invariants: tables->time has gpu_count × SL_SIM_MBS_SLOTS × SL_SIM_MAX_TP slots; a slot with
+ * source != SL_TIME_NONE has prefix arrays of L+1 entries (prefix[0] = 0). Size prefix arrays
+ * exist for every TP degree 1..8. */
+#ifndef SL_SIM_INTERNAL_H
+#define SL_SIM_INTERNAL_H
+
+#include "sim/sim.h"
+
+/* DeepSpeed's data-parallel all-reduce bucket: MEMORY_OPT_ALLREDUCE_SIZE = 500,000,000 elements
+ * (deepspeed/runtime/pipe/engine.py, allreduce_gradients(bucket_size=...)). The SOSP'25
+ * simulator uses the same number as bytes (SIMULATOR.md section 2.11). */
+#define SL_DS_BUCKET_ELEMENTS 500000000.0
+#define SL_SOSP25_BUCKET_BYTES 500000000.0
+
+/* fp32 training: 4 bytes per element ("floats" in the artifact's files). */
+#define SL_FP32_BYTES 4.0
+
+struct sl_time_slot {
+	enum sl_time_source source;
+	double *fwd_prefix;       /* [L+1] sailor model: per-layer forward, made monotone in mbs */
+	double *bwd_prefix;       /* [L+1] sailor model: backward, made monotone in mbs */
+	double *raw_fwd_prefix;   /* [L+1] as measured (or estimated) */
+	double *raw_bwd_prefix;   /* [L+1] as measured (or estimated) */
+	double *raw_update;       /* [L] update_s per layer as in the profile (sosp25 model) */
+	double update_per_param_s;/* optimizer seconds per parameter held by the GPU (sailor) */
+};
+
+struct sl_sim_tables {
+	int L;
+	int gpu_count;
+	struct sl_time_slot *slots;           /* [gpu][mbs slot][tp-1] */
+	double *params_prefix[SL_SIM_MAX_TP + 1];  /* [t][L+1] parameters per GPU */
+	double *act_prefix[SL_SIM_MAX_TP + 1];     /* [t][L+1] activation bytes per sample */
+	double *act_rmax[SL_SIM_MAX_TP + 1];       /* [t][a*L+b] max layer activation in [a,b] */
+	double sosp25_usd_per_hour[SL_MAX_GPU_TYPES];
+	double sosp25_memory_bytes[SL_MAX_GPU_TYPES];
+	char profile_path[SL_MAX_GPU_TYPES][SL_PROFILE_PATH_MAX]; /* where a profile would be */
+};
+
+/* Micro-batch slot of mbs (1 -> 0, 2 -> 1, 4 -> 2, ...), or -1 if not a power of two in range. */
+int sl_sim_mbs_slot(int mbs);
+
+static inline const struct sl_time_slot *sl_sim_slot(const struct sl_sim_env *env, int gpu, int mbs,
+						     int tp)
+{
+	int s = sl_sim_mbs_slot(mbs);
+	if (s < 0 || tp < 1 || tp > SL_SIM_MAX_TP || gpu < 0 || gpu >= env->catalogue.gpu_count)
+		return NULL;
+	const struct sl_time_slot *slot =
+		&env->tables->slots[((size_t)gpu * SL_SIM_MBS_SLOTS + (size_t)s) * SL_SIM_MAX_TP +
+				    (size_t)(tp - 1)];
+	return slot->source == SL_TIME_NONE ? NULL : slot;
+}
+
+/* Parameters per GPU of layers [a, b] under TP t (the tied embedding counted once when the
+ * range holds both the embedding and the head). */
+double sl_sim_stage_params(const struct sl_sim_env *env, int tp, int a, int b);
+/* Full (unsharded) gradient bytes of layers [a, b], tied embedding counted once. */
+double sl_sim_stage_grad_bytes(const struct sl_sim_env *env, int a, int b);
+
+/* Fills the time slots that have no profile with estimates (estimate.c). */
+int sl_sim_estimate_times(struct sl_sim_env *env, const char *data_dir, struct sl_err *err);
+/* Allocates the prefix arrays of a slot from per-layer values (env.c). */
+int sl_sim_fill_slot(struct sl_sim_env *env, struct sl_time_slot *slot, enum sl_time_source src,
+		     const double *raw_fwd, const double *raw_bwd, const double *fwd,
+		     const double *bwd, const double *upd, double update_per_param,
+		     struct sl_err *err);
+/* Parameters per GPU of the model the profiler ran (embedding + 2 blocks [+ norm] + head). */
+double sl_sim_profiled_model_params(const struct sl_layer_sizes *sizes, int tp);
+struct sl_time_slot *sl_sim_slot_mut(struct sl_sim_env *env, int gpu, int slot, int tp);
+
+/* ---- the cost models ---- */
+int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long long global_batch,
+		  struct sl_sim_result *out, struct sl_err *err);
+int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long long global_batch,
+		  struct sl_sim_result *out, struct sl_err *err);
+
+/* SOSP'25 primitives (SIMULATOR.md section 3, Python form). */
+double sl_sosp25_send_time(const struct sl_net_fit *fit, double nbytes);
+double sl_sosp25_ar_time_buckets(double nbytes, int n, const struct sl_net_fit *fit);
+
+/* ---- sailor model pieces ---- */
+
+/* The DeepSpeed 1F1B TrainSchedule of one pipeline (schedule.c). Inputs per stage k < P:
+ * fwd_s[k], bwd_s[k] per micro-batch; act_s[k] / grad_s[k] the blocking transfer of an activation
+ * from stage k to k+1 / of its gradient back (k < P-1). Outputs per stage: finish_s[k] (its last
+ * backward and transfer done), compute_s, p2p_s (busy in transfers, waiting for the partner
+ * included), idle_s = finish - compute - p2p. */
+void sl_sim_schedule_1f1b(int P, int M, const double *fwd_s, const double *bwd_s,
+			  const double *act_s, const double *grad_s, double *finish_s,
+			  double *compute_s, double *p2p_s);
+
+/* Seconds for one activation (or gradient) transfer between replicas src and dst of adjacent
+ * stages carrying bytes per TP rank (comm.c). */
+double sl_sim_p2p_time(const struct sl_sim_env *env, const struct sl_replica *src,
+		       const struct sl_replica *dst, double bytes);
+/* Seconds for the data-parallel all-reduce of grad_bytes (full stage gradient) over the D
+ * replicas reps[0..D-1] (stride apart in memory), as DeepSpeed runs it (comm.c). */
+double sl_sim_allreduce_time(const struct sl_sim_env *env, const struct sl_replica *reps, int D,
+			     double grad_bytes);
+/* Seconds for the tied-embedding all-reduce between a first- and last-stage replica. */
+double sl_sim_tied_time(const struct sl_sim_env *env, const struct sl_replica *first,
+			const struct sl_replica *last, double bytes_per_gpu);
+
+/* Memory of a replica under the sailor model (memory.c). */
+void sl_sim_memory_sailor(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
+			  int stage, int P, int M, int D, struct sl_sim_memory *mem);
+/* The SOSP'25 validation estimate (overhead 5.06e9) and planning check (2e9/3e9). */
+void sl_sim_memory_sosp25(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
+			  int stage, int P, struct sl_sim_memory *mem);
+int sl_sim_fits_sosp25(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
+		       int stage, int P);
+
+#endif

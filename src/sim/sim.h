@@ -1,0 +1,192 @@
+/* The simulator: iteration time (with a breakdown), peak memory per worker and dollars per
+ * iteration of any plan, under one of two cost models.
+ *
+ *   SL_COST_SAILOR  (default) ours: the 1F1B schedule simulated per pipeline (warm-up, steady
+ *                   state, cool-down, blocking point-to-point transfers between stages and across
+ *                   zones, stragglers), the data-parallel all-reduce as the runtime performs it
+ *                   (bucketed ring over the slowest link, TP shards reduced concurrently), the
+ *                   optimizer step per stage, and a per-component memory model with per-GPU-type
+ *                   runtime overheads. Files: time_sailor.c, comm.c, memory.c, cost.c.
+ *   SL_COST_SOSP25  the SOSP'25 Sailor simulator exactly as ../shared/reference/sosp25/SIMULATOR.md
+ *                   gives it (iteration time, egress cost, its validation memory estimate with the
+ *                   fixed 5.06e9-byte overhead, its prices). File: time_sosp25.c.
+ *
+ * Usage: load an environment once per model (sl_sim_env_load: model, per-layer sizes, GPU
+ * catalogue, the model's profile for every GPU type that has one, network fits, egress prices,
+ * and precomputed prefix sums), then call sl_simulate as often as needed. sl_simulate and the
+ * sl_sim_* queries allocate nothing and only read the environment, so one environment may be
+ * shared by threads.
+ *
+ * Layer times. For a named model on a GPU type with a shipped profile, times are the profile's
+ * (data/profiles/<MODEL>/<GPU>.json); a (micro-batch, TP) the profile lacks is an error naming
+ * the profile file and the entry. For a GPU type with no profile of the model, or a model given
+ * as a hyper-parameter file, times are estimated (SL_TIME_ESTIMATED): per layer, FLOPs divided
+ * by the FLOP rate that GPU achieved on the same kind of layer of a profiled reference model at
+ * the same (micro-batch, TP) (see sim/estimate.c); results and output say so.
+ *
+ * Units: seconds, bytes, bytes/s, USD. Ownership: sl_sim_env_load allocates the environment,
+ * sl_sim_env_free frees it; results are plain data; *_to_json return new references.
+ */
+#ifndef SL_SIM_SIM_H
+#define SL_SIM_SIM_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "cluster/catalogue.h"
+#include "cluster/network.h"
+#include "model/layer_sizes.h"
+#include "model/model_config.h"
+#include "plan/plan.h"
+#include "profile/profile.h"
+#include "util/err.h"
+
+#define SL_SIM_MAX_STAGES SL_PLAN_MAX_STAGES         /* 64 */
+#define SL_SIM_MAX_PIPELINES SL_PLAN_MAX_PIPELINES   /* 1024 replicas per stage */
+#define SL_SIM_MBS_SLOTS 11                          /* micro-batch sizes 1, 2, 4, ..., 1024 */
+#define SL_SIM_MAX_TP 8                              /* TP degrees 1..8 */
+
+enum sl_cost_model { SL_COST_SAILOR = 0, SL_COST_SOSP25 = 1 };
+
+/* "sailor" / "sosp25". */
+const char *sl_cost_model_name(enum sl_cost_model cm);
+/* Parses "sailor" or "sosp25"; SL_EUSAGE naming the value otherwise. */
+int sl_cost_model_parse(const char *name, enum sl_cost_model *out, struct sl_err *err);
+
+enum sl_time_source {
+	SL_TIME_NONE = 0,      /* no time: a profiled GPU lacks this (mbs, tp), or tp/mbs invalid */
+	SL_TIME_PROFILED = 1,  /* measured profile entry */
+	SL_TIME_ESTIMATED = 2, /* estimated from FLOPs (no profile of this model on this GPU) */
+};
+
+struct sl_sim_tables; /* private precomputation (sim/env.c) */
+
+struct sl_sim_env {
+	struct sl_model_config model;
+	int num_layers;                /* plan layers L (from the per-layer sizes) */
+	int named_model;               /* 1: shipped sizes and profiles; 0: hyper-parameter file */
+	struct sl_catalogue catalogue;
+	struct sl_layer_sizes *sizes;
+	struct sl_network *network;
+	struct sl_profile *profiles[SL_MAX_GPU_TYPES]; /* NULL: no profile of the model there */
+	struct sl_sim_tables *tables;
+};
+
+/* Loads everything for one model (a name or a hyper-parameter file, as sl_model_config_load)
+ * from data_dir (NULL = sl_data_dir()). Errors name the file that failed. */
+int sl_sim_env_load(const char *model, const char *data_dir, struct sl_sim_env **out,
+		    struct sl_err *err);
+void sl_sim_env_free(struct sl_sim_env *env);
+
+/* Memory of one replica (per GPU), by component. */
+struct sl_sim_memory {
+	double params_bytes;       /* the replica's parameter shard */
+	double grads_bytes;        /* gradient buffers */
+	double optimizer_bytes;    /* optimizer state (Adam m and v) */
+	double activations_bytes;  /* stored activations of in-flight micro-batches + working set */
+	double buffers_bytes;      /* p2p receive buffers, NCCL buffers */
+	double runtime_bytes;      /* CUDA context, library workspaces (per GPU type) */
+	double total_bytes;
+	double capacity_bytes;     /* the GPU's memory */
+};
+
+struct sl_sim_stage {
+	int first_layer, last_layer;
+	int replicas;              /* D */
+	long long gpus;            /* GPUs the stage occupies */
+	double fwd_s, bwd_s;       /* per micro-batch, slowest replica of the stage */
+	double compute_s;          /* per iteration, in the slowest pipeline: forward + backward */
+	double p2p_s;              /* per iteration, slowest pipeline: sending/receiving */
+	double bubble_s;           /* per iteration, slowest pipeline: idle until its last backward */
+	double dp_sync_s;          /* gradient all-reduce of this stage (after the pipeline) */
+	double optimizer_s;        /* optimizer step of this stage (slowest replica) */
+	int memory_replica;        /* replica j with the highest memory / capacity */
+	struct sl_sim_memory memory;/* of that replica */
+	int fits;                  /* every replica of the stage fits its GPU */
+	int time_estimated;        /* some replica's layer times are estimated */
+};
+
+struct sl_sim_result {
+	enum sl_cost_model cost_model;
+	int num_stages, num_pipelines, micro_batch;
+	long long global_batch;
+	int microbatches;          /* per pipeline (the largest when uneven) */
+	long long num_gpus;
+	double iteration_time_s;   /* = pipeline_time_s + dp_sync_s + optimizer_s */
+	double pipeline_time_s;    /* until the slowest pipeline's last backward ends */
+	double dp_sync_s;          /* exposed gradient synchronisation */
+	double optimizer_s;        /* exposed optimizer step */
+	int slowest_pipeline;      /* j of the straggler pipeline */
+	double throughput_it_s;    /* 1 / iteration_time_s */
+	double samples_per_s, tokens_per_s;
+	double peak_memory_bytes;  /* max over workers */
+	int peak_stage;            /* the stage holding that worker */
+	int fits_memory;           /* every worker fits its GPU */
+	double gpu_usd_per_hour;   /* rent of all the plan's GPUs */
+	double gpu_cost_usd_per_iter;
+	double egress_cost_usd_per_iter;
+	double cost_usd_per_iter;  /* rent + egress */
+	int time_estimated;        /* some layer times are estimated (no profile) */
+	int network_derived;       /* some link's bandwidth is a stand-in (see cluster/network.h) */
+	struct sl_sim_stage stages[SL_SIM_MAX_STAGES];
+};
+
+/* Checks a plan against the environment: sl_plan_check (layers, tp, batch) plus a time for every
+ * replica's (gpu, micro_batch, tp) — a profiled GPU lacking the entry is an error naming the
+ * profile file and the entry. global_batch <= 0 means plan->global_batch, else the model's. */
+int sl_sim_check_plan(const struct sl_sim_env *env, const struct sl_plan *plan,
+		      long long global_batch, struct sl_err *err);
+
+/* Simulates plan (global batch: plan->global_batch, else the model's default). Allocates
+ * nothing. Checks only what it needs to stay safe (sizes, indices, time availability); call
+ * sl_sim_check_plan first for user-facing messages. */
+int sl_simulate(const struct sl_sim_env *env, const struct sl_plan *plan, enum sl_cost_model cm,
+		struct sl_sim_result *out, struct sl_err *err);
+
+/* ---- cheap queries for the planner (all O(1) unless said) ---- */
+
+enum sl_time_source sl_sim_time_source(const struct sl_sim_env *env, int gpu, int mbs, int tp);
+
+/* Forward and backward seconds per micro-batch of layers [first, last] on one replica
+ * (gpu, mbs, tp) under a cost model. Returns 0, or SL_ENOTFOUND when there is no time. */
+int sl_sim_stage_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
+			 int tp, int first, int last, double *fwd_s, double *bwd_s);
+
+/* fwd + bwd per micro-batch; a negative value when there is no time. */
+double sl_sim_stage_compute_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			      int mbs, int tp, int first, int last);
+
+/* Optimizer step seconds of a replica of layers [first, last]; negative when there is no time. */
+double sl_sim_stage_update_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			     int mbs, int tp, int first, int last);
+
+/* Memory per GPU of a replica of layers [first, last] at stage position `stage` of num_stages,
+ * with microbatches per pipeline and num_pipelines replicas per stage (NCCL groups), under a cost
+ * model. Fills *mem when non-NULL; returns total bytes. */
+double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			     int mbs, int tp, int first, int last, int stage, int num_stages,
+			     int microbatches, int num_pipelines, struct sl_sim_memory *mem);
+
+/* Whether a replica's memory fits its GPU under the cost model (for sosp25: its planning check
+ * with the 2e9/3e9 overheads against GPU_MEMORY_GB; for sailor: total <= memory_bytes). */
+int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
+			int tp, int first, int last, int stage, int num_stages, int microbatches,
+			int num_pipelines);
+
+/* GPU rent per hour under a cost model (sosp25: that simulator's GPU_PRICES where it has one). */
+double sl_sim_gpu_usd_per_hour(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu);
+int sl_sim_gpus_per_node(const struct sl_sim_env *env, int gpu);
+double sl_sim_gpu_memory_bytes(const struct sl_sim_env *env, int gpu);
+
+/* ---- output ---- */
+
+/* What `sailor simulate --json` prints: {"schema": "sailor.simulation/1", "model", "cost_model",
+ * "global_batch", "micro_batch", ..., "stages": [...]}. New reference. */
+json_t *sl_sim_result_to_json(const struct sl_sim_env *env, const struct sl_plan *plan,
+			      const struct sl_sim_result *res);
+
+/* The readable breakdown `sailor simulate` prints. */
+void sl_sim_result_print(FILE *out, const struct sl_sim_env *env, const struct sl_plan *plan,
+			 const struct sl_sim_result *res);
+
+#endif

@@ -1,0 +1,249 @@
+/* The sailor cost model: iteration time and cost of a plan as the runtime (Megatron-DeepSpeed's
+ * pipeline engine, fp32) executes it.
+ *
+ *   1. Every pipeline j runs DeepSpeed's 1F1B TrainSchedule (schedule.c) with its own stage
+ *      times: per micro-batch forward/backward of its replica of each stage (profile, made
+ *      monotone in micro-batch size; see env.c), and blocking activation/gradient transfers
+ *      between its consecutive replicas (comm.c: every TP rank sends the full activation).
+ *      Pipelines with the same signature (replicas and micro-batch count) are simulated once.
+ *   2. Stage k's gradient all-reduce starts when the last of its D replicas has finished its
+ *      last backward (stragglers: heterogeneous replicas, uneven micro-batch counts); with P > 1
+ *      the first and last stages first all-reduce the tied embedding gradient together
+ *      (ReduceTiedGrads precedes ReduceGrads in the schedule), so they wait for each other.
+ *   3. Then the stage's optimizer step: seconds per parameter from the profile's update_s (the
+ *      step of the profiled embedding + 2 blocks + head model) times the stage's parameters.
+ *   4. The iteration ends when the last stage finishes its step.
+ * Cost: GPU rent of every GPU of the plan for the iteration, plus egress of every byte that
+ * crosses zones (activations and gradients between stages, all-reduce ring traffic, the tied
+ * embedding exchange) at the zone pair's price.
+ * No allocation: everything lives on the stack (bounded by SL_SIM_MAX_STAGES/PIPELINES). */
+#include <math.h>
+#include <string.h>
+
+#include "sim/internal.h"
+
+static int same_pipeline(const struct sl_plan *plan, const int *M, int a, int b)
+{
+	if (M[a] != M[b])
+		return 0;
+	for (int k = 0; k < plan->num_stages; k++) {
+		const struct sl_replica *x = sl_plan_replica(plan, k, a), *y = sl_plan_replica(plan, k, b);
+		if (x->gpu != y->gpu || x->tp != y->tp || x->zone != y->zone)
+			return 0;
+	}
+	return 1;
+}
+
+static unsigned long long pipeline_hash(const struct sl_plan *plan, int M, int j)
+{
+	unsigned long long h = 1469598103934665603ULL ^ (unsigned long long)M;
+	for (int k = 0; k < plan->num_stages; k++) {
+		const struct sl_replica *r = sl_plan_replica(plan, k, j);
+		h = (h ^ (unsigned long long)(r->gpu | (r->tp << 8) | ((unsigned)r->zone << 16))) *
+		    1099511628211ULL;
+	}
+	return h;
+}
+
+int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
+		  struct sl_sim_result *out, struct sl_err *err)
+{
+	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
+	const struct sl_layer_sizes *sz = env->sizes;
+	int M[SL_SIM_MAX_PIPELINES];
+	int distinct[SL_SIM_MAX_PIPELINES];
+	unsigned long long hash[SL_SIM_MAX_PIPELINES];
+	int nd = 0, Mmax = 0;
+	for (int j = 0; j < D; j++) {
+		M[j] = sl_plan_pipeline_microbatches(plan, j, G);
+		if (M[j] > Mmax)
+			Mmax = M[j];
+		hash[j] = pipeline_hash(plan, M[j], j);
+		int found = 0;
+		for (int d = 0; d < nd && !found; d++)
+			found = hash[distinct[d]] == hash[j] && same_pipeline(plan, M, distinct[d], j);
+		if (!found)
+			distinct[nd++] = j;
+	}
+	out->microbatches = Mmax;
+
+	/* per stage: the replicas' times */
+	double stage_finish[SL_SIM_MAX_STAGES] = {0}, stage_opt[SL_SIM_MAX_STAGES] = {0};
+	for (int k = 0; k < P; k++) {
+		stage_finish[k] = 0;
+		stage_opt[k] = 0;
+		for (int j = 0; j < D; j++) {
+			const struct sl_replica *r = sl_plan_replica(plan, k, j);
+			double upd = sl_sim_stage_update_s(env, SL_COST_SAILOR, r->gpu, b, r->tp,
+							   plan->stages[k].first_layer,
+							   plan->stages[k].last_layer);
+			if (upd < 0)
+				return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
+						  env->catalogue.gpus[r->gpu].name, b, r->tp);
+			if (upd > stage_opt[k])
+				stage_opt[k] = upd;
+		}
+	}
+
+	double worst_end = -1;
+	for (int d = 0; d < nd; d++) {
+		int j = distinct[d];
+		double f[SL_SIM_MAX_STAGES], bw[SL_SIM_MAX_STAGES], act[SL_SIM_MAX_STAGES],
+			grad[SL_SIM_MAX_STAGES], fin[SL_SIM_MAX_STAGES], comp[SL_SIM_MAX_STAGES],
+			p2p[SL_SIM_MAX_STAGES];
+		for (int k = 0; k < P; k++) {
+			const struct sl_replica *r = sl_plan_replica(plan, k, j);
+			int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
+			if (sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, r->gpu, b, r->tp, first, last,
+						 &f[k], &bw[k]))
+				return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
+						  env->catalogue.gpus[r->gpu].name, b, r->tp);
+			if (sl_sim_time_source(env, r->gpu, b, r->tp) == SL_TIME_ESTIMATED)
+				out->stages[k].time_estimated = 1;
+			if (k + 1 < P) {
+				const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
+				/* the stage output (and its gradient), fp32, full hidden size */
+				double bytes = sz->act_output_bytes[1][last] * b;
+				act[k] = sl_sim_p2p_time(env, r, n, bytes);
+				grad[k] = sl_sim_p2p_time(env, n, r, bytes);
+				int c = r->tp < n->tp ? r->tp : n->tp;
+				out->network_derived |= sl_network_fit(env->network, r->zone, r->gpu, c,
+								       n->zone, n->gpu, c)->derived;
+			}
+		}
+		sl_sim_schedule_1f1b(P, M[j], f, bw, act, grad, fin, comp, p2p);
+		double end = 0;
+		for (int k = 0; k < P; k++) {
+			if (fin[k] > stage_finish[k])
+				stage_finish[k] = fin[k];
+			if (fin[k] > end)
+				end = fin[k];
+			if (f[k] > out->stages[k].fwd_s)
+				out->stages[k].fwd_s = f[k];
+			if (bw[k] > out->stages[k].bwd_s)
+				out->stages[k].bwd_s = bw[k];
+		}
+		if (end > worst_end) {
+			worst_end = end;
+			out->slowest_pipeline = j;
+			for (int k = 0; k < P; k++) {
+				out->stages[k].compute_s = comp[k];
+				out->stages[k].p2p_s = p2p[k];
+				out->stages[k].bubble_s = fmax(0.0, end - comp[k] - p2p[k]);
+			}
+		}
+	}
+	out->pipeline_time_s = worst_end;
+
+	/* gradient synchronisation and optimizer step per stage */
+	double start[SL_SIM_MAX_STAGES];
+	for (int k = 0; k < P; k++)
+		start[k] = stage_finish[k];
+	if (P > 1 && sz->head_holds_embedding) {
+		double tied = 0;
+		for (int j = 0; j < D; j++) {
+			const struct sl_replica *a = sl_plan_replica(plan, 0, j);
+			const struct sl_replica *z = sl_plan_replica(plan, P - 1, j);
+			int t = a->tp < z->tp ? a->tp : z->tp;
+			double shard = SL_FP32_BYTES * (sz->params[t][env->num_layers - 1] - 2.0 * env->model.hidden);
+			double tm = sl_sim_tied_time(env, a, z, shard);
+			if (tm > tied)
+				tied = tm;
+		}
+		double s = fmax(start[0], start[P - 1]) + tied;
+		start[0] = start[P - 1] = s;
+	}
+	double T = 0;
+	int last_stage = 0;
+	for (int k = 0; k < P; k++) {
+		double W = sl_sim_stage_grad_bytes(env, plan->stages[k].first_layer,
+						   plan->stages[k].last_layer);
+		double sync = sl_sim_allreduce_time(env, sl_plan_replica(plan, k, 0), D, W);
+		for (int j = 0; D > 1 && j < D; j++) {
+			const struct sl_replica *a = sl_plan_replica(plan, k, j);
+			const struct sl_replica *n = sl_plan_replica(plan, k, (j + 1) % D);
+			int c = a->tp < n->tp ? a->tp : n->tp;
+			out->network_derived |= sl_network_fit(env->network, a->zone, a->gpu, c, n->zone,
+							       n->gpu, c)->derived;
+		}
+		out->stages[k].dp_sync_s = sync;
+		out->stages[k].optimizer_s = stage_opt[k];
+		double end = start[k] + sync + stage_opt[k];
+		if (end > T) {
+			T = end;
+			last_stage = k;
+		}
+	}
+	out->iteration_time_s = T;
+	double exposed = T - out->pipeline_time_s;
+	out->optimizer_s = fmin(stage_opt[last_stage], exposed);
+	out->dp_sync_s = exposed - out->optimizer_s;
+	out->throughput_it_s = 1.0 / T;
+
+	/* cost */
+	double usd_per_hour = 0, egress_bytes_usd = 0;
+	for (int k = 0; k < P; k++) {
+		double W = sl_sim_stage_grad_bytes(env, plan->stages[k].first_layer,
+						   plan->stages[k].last_layer);
+		int last = plan->stages[k].last_layer;
+		for (int j = 0; j < D; j++) {
+			const struct sl_replica *r = sl_plan_replica(plan, k, j);
+			usd_per_hour += r->tp * env->catalogue.gpus[r->gpu].usd_per_hour;
+			if (k + 1 < P) {
+				const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
+				int streams = r->tp > n->tp ? r->tp : n->tp;
+				double bytes = (double)M[j] * streams * sz->act_output_bytes[1][last] * b;
+				egress_bytes_usd += bytes * (sl_network_egress_usd_per_gb(env->network, r->zone, n->zone) +
+							     sl_network_egress_usd_per_gb(env->network, n->zone, r->zone));
+			}
+			if (D > 1) {
+				const struct sl_replica *n = sl_plan_replica(plan, k, (j + 1) % D);
+				egress_bytes_usd += 2.0 * (D - 1) / D * W *
+						    sl_network_egress_usd_per_gb(env->network, r->zone, n->zone);
+			}
+		}
+	}
+	if (P > 1 && sz->head_holds_embedding) {
+		double W = SL_FP32_BYTES * sz->word_embedding_params;
+		for (int j = 0; j < D; j++) {
+			const struct sl_replica *a = sl_plan_replica(plan, 0, j);
+			const struct sl_replica *z = sl_plan_replica(plan, P - 1, j);
+			egress_bytes_usd += W * (sl_network_egress_usd_per_gb(env->network, a->zone, z->zone) +
+						 sl_network_egress_usd_per_gb(env->network, z->zone, a->zone));
+		}
+	}
+	out->gpu_usd_per_hour = usd_per_hour;
+	out->gpu_cost_usd_per_iter = usd_per_hour / 3600.0 * T;
+	out->egress_cost_usd_per_iter = egress_bytes_usd / 1e9;
+	out->cost_usd_per_iter = out->gpu_cost_usd_per_iter + out->egress_cost_usd_per_iter;
+
+	/* memory */
+	out->fits_memory = 1;
+	for (int k = 0; k < P; k++) {
+		int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
+		struct sl_sim_stage *st = &out->stages[k];
+		st->fits = 1;
+		double worst = -1;
+		for (int j = 0; j < D; j++) {
+			const struct sl_replica *r = sl_plan_replica(plan, k, j);
+			/* replicas with the same (gpu, tp) and micro-batch count have the same memory */
+			if (j > 0) {
+				const struct sl_replica *q = sl_plan_replica(plan, k, j - 1);
+				if (q->gpu == r->gpu && q->tp == r->tp && M[j] == M[j - 1])
+					continue;
+			}
+			struct sl_sim_memory mem;
+			sl_sim_memory_sailor(env, r->gpu, b, r->tp, first, last, k, P, M[j], D, &mem);
+			double ratio = mem.total_bytes / mem.capacity_bytes;
+			if (ratio > worst) {
+				worst = ratio;
+				st->memory = mem;
+				st->memory_replica = j;
+			}
+			if (mem.total_bytes > mem.capacity_bytes)
+				st->fits = 0;
+		}
+		out->fits_memory &= st->fits;
+	}
+	return 0;
+}

@@ -1,0 +1,197 @@
+/* Validation against measured runs (see validate.h). */
+#include "sim/validate.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static struct sl_error_summary summarise(const double *e, int n)
+{
+	struct sl_error_summary s = {0, 0, 0};
+	if (n == 0)
+		return s;
+	double *a = malloc((size_t)n * sizeof(double));
+	if (!a)
+		return s;
+	for (int i = 0; i < n; i++) {
+		a[i] = fabs(e[i]);
+		s.mean_abs += a[i] / n;
+		if (a[i] > s.max_abs)
+			s.max_abs = a[i];
+	}
+	qsort(a, (size_t)n, sizeof(double), cmp_double);
+	s.median_abs = n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
+	free(a);
+	return s;
+}
+
+int sl_validation_run(const struct sl_sim_env *env, const char *dir, enum sl_cost_model cm,
+		      struct sl_validation *out, struct sl_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->cost_model = cm;
+	DIR *d = opendir(dir);
+	if (!d)
+		return sl_err_set(err, errno == ENOENT ? SL_ENOTFOUND : SL_EIO,
+				  "folder '%s': cannot read: %s", dir, strerror(errno));
+	char **names = NULL;
+	int n = 0, cap = 0, rc = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len < 6 || strcmp(e->d_name + len - 5, ".json") || len >= 256)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 32;
+			char **nn = realloc(names, (size_t)cap * sizeof(*nn));
+			if (!nn) {
+				rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+				break;
+			}
+			names = nn;
+		}
+		names[n] = strdup(e->d_name);
+		if (!names[n]) {
+			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+			break;
+		}
+		n++;
+	}
+	closedir(d);
+	if (!rc && n > 0)
+		qsort(names, (size_t)n, sizeof(*names), cmp_name);
+	if (!rc && n > 0) {
+		out->runs = calloc((size_t)n, sizeof(*out->runs));
+		if (!out->runs)
+			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	struct sl_sim_result *res = rc ? NULL : malloc(sizeof(*res));
+	if (!rc && !res)
+		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	struct sl_plan plan;
+	sl_plan_init(&plan);
+	for (int i = 0; !rc && i < n; i++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		rc = sl_plan_load(path, &env->catalogue, &plan, err);
+		if (rc)
+			break;
+		if (!plan.measured.has_real || !plan.measured.has_max_mem) {
+			out->skipped++;
+			continue;
+		}
+		rc = sl_sim_check_plan(env, &plan, 0, err);
+		if (rc)
+			break; /* the message names the file */
+		rc = sl_simulate(env, &plan, cm, res, err);
+		if (rc) {
+			sl_err_prefix(err, "run '%s'", path);
+			break;
+		}
+		struct sl_validation_run *r = &out->runs[out->run_count++];
+		snprintf(r->file, sizeof(r->file), "%s", names[i]);
+		r->stages = plan.num_stages;
+		r->pipelines = plan.num_pipelines;
+		r->micro_batch = plan.micro_batch;
+		r->global_batch = res->global_batch;
+		r->real_s = plan.measured.real_s;
+		r->sim_s = res->iteration_time_s;
+		r->time_error = (r->sim_s - r->real_s) / r->real_s;
+		r->real_mem_bytes = plan.measured.max_mem_bytes;
+		r->sim_mem_bytes = res->peak_memory_bytes;
+		r->memory_error = (r->sim_mem_bytes - r->real_mem_bytes) / r->real_mem_bytes;
+		r->red_grads_s = plan.measured.has_red_grads ? plan.measured.red_grads_s : 0.0;
+		r->sim_dp_sync_s = res->dp_sync_s;
+	}
+	sl_plan_free(&plan);
+	free(res);
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (rc) {
+		sl_validation_free(out);
+		return rc;
+	}
+	if (out->run_count == 0) {
+		sl_validation_free(out);
+		return sl_err_set(err, SL_EINPUT,
+				  "folder '%s': no measured runs (plan files with \"real\" and "
+				  "\"max_mem\")", dir);
+	}
+	double *te = malloc((size_t)out->run_count * 2 * sizeof(double));
+	if (!te) {
+		sl_validation_free(out);
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < out->run_count; i++) {
+		te[i] = out->runs[i].time_error;
+		te[out->run_count + i] = out->runs[i].memory_error;
+	}
+	out->time = summarise(te, out->run_count);
+	out->memory = summarise(te + out->run_count, out->run_count);
+	free(te);
+	return 0;
+}
+
+void sl_validation_free(struct sl_validation *v)
+{
+	free(v->runs);
+	v->runs = NULL;
+	v->run_count = 0;
+}
+
+static json_t *summary_json(const struct sl_error_summary *s)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "mean_abs", json_real(s->mean_abs));
+	json_object_set_new(o, "median_abs", json_real(s->median_abs));
+	json_object_set_new(o, "max_abs", json_real(s->max_abs));
+	return o;
+}
+
+json_t *sl_validation_to_json(const struct sl_sim_env *env, const struct sl_validation *v)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "schema", json_string("sailor.validation/1"));
+	json_object_set_new(o, "model", json_string(env->model.name));
+	json_object_set_new(o, "cost_model", json_string(sl_cost_model_name(v->cost_model)));
+	json_t *runs = json_array();
+	for (int i = 0; i < v->run_count; i++) {
+		const struct sl_validation_run *r = &v->runs[i];
+		json_t *x = json_object();
+		json_object_set_new(x, "file", json_string(r->file));
+		json_object_set_new(x, "stages", json_integer(r->stages));
+		json_object_set_new(x, "pipelines", json_integer(r->pipelines));
+		json_object_set_new(x, "micro_batch", json_integer(r->micro_batch));
+		json_object_set_new(x, "global_batch", json_integer(r->global_batch));
+		json_object_set_new(x, "real_s", json_real(r->real_s));
+		json_object_set_new(x, "simulated_s", json_real(r->sim_s));
+		json_object_set_new(x, "time_error", json_real(r->time_error));
+		json_object_set_new(x, "real_memory_bytes", json_real(r->real_mem_bytes));
+		json_object_set_new(x, "simulated_memory_bytes", json_real(r->sim_mem_bytes));
+		json_object_set_new(x, "memory_error", json_real(r->memory_error));
+		json_array_append_new(runs, x);
+	}
+	json_object_set_new(o, "runs", runs);
+	json_t *s = json_object();
+	json_object_set_new(s, "runs", json_integer(v->run_count));
+	json_object_set_new(s, "skipped_files", json_integer(v->skipped));
+	json_object_set_new(s, "time", summary_json(&v->time));
+	json_object_set_new(s, "memory", summary_json(&v->memory));
+	json_object_set_new(o, "summary", s);
+	return o;
+}

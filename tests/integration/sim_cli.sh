@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# `sailor simulate` and `sailor validate` from the command line: the README example, JSON output,
+# and every bad input of the issue: exit 1 (2 for usage errors), one message on stderr naming the
+# file and the field, nothing on stdout.
+set -u
+: "${SAILOR:?}"
+cd "$(dirname "$0")/../.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# run NAME EXPECTED_RC STDERR_PATTERN... -- ARGS
+expect() {
+  local name=$1 want=$2; shift 2
+  local patterns=()
+  while [ "$1" != "--" ]; do patterns+=("$1"); shift; done
+  shift
+  "$SAILOR" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  [ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want ($(head -c 300 "$tmp/err"))"
+  if [ "$want" -ne 0 ]; then
+    [ ! -s "$tmp/out" ] || fail "$name: printed on stdout: $(head -c 200 "$tmp/out")"
+    [ "$(wc -l <"$tmp/err")" -le 2 ] || fail "$name: more than one message: $(cat "$tmp/err")"
+  fi
+  for p in "${patterns[@]}"; do
+    grep -qF -- "$p" "$tmp/err" "$tmp/out" || fail "$name: output lacks '$p': $(head -c 400 "$tmp/err")"
+  done
+}
+
+plan=data/examples/plan-opt350-a100-v100.json
+expect readme 0 "iteration time" "throughput" "peak memory" "cost per iteration" "egress" -- simulate --model OPT-350 --plan "$plan"
+expect plan-names-model 0 "model OPT-350" -- simulate --plan "$plan"
+expect json 0 '"schema": "sailor.simulation/1"' '"iteration_time_s"' '"throughput_it_s"' '"peak_memory_bytes"' '"fits_memory"' '"cost_usd_per_iter"' '"egress_cost_usd_per_iter"' '"stages"' -- simulate --model OPT-350 --plan "$plan" --json
+expect sosp25 0 "cost model sosp25" -- simulate --model OPT-350 --plan "$plan" --cost-model sosp25
+expect global-batch 0 "global batch 512" -- simulate --model OPT-350 --plan "$plan" --global-batch 512
+expect sosp25-file 0 "4 stages x 4 pipelines" -- simulate --model OPT-350 --plan data/validation/clariden-gh200-opt350/plan_config_N16_D4.json
+expect validate 0 "iteration time" "peak memory" "plan_config_N16_D4.json" -- validate --model OPT-350 data/validation/clariden-gh200-opt350
+expect validate-json 0 '"schema": "sailor.validation/1"' '"mean_abs"' -- validate --model OPT-350 data/validation/clariden-gh200-opt350 --json --cost-model sosp25
+expect help 0 "--cost-model" -- simulate --help
+
+# usage errors: exit 2
+expect no-plan 2 "--plan FILE is required" -- simulate --model OPT-350
+expect zero-batch-option 2 "--global-batch" -- simulate --model OPT-350 --plan "$plan" --global-batch 0
+expect negative-batch-option 2 "--global-batch" -- simulate --model OPT-350 --plan "$plan" --global-batch -8
+expect bad-cost-model 2 "unknown cost model 'fast'" -- simulate --model OPT-350 --plan "$plan" --cost-model fast
+expect unknown-option 2 "unknown option" -- simulate --model OPT-350 --plan "$plan" --frobnicate
+expect no-model 2 "--model is required" -- simulate --plan data/validation/clariden-gh200-opt350/plan_config_N16_D4.json
+expect validate-no-dir 2 "folder" -- validate --model OPT-350
+
+# bad input: exit 1, the file and the field named
+good_stage1='{"layers": [13, 25], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}'
+mk() { printf '%s\n' "$2" >"$tmp/$1.json"; echo "$tmp/$1.json"; }
+f=$(mk malformed '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [')
+expect malformed 1 "$f" "line" -- simulate --model OPT-350 --plan "$f"
+expect missing-file 1 "$tmp/nope.json" "cannot read" -- simulate --model OPT-350 --plan "$tmp/nope.json"
+expect unknown-model 1 "unknown model 'GPT-17'" -- simulate --model GPT-17 --plan "$plan"
+f=$(mk gpu '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "B200", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
+expect unknown-gpu 1 "$f" "stages[0].replicas[0].gpu: unknown GPU type 'B200'" -- simulate --model OPT-350 --plan "$f"
+f=$(mk zone '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "A100-40", "zone": "europe-west4-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
+expect unknown-zone 1 "$f" "stages[0].replicas[0].zone: unknown zone 'europe-west4-a'" -- simulate --model OPT-350 --plan "$f"
+f=$(mk profile '{"schema": "sailor.plan/1", "micro_batch": 32, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
+expect missing-profile-entry 1 "profiles/OPT-350/A100-40.json" "no entry for mbs 32 tp 2" "$f" -- simulate --model OPT-350 --plan "$f"
+f=$(mk cover '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 11], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
+expect bad-coverage 1 "$f" "stages[1].layers: starts at layer 13 but layer 12 is in no stage" -- simulate --model OPT-350 --plan "$f"
+f=$(mk overlap '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 14], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
+expect overlap 1 "$f" "stages[1].layers: starts at layer 13, already in the previous stage" -- simulate --model OPT-350 --plan "$f"
+f=$(mk empty '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 12], "replicas": []}, '"$good_stage1"']}')
+expect empty-stage 1 "$f" "stages[0].replicas: the stage has no replicas" -- simulate --model OPT-350 --plan "$f"
+f=$(mk tp '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 8, "count": 2}]}, '"$good_stage1"']}')
+expect tp-too-large 1 "$f" "replicas[0].tp: TP degree 8 is larger than a A100-40 node (4 GPUs)" -- simulate --model OPT-350 --plan "$f"
+f=$(mk zero-mbs '{"schema": "sailor.plan/1", "micro_batch": 0, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
+expect zero-micro-batch 1 "$f" "micro_batch: must be a whole number from 1" -- simulate --model OPT-350 --plan "$f"
+f=$(mk neg-gb '{"schema": "sailor.plan/1", "global_batch": -1024, "micro_batch": 2, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
+expect negative-global-batch 1 "$f" "global_batch: must be a whole number of samples >= 1" -- simulate --model OPT-350 --plan "$f"
+f=$(mk wrong-model '{"schema": "sailor.plan/1", "model": "GPT-Neo-2.7", "micro_batch": 2, "stages": [{"layers": [0, 25], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2}]}]}')
+expect model-mismatch 1 "$f" "the plan is for 'GPT-Neo-2.7' but --model is 'OPT-350'" -- simulate --model OPT-350 --plan "$f"
+f=$(mk bad-model '{"layers": 2, "hidden": 10, "heads": 3, "seq_len": 8, "vocab": 16}')
+expect bad-model-file 1 "$f" "not divisible by heads" -- simulate --model "$f" --plan "$plan"
+expect validate-missing 1 "$tmp/none" "cannot read" -- validate --model OPT-350 "$tmp/none"
+mkdir -p "$tmp/runs" && cp "$plan" "$tmp/runs/"
+expect validate-no-runs 1 "no measured runs" -- validate --model OPT-350 "$tmp/runs"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
+echo "sim_cli: all cases pass"
