@@ -71,8 +71,9 @@ void sl_cli_print_help(FILE *stream, const struct sl_cli_command *command)
 	if (command->description)
 		fprintf(stream, "\n%s\n", command->description);
 	fprintf(stream, "\noptions:\n");
-	for (size_t i = 0; i < command->option_count; i++) {
-		const struct sl_cli_option *opt = &command->options[i];
+	static const struct sl_cli_option help = {"help", 'h', NULL, "show this help", NULL};
+	for (size_t i = 0; i <= command->option_count; i++) {
+		const struct sl_cli_option *opt = i < command->option_count ? &command->options[i] : &help;
 		char left[96];
 		int len = snprintf(left, sizeof(left), "  %c%c%s--%s%s%s",
 				   opt->short_name ? '-' : ' ', opt->short_name ? opt->short_name : ' ',
@@ -83,7 +84,6 @@ void sl_cli_print_help(FILE *stream, const struct sl_cli_command *command)
 			fprintf(stream, " (default: %s)", opt->default_text);
 		fputc('\n', stream);
 	}
-	fprintf(stream, "  -h, --help                        show this help\n");
 }
 
 int sl_cli_usage_error(const struct sl_cli_command *command, const char *fmt, ...)

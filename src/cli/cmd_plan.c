@@ -1,0 +1,356 @@
+/* `sailor plan`: finds the plan to run on a pool (or on each step of an availability trace) for
+ * an objective under constraints, and reports it with the simulator's estimate. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/options.h"
+#include "cluster/pool.h"
+#include "search/search.h"
+#include "sim/sim.h"
+#include "util/json.h"
+
+static int run_plan(int argc, char **argv);
+
+enum {
+	OPT_MODEL, OPT_POOL, OPT_TRACE, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT,
+	OPT_GLOBAL_BATCH, OPT_TOP, OPT_PARETO, OPT_COST_MODEL, OPT_MAX_STAGES, OPT_JSON, OPT_OUTPUT,
+};
+
+static const struct sl_cli_option plan_options[] = {
+	[OPT_MODEL] = {"model", 'm', "NAME|FILE", "model to plan for (OPT-350, GPT-Neo-2.7, LLAMA-3-8, OPT-30 or a hyper-parameter file)", NULL},
+	[OPT_POOL] = {"pool", 0, "FILE", "available GPUs (sailor.pool/1 JSON): plans once", NULL},
+	[OPT_TRACE] = {"trace", 0, "CSV", "availability trace (SOSP'25 CSV): plans once per step", NULL},
+	[OPT_OBJECTIVE] = {"objective", 0, "throughput|cost", "maximise iterations/s, or minimise $ per iteration", "throughput"},
+	[OPT_MAX_COST] = {"max-cost", 0, "USD_PER_ITER", "budget: only plans costing at most this per iteration", "none"},
+	[OPT_MIN_THROUGHPUT] = {"min-throughput", 0, "IT_PER_S", "only plans reaching at least this many iterations/s", "none"},
+	[OPT_GLOBAL_BATCH] = {"global-batch", 'g', "G", "samples per iteration", "the model's"},
+	[OPT_TOP] = {"top", 'k', "K", "show the K best plans", "1"},
+	[OPT_PARETO] = {"pareto", 0, NULL, "also show the throughput-versus-$ frontier", NULL},
+	[OPT_COST_MODEL] = {"cost-model", 0, "sailor|sosp25", "simulator that ranks the plans", "sailor"},
+	[OPT_MAX_STAGES] = {"max-stages", 0, "P", "deepest pipeline to consider", "all layers"},
+	[OPT_JSON] = {"json", 0, NULL, "print one JSON document {\"steps\": [...]} on stdout", NULL},
+	[OPT_OUTPUT] = {"output", 'o', "PLAN.json", "write the best plan (of the last step) to this file", NULL},
+};
+
+const struct sl_cli_command sl_cmd_plan = {
+	.name = "plan",
+	.synopsis = "--model M (--pool FILE | --trace CSV) [options]",
+	.summary = "find the best plan for a GPU pool (or each step of a trace)",
+	.description =
+		"Searches which GPUs to use and how to split the job (pipeline depth, layer split,\n"
+		"micro-batch size, data-parallel degree, per replica GPU type, zone and TP degree).\n"
+		"Every plan is ranked by the simulator: the estimate shown is exactly what\n"
+		"'sailor simulate --plan' prints for the emitted plan under the same cost model.\n"
+		"Exit status: 0 a plan was found, 1 none meets the constraints or bad input, 2 usage.",
+	.options = plan_options,
+	.option_count = sizeof(plan_options) / sizeof(plan_options[0]),
+	.run = run_plan,
+};
+
+struct plan_args {
+	const char *model, *pool, *trace, *output;
+	struct sl_search_request req;
+	int json;
+};
+
+static void print_replica_groups(const struct sl_sim_env *env, const struct sl_plan *plan, int k)
+{
+	const struct sl_catalogue *cat = &env->catalogue;
+	int j = 0;
+	while (j < plan->num_pipelines) {
+		const struct sl_replica *r = sl_plan_replica(plan, k, j);
+		int n = 1;
+		while (j + n < plan->num_pipelines &&
+		       !memcmp(sl_plan_replica(plan, k, j + n), r, sizeof(*r)))
+			n++;
+		printf("%s%d x %s tp%d %s", j ? ", " : "", n, cat->gpus[r->gpu].name, r->tp,
+		       cat->zones[r->zone].name);
+		j += n;
+	}
+}
+
+static void print_candidate(const struct sl_sim_env *env, const struct sl_pool *pool,
+			    const struct sl_search_candidate *c)
+{
+	const struct sl_plan *plan = &c->plan;
+	const struct sl_sim_result *res = &c->result;
+	printf("  micro-batch %d, %d micro-batches per pipeline, %d pipeline%s, %d stage%s\n",
+	       plan->micro_batch, res->microbatches, plan->num_pipelines,
+	       plan->num_pipelines == 1 ? "" : "s", plan->num_stages, plan->num_stages == 1 ? "" : "s");
+	printf("  %-6s %-9s %s\n", "stage", "layers", "replicas (GPU type, TP degree, zone)");
+	for (int k = 0; k < plan->num_stages; k++) {
+		printf("  %-6d %3d-%-5d ", k, plan->stages[k].first_layer, plan->stages[k].last_layer);
+		print_replica_groups(env, plan, k);
+		printf("\n");
+	}
+	printf("  predicted: %.4f it/s, %.1f samples/s, %.0f tokens/s (iteration %.3f s)\n",
+	       res->throughput_it_s, res->samples_per_s, res->tokens_per_s, res->iteration_time_s);
+	printf("  cost: %.4f $/iteration (GPU rent %.4f, egress %.4f), %.2f $/hour\n",
+	       res->cost_usd_per_iter, res->gpu_cost_usd_per_iter, res->egress_cost_usd_per_iter,
+	       res->cost_usd_per_iter * res->throughput_it_s * 3600.0);
+	const struct sl_catalogue *cat = &env->catalogue;
+	for (int g = 0; g < cat->gpu_count; g++) {
+		long long used = 0;
+		double peak = 0;
+		for (int k = 0; k < plan->num_stages; k++)
+			for (int j = 0; j < plan->num_pipelines; j++) {
+				const struct sl_replica *r = sl_plan_replica(plan, k, j);
+				if (r->gpu != g)
+					continue;
+				used += r->tp;
+				double mem = sl_sim_replica_memory(
+					env, res->cost_model, g, plan->micro_batch, r->tp,
+					plan->stages[k].first_layer, plan->stages[k].last_layer, k,
+					plan->num_stages, res->microbatches, plan->num_pipelines, NULL);
+				if (mem > peak)
+					peak = mem;
+			}
+		long long avail = sl_pool_gpu_total(pool, g);
+		if (!used && !avail)
+			continue;
+		printf("  %-9s %4lld of %4lld GPUs used", cat->gpus[g].name, used, avail);
+		if (used)
+			printf(", peak memory %.1f of %.1f GiB", peak / (1 << 30),
+			       cat->gpus[g].memory_bytes / (1 << 30));
+		printf("\n");
+	}
+}
+
+static json_t *candidate_json(const struct sl_sim_env *env, const struct sl_search_candidate *c)
+{
+	json_t *obj = json_object();
+	json_object_set_new(obj, "plan", sl_plan_to_json(&c->plan, &env->catalogue));
+	json_object_set_new(obj, "estimate", sl_sim_result_to_json(env, &c->plan, &c->result));
+	return obj;
+}
+
+static void describe_failure(const struct plan_args *a, const struct sl_search_outcome *out)
+{
+	const struct sl_search_request *req = &a->req;
+	if (!out->has_unconstrained) {
+		fprintf(stderr, "sailor plan: no plan fits in memory on this pool\n");
+		return;
+	}
+	const struct sl_sim_result *u = &out->unconstrained.result;
+	if (req->max_cost_usd_per_iter > 0 && req->objective == SL_OBJECTIVE_THROUGHPUT)
+		fprintf(stderr, "sailor plan: no plan within %.4g $/iter; the best possible is %.4g $/iter "
+				"at %.4g it/s (raise --max-cost or add cheaper GPUs)\n",
+			req->max_cost_usd_per_iter, u->cost_usd_per_iter, u->throughput_it_s);
+	if (req->min_throughput_it_s > 0)
+		fprintf(stderr, "sailor plan: no plan reaches %.4g it/s%s; the best possible is %.4g it/s "
+				"at %.4g $/iter (lower --min-throughput or add GPUs)\n",
+			req->min_throughput_it_s,
+			req->max_cost_usd_per_iter > 0 ? " within the budget" : "", u->throughput_it_s,
+			u->cost_usd_per_iter);
+	if (req->max_cost_usd_per_iter > 0 && req->objective == SL_OBJECTIVE_COST)
+		fprintf(stderr, "sailor plan: no plan within %.4g $/iter; the cheapest is %.4g $/iter\n",
+			req->max_cost_usd_per_iter, u->cost_usd_per_iter);
+}
+
+static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
+		     const struct sl_pool *pool, int step, int steps, json_t *json_steps,
+		     struct sl_plan *last_best, int *found_all)
+{
+	struct sl_search_outcome out;
+	struct sl_err err = {0};
+	int rc = sl_search_run(env, pool, &a->req, &out, &err);
+	if (rc) {
+		fprintf(stderr, "sailor plan: %s\n", err.msg);
+		sl_search_outcome_free(&out);
+		return rc;
+	}
+	if (out.count == 0) {
+		*found_all = 0;
+		if (steps > 1)
+			fprintf(stderr, "sailor plan: step %d: ", step);
+		describe_failure(a, &out);
+	}
+	if (a->json) {
+		json_t *s = json_object();
+		json_object_set_new(s, "step", json_integer(step));
+		json_object_set_new(s, "duration_s", json_real(pool->duration_s));
+		json_object_set_new(s, "pool", sl_pool_to_json(pool, &env->catalogue));
+		json_object_set_new(s, "search_time_s", json_real(out.search_time_s));
+		json_object_set_new(s, "plans_simulated", json_integer(out.plans_simulated));
+		if (out.count) {
+			json_object_set_new(s, "plan", sl_plan_to_json(&out.best[0].plan, &env->catalogue));
+			json_object_set_new(s, "estimate", sl_sim_result_to_json(env, &out.best[0].plan,
+										  &out.best[0].result));
+		} else {
+			json_object_set_new(s, "plan", json_null());
+			json_object_set_new(s, "estimate", json_null());
+			if (out.has_unconstrained)
+				json_object_set_new(s, "best_ignoring_constraints",
+						    candidate_json(env, &out.unconstrained));
+		}
+		if (a->req.top_k > 1) {
+			json_t *top = json_array();
+			for (int i = 0; i < out.count; i++)
+				json_array_append_new(top, candidate_json(env, &out.best[i]));
+			json_object_set_new(s, "top", top);
+		}
+		if (a->req.pareto) {
+			json_t *front = json_array();
+			for (int i = 0; i < out.pareto_count; i++)
+				json_array_append_new(front, candidate_json(env, &out.pareto[i]));
+			json_object_set_new(s, "pareto", front);
+		}
+		json_array_append_new(json_steps, s);
+	} else if (out.count) {
+		if (steps > 1)
+			printf("== step %d of %d (lasts %.0f s): %lld GPUs available\n", step, steps,
+			       pool->duration_s, sl_pool_total(pool));
+		for (int i = 0; i < out.count; i++) {
+			printf(out.count > 1 ? "plan %d of %d:\n" : "plan:\n", i + 1, out.count);
+			print_candidate(env, pool, &out.best[i]);
+		}
+		if (a->req.pareto && out.pareto_count) {
+			printf("throughput-versus-$ frontier (%d plans):\n", out.pareto_count);
+			printf("  %10s %12s %6s  %s\n", "it/s", "$/iter", "GPUs", "shape");
+			for (int i = 0; i < out.pareto_count; i++) {
+				const struct sl_search_candidate *c = &out.pareto[i];
+				printf("  %10.4f %12.4f %6lld  P=%d D=%d mbs=%d\n", c->result.throughput_it_s,
+				       c->result.cost_usd_per_iter, c->result.num_gpus, c->plan.num_stages,
+				       c->plan.num_pipelines, c->plan.micro_batch);
+			}
+		}
+		printf("search: %.3f s, %lld plans simulated, cost model %s\n", out.search_time_s,
+		       out.plans_simulated, sl_cost_model_name(a->req.cost_model));
+	}
+	if (out.count)
+		rc = sl_plan_copy(last_best, &out.best[0].plan, &err);
+	sl_search_outcome_free(&out);
+	return rc;
+}
+
+static int parse_args(int argc, char **argv, struct plan_args *a)
+{
+	struct sl_cli_parser parser;
+	sl_cli_parser_init(&parser, &sl_cmd_plan, argc, argv);
+	a->req.top_k = 1;
+	for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
+		long long v = 0;
+		struct sl_err err = {0};
+		switch (idx) {
+		case SL_CLI_ERROR: return 2;
+		case SL_CLI_HELP: return -1;
+		case OPT_MODEL: a->model = parser.arg; break;
+		case OPT_POOL: a->pool = parser.arg; break;
+		case OPT_TRACE: a->trace = parser.arg; break;
+		case OPT_OUTPUT: a->output = parser.arg; break;
+		case OPT_JSON: a->json = 1; break;
+		case OPT_PARETO: a->req.pareto = 1; break;
+		case OPT_OBJECTIVE:
+			if (!strcmp(parser.arg, "throughput"))
+				a->req.objective = SL_OBJECTIVE_THROUGHPUT;
+			else if (!strcmp(parser.arg, "cost"))
+				a->req.objective = SL_OBJECTIVE_COST;
+			else
+				return sl_cli_usage_error(&sl_cmd_plan, "--objective: '%s' is neither "
+								      "'throughput' nor 'cost'", parser.arg);
+			break;
+		case OPT_COST_MODEL:
+			if (sl_cost_model_parse(parser.arg, &a->req.cost_model, &err))
+				return sl_cli_usage_error(&sl_cmd_plan, "--cost-model: %s", err.msg);
+			break;
+		case OPT_MAX_COST:
+			if (sl_cli_parse_double(&sl_cmd_plan, "max-cost", parser.arg, 1e-12,
+						&a->req.max_cost_usd_per_iter))
+				return 2;
+			break;
+		case OPT_MIN_THROUGHPUT:
+			if (sl_cli_parse_double(&sl_cmd_plan, "min-throughput", parser.arg, 1e-12,
+						&a->req.min_throughput_it_s))
+				return 2;
+			break;
+		case OPT_GLOBAL_BATCH:
+			if (sl_cli_parse_long(&sl_cmd_plan, "global-batch", parser.arg, 1, &v))
+				return 2;
+			a->req.global_batch = v;
+			break;
+		case OPT_TOP:
+			if (sl_cli_parse_long(&sl_cmd_plan, "top", parser.arg, 1, &v))
+				return 2;
+			if (v > 100)
+				return sl_cli_usage_error(&sl_cmd_plan, "--top: at most 100 plans");
+			a->req.top_k = (int)v;
+			break;
+		case OPT_MAX_STAGES:
+			if (sl_cli_parse_long(&sl_cmd_plan, "max-stages", parser.arg, 1, &v))
+				return 2;
+			a->req.max_stages = v > SL_PLAN_MAX_STAGES ? SL_PLAN_MAX_STAGES : (int)v;
+			break;
+		}
+	}
+	if (parser.next_index < argc)
+		return sl_cli_usage_error(&sl_cmd_plan, "unexpected argument '%s'",
+					  argv[parser.next_index]);
+	if (!a->model)
+		return sl_cli_usage_error(&sl_cmd_plan, "--model is required");
+	if (!a->pool == !a->trace)
+		return sl_cli_usage_error(&sl_cmd_plan, "give exactly one of --pool FILE or --trace CSV");
+	return 0;
+}
+
+static int run_plan(int argc, char **argv)
+{
+	struct plan_args a = {0};
+	int rc = parse_args(argc, argv, &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	struct sl_err err = {0};
+	struct sl_sim_env *env = NULL;
+	if ((rc = sl_sim_env_load(a.model, NULL, &env, &err))) {
+		fprintf(stderr, "sailor plan: %s\n", err.msg);
+		return sl_err_exit_status(rc);
+	}
+	struct sl_pool_trace trace = {0};
+	if (a.pool) {
+		trace.steps = calloc(1, sizeof(*trace.steps));
+		trace.step_count = 1;
+		rc = trace.steps ? sl_pool_load(a.pool, &env->catalogue, &trace.steps[0], &err)
+				 : sl_err_set(&err, SL_ENOMEM, "out of memory");
+	} else {
+		rc = sl_trace_load_csv(a.trace, &env->catalogue, &trace, &err);
+	}
+	if (!rc && trace.step_count == 0)
+		rc = sl_err_set(&err, SL_EINPUT, "trace '%s': no step has any GPU", a.trace);
+	if (rc) {
+		fprintf(stderr, "sailor plan: %s\n", err.msg);
+		sl_pool_trace_free(&trace);
+		sl_sim_env_free(env);
+		return sl_err_exit_status(rc);
+	}
+	json_t *steps = a.json ? json_array() : NULL;
+	struct sl_plan best;
+	sl_plan_init(&best);
+	int found_all = 1;
+	for (int s = 0; s < trace.step_count && !rc; s++)
+		rc = plan_step(&a, env, &trace.steps[s], s + 1, trace.step_count, steps, &best,
+			       &found_all);
+	/* a document only when some step has a plan: failures leave stdout empty */
+	if (!rc && a.json && best.num_stages > 0) {
+		json_t *doc = json_object();
+		json_object_set_new(doc, "schema", json_string("sailor.planning/1"));
+		json_object_set_new(doc, "model", json_string(env->model.name));
+		json_object_set_new(doc, "cost_model", json_string(sl_cost_model_name(a.req.cost_model)));
+		json_object_set_new(doc, "objective", json_string(sl_objective_name(a.req.objective)));
+		json_object_set_new(doc, "steps", steps);
+		steps = NULL;
+		sl_json_print(stdout, doc);
+		json_decref(doc);
+	}
+	json_decref(steps);
+	if (!rc && a.output && best.num_stages > 0) {
+		rc = sl_plan_save(&best, &env->catalogue, a.output, &err);
+		if (rc)
+			fprintf(stderr, "sailor plan: %s\n", err.msg);
+	}
+	sl_plan_free(&best);
+	sl_pool_trace_free(&trace);
+	sl_sim_env_free(env);
+	if (rc)
+		return sl_err_exit_status(rc);
+	return found_all ? 0 : 1;
+}

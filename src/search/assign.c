@@ -1,0 +1,95 @@
+/* Replica assignment: see assign.h. */
+#include "search/assign.h"
+
+#include <assert.h>
+#include <string.h>
+
+static int eligible_types(const struct sl_assign_input *in, int stage)
+{
+	int n = 0;
+	for (int g = 0; g < in->gpu_count; g++)
+		n += in->tp_for[stage][g] > 0;
+	return n;
+}
+
+/* Per-replica price of type g for stage k under the preference: GPUs first (throughput) or
+ * dollars first (cost). Lower is preferred; the other quantity breaks ties. */
+static int prefer(const struct sl_assign_input *in, int k, int a, int b)
+{
+	double gpus_a = in->tp_for[k][a], gpus_b = in->tp_for[k][b];
+	double usd_a = gpus_a * in->usd_per_hour[a], usd_b = gpus_b * in->usd_per_hour[b];
+	double first_a = in->prefer_cost ? usd_a : gpus_a, first_b = in->prefer_cost ? usd_b : gpus_b;
+	double second_a = in->prefer_cost ? gpus_a : usd_a, second_b = in->prefer_cost ? gpus_b : usd_b;
+	if (first_a != first_b)
+		return first_a < first_b;
+	if (second_a != second_b)
+		return second_a < second_b;
+	return a < b;
+}
+
+int sl_assign_replicas(const struct sl_assign_input *in, struct sl_plan *plan)
+{
+	int P = in->num_stages, D = in->num_pipelines;
+	int zone_left[SL_MAX_GPU_TYPES][SL_MAX_ZONES];
+	memcpy(zone_left, in->avail, sizeof(zone_left));
+	static_assert(SL_MAX_GPU_TYPES * SL_MAX_ZONES <= 4096, "count table stays small");
+	int count[SL_MAX_GPU_TYPES][SL_MAX_ZONES];
+	memset(count, 0, sizeof(count));
+
+	/* stages by fewest eligible types first (stable by index) */
+	int order[SL_PLAN_MAX_STAGES], eligible[SL_PLAN_MAX_STAGES];
+	for (int i = 0; i < P; i++) {
+		eligible[i] = eligible_types(in, i);
+		int j = i;
+		while (j > 0 && eligible[order[j - 1]] > eligible[i]) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+
+	for (int oi = 0; oi < P; oi++) {
+		int k = order[oi];
+		int types[SL_MAX_GPU_TYPES], n = 0;
+		for (int g = 0; g < in->gpu_count; g++) {
+			if (in->tp_for[k][g] <= 0)
+				continue;
+			int j = n++;
+			while (j > 0 && prefer(in, k, g, types[j - 1])) {
+				types[j] = types[j - 1];
+				j--;
+			}
+			types[j] = g;
+		}
+		/* whole replicas only: a replica's tp GPUs live in one zone */
+		int placed = 0;
+		for (int i = 0; i < n && placed < D; i++) {
+			int g = types[i], tp = in->tp_for[k][g];
+			for (int zi = 0; zi < in->zone_order_count && placed < D; zi++) {
+				int z = in->zone_order[zi];
+				int can = zone_left[g][z] / tp;
+				int got = can < D - placed ? can : D - placed;
+				count[g][z] = got;
+				zone_left[g][z] -= got * tp;
+				placed += got;
+			}
+		}
+		if (placed < D)
+			return -1;
+		/* written in the canonical (zone rank, gpu, tp) order, the zone rank being the fill
+		 * order: no sort needed afterwards */
+		int j = 0;
+		for (int zi = 0; zi < in->zone_order_count; zi++)
+			for (int g = 0, z = in->zone_order[zi]; g < in->gpu_count; g++) {
+				for (int c = 0; c < count[g][z]; c++) {
+					struct sl_replica *r = sl_plan_replica(plan, k, j++);
+					r->gpu = (short)g;
+					r->zone = (short)z;
+					r->tp = (short)in->tp_for[k][g];
+					r->pad = 0;
+				}
+				count[g][z] = 0;
+			}
+	}
+	return 0;
+}

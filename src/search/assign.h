@@ -1,0 +1,34 @@
+/* Replica assignment: given, for every stage, which TP degree each GPU type would need to meet
+ * the time threshold (0 = it cannot), choose D replicas per stage from the pool and place them in
+ * zones.
+ *
+ * Types: stages with the fewest eligible types choose first; each takes the type that needs the
+ * fewest GPUs per replica (for the cost objective: the fewest dollars per replica), as many
+ * replicas as that type has GPUs left, then the next type. Zones: each stage's replicas of a type
+ * fill the zones in one fixed order (most GPUs of the zone subset first), so every stage has the
+ * same zone mix where the pool allows, and the canonical (zone, gpu, tp) order then keeps each
+ * pipeline inside one zone.
+ */
+#ifndef SL_SEARCH_ASSIGN_H
+#define SL_SEARCH_ASSIGN_H
+
+#include "cluster/catalogue.h"
+#include "plan/plan.h"
+
+struct sl_assign_input {
+	int num_stages;
+	int num_pipelines;                                    /* D */
+	int gpu_count, zone_count;
+	int tp_for[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES];     /* 0: type not eligible */
+	int avail[SL_MAX_GPU_TYPES][SL_MAX_ZONES];            /* GPUs usable per (type, zone) */
+	int zone_order[SL_MAX_ZONES];                         /* zones to fill, in order */
+	int zone_order_count;
+	double usd_per_hour[SL_MAX_GPU_TYPES];
+	int prefer_cost;                                      /* 1: fewest dollars per replica */
+};
+
+/* Fills plan->replicas (plan already reserved for num_stages x num_pipelines) and returns 0, or
+ * -1 when the pool cannot supply D eligible replicas to every stage. */
+int sl_assign_replicas(const struct sl_assign_input *in, struct sl_plan *plan);
+
+#endif

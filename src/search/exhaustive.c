@@ -1,0 +1,175 @@
+/* Brute-force planner for oracle tests: enumerates the whole search space of small pools and
+ * ranks every plan with the same simulator and the same ranking as the planner (search.h).
+ *
+ * Space: every micro-batch size 1, 2, 4, ... up to the global batch, every depth P, every
+ * contiguous layer partition, every D with P·D GPUs or fewer, and per stage every multiset of D
+ * replicas (gpu, zone, tp) — tp a power of two up to the GPU's node — whose GPUs the pool has,
+ * written in the canonical (zone rank, gpu, tp) order for every order of the pool's zones.
+ * Nothing is pruned.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "search/partition.h"
+#include "search/ranking.h"
+#include "search/search.h"
+
+struct option {
+	short gpu, zone, tp;
+};
+
+struct brute {
+	const struct sl_sim_env *env;
+	const struct sl_pool *pool;
+	enum sl_cost_model cm;
+	long long global_batch;
+	struct sl_ranking rank;
+	struct sl_plan plan;
+	struct sl_sim_result result;
+	struct option options[SL_MAX_GPU_TYPES * SL_MAX_ZONES * 4];
+	int option_count;
+	int used[SL_MAX_GPU_TYPES][SL_MAX_ZONES];
+	long long simulated;
+	int rc;
+	struct sl_err *err;
+};
+
+static void fill_replicas(struct brute *b, int stage, int slot, int min_option);
+
+static void leaf(struct brute *b)
+{
+	struct sl_err sim_err = {0};
+	b->simulated++;
+	if (sl_simulate(b->env, &b->plan, b->cm, &b->result, &sim_err))
+		return;
+	if (!b->rc)
+		b->rc = sl_ranking_consider(&b->rank, &b->plan, &b->result, b->err);
+}
+
+static void fill_replicas(struct brute *b, int stage, int slot, int min_option)
+{
+	if (b->rc)
+		return;
+	if (slot == b->plan.num_pipelines) {
+		if (stage + 1 == b->plan.num_stages)
+			leaf(b);
+		else
+			fill_replicas(b, stage + 1, 0, 0);
+		return;
+	}
+	for (int i = min_option; i < b->option_count; i++) {
+		const struct option *o = &b->options[i];
+		if (b->used[o->gpu][o->zone] + o->tp > b->pool->counts[o->gpu][o->zone])
+			continue;
+		b->used[o->gpu][o->zone] += o->tp;
+		struct sl_replica *r = sl_plan_replica(&b->plan, stage, slot);
+		r->gpu = o->gpu;
+		r->zone = o->zone;
+		r->tp = o->tp;
+		r->pad = 0;
+		fill_replicas(b, stage, slot + 1, i);
+		b->used[o->gpu][o->zone] -= o->tp;
+	}
+}
+
+struct partition_ctx {
+	struct brute *b;
+	int mbs;
+	long long gpus;
+};
+
+static int visit_partition(const struct sl_partition *part, void *vctx)
+{
+	struct partition_ctx *ctx = vctx;
+	struct brute *b = ctx->b;
+	int P = part->num_stages;
+	long long max_d = ctx->gpus / P;
+	long long useful = (b->global_batch + ctx->mbs - 1) / ctx->mbs;
+	if (max_d > useful)
+		max_d = useful;
+	for (int D = 1; D <= max_d && !b->rc; D++) {
+		if ((b->rc = sl_plan_reserve(&b->plan, P, D, b->err)))
+			break;
+		b->plan.micro_batch = ctx->mbs;
+		b->plan.global_batch = b->global_batch;
+		b->plan.uneven_microbatches = 0;
+		for (int k = 0; k < P; k++) {
+			b->plan.stages[k].first_layer = part->first[k];
+			b->plan.stages[k].last_layer = part->first[k + 1] - 1;
+		}
+		fill_replicas(b, 0, 0, 0);
+	}
+	return b->rc;
+}
+
+int sl_search_exhaustive(const struct sl_sim_env *env, const struct sl_pool *pool,
+			 const struct sl_search_request *req, struct sl_search_outcome *outcome,
+			 struct sl_err *err)
+{
+	sl_search_outcome_init(outcome);
+	struct sl_search_request one = *req;
+	one.top_k = 1;
+	one.pareto = 0;
+	struct brute *b = calloc(1, sizeof(*b));
+	if (!b)
+		return sl_err_set(err, SL_ENOMEM, "out of memory for the exhaustive search");
+	b->env = env;
+	b->pool = pool;
+	b->cm = req->cost_model;
+	b->err = err;
+	b->global_batch = req->global_batch > 0 ? req->global_batch : env->model.default_global_batch;
+	sl_plan_init(&b->plan);
+	int rc = sl_ranking_init(&b->rank, &one, outcome, err);
+	const struct sl_catalogue *cat = &env->catalogue;
+	int zones[SL_MAX_ZONES], zone_count = 0;
+	for (int z = 0; z < cat->zone_count; z++) {
+		long long in_zone = 0;
+		for (int g = 0; g < cat->gpu_count; g++)
+			in_zone += pool->counts[g][z];
+		if (in_zone > 0)
+			zones[zone_count++] = z;
+	}
+	long long gpus = sl_pool_total(pool);
+	int L = env->num_layers;
+	int max_stages = req->max_stages > 0 && req->max_stages < L ? req->max_stages : L;
+	/* every order of the zones (the canonical order ranks zones by it), lexicographically */
+	for (int more = 1; more && !rc;) {
+		b->option_count = 0;
+		for (int zi = 0; zi < zone_count; zi++)
+			for (int g = 0, z = zones[zi]; g < cat->gpu_count; g++)
+				for (int tp = 1; tp <= sl_sim_gpus_per_node(env, g); tp *= 2)
+					if (pool->counts[g][z] >= tp)
+						b->options[b->option_count++] =
+							(struct option){(short)g, (short)z, (short)tp};
+		for (int mbs = 1; !rc && mbs <= b->global_batch && mbs <= 1024; mbs *= 2) {
+			struct partition_ctx ctx = {b, mbs, gpus};
+			for (int P = 1; P <= max_stages && P <= gpus && !rc; P++)
+				rc = sl_partition_each(L, P, visit_partition, &ctx);
+			if (!rc)
+				rc = b->rc;
+		}
+		/* next permutation of zones[], or stop after the last one */
+		int i = zone_count - 2;
+		while (i >= 0 && zones[i] >= zones[i + 1])
+			i--;
+		if (i < 0) {
+			more = 0;
+			break;
+		}
+		int j = zone_count - 1;
+		while (zones[j] <= zones[i])
+			j--;
+		int t = zones[i];
+		zones[i] = zones[j];
+		zones[j] = t;
+		for (int lo = i + 1, hi = zone_count - 1; lo < hi; lo++, hi--) {
+			t = zones[lo];
+			zones[lo] = zones[hi];
+			zones[hi] = t;
+		}
+	}
+	outcome->plans_simulated = b->simulated;
+	sl_plan_free(&b->plan);
+	free(b);
+	return rc;
+}

@@ -1,0 +1,204 @@
+/* Ranking of simulated plans and the planner's result set (top K, Pareto frontier, the best
+ * unconstrained plan), shared by the planner and the exhaustive search so both judge alike. */
+#include "search/ranking.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *sl_objective_name(enum sl_objective objective)
+{
+	return objective == SL_OBJECTIVE_COST ? "cost" : "throughput";
+}
+
+/* Relative tolerance under which two objective values count as equal, so that tie-breaks (not
+ * floating-point noise in the last bits) decide between equivalent plans. */
+#define TIE_RELATIVE 1e-12
+
+static int nearly_equal(double a, double b)
+{
+	double scale = a > b ? a : b;
+	return (a > b ? a - b : b - a) <= TIE_RELATIVE * (scale > 0 ? scale : 1);
+}
+
+int sl_search_meets(const struct sl_search_request *req, const struct sl_sim_result *res)
+{
+	if (!res->fits_memory)
+		return 0;
+	if (req->max_cost_usd_per_iter > 0 && res->cost_usd_per_iter > req->max_cost_usd_per_iter)
+		return 0;
+	if (req->min_throughput_it_s > 0 && res->throughput_it_s < req->min_throughput_it_s)
+		return 0;
+	return 1;
+}
+
+int sl_search_better(const struct sl_search_request *req, const struct sl_sim_result *a,
+		     const struct sl_sim_result *b)
+{
+	double va = req->objective == SL_OBJECTIVE_COST ? -a->cost_usd_per_iter : a->throughput_it_s;
+	double vb = req->objective == SL_OBJECTIVE_COST ? -b->cost_usd_per_iter : b->throughput_it_s;
+	if (!nearly_equal(va, vb))
+		return va > vb;
+	if (a->num_gpus != b->num_gpus)
+		return a->num_gpus < b->num_gpus;
+	if (!nearly_equal(a->cost_usd_per_iter, b->cost_usd_per_iter))
+		return a->cost_usd_per_iter < b->cost_usd_per_iter;
+	if (!nearly_equal(a->throughput_it_s, b->throughput_it_s))
+		return a->throughput_it_s > b->throughput_it_s;
+	return 0;
+}
+
+static int same_plan(const struct sl_plan *a, const struct sl_plan *b)
+{
+	if (a->num_stages != b->num_stages || a->num_pipelines != b->num_pipelines ||
+	    a->micro_batch != b->micro_batch)
+		return 0;
+	for (int k = 0; k < a->num_stages; k++)
+		if (a->stages[k].first_layer != b->stages[k].first_layer)
+			return 0;
+	size_t n = (size_t)a->num_stages * (size_t)a->num_pipelines;
+	return !memcmp(a->replicas, b->replicas, n * sizeof(*a->replicas));
+}
+
+static int store(struct sl_search_candidate *slot, const struct sl_plan *plan,
+		 const struct sl_sim_result *res, struct sl_err *err)
+{
+	int rc = sl_plan_copy(&slot->plan, plan, err);
+	if (!rc)
+		slot->result = *res;
+	return rc;
+}
+
+int sl_ranking_init(struct sl_ranking *rank, const struct sl_search_request *req,
+		    struct sl_search_outcome *outcome, struct sl_err *err)
+{
+	memset(rank, 0, sizeof(*rank));
+	rank->req = req;
+	rank->out = outcome;
+	rank->top_capacity = req->top_k > 0 ? req->top_k : 1;
+	outcome->best = calloc((size_t)rank->top_capacity, sizeof(*outcome->best));
+	if (!outcome->best)
+		return sl_err_set(err, SL_ENOMEM, "out of memory for %d plans", rank->top_capacity);
+	outcome->best_capacity = rank->top_capacity;
+	for (int i = 0; i < rank->top_capacity; i++)
+		sl_plan_init(&outcome->best[i].plan);
+	sl_plan_init(&outcome->unconstrained.plan);
+	return 0;
+}
+
+/* Keeps the Pareto set of (throughput up, cost down) over plans that fit; a plan enters if no
+ * kept plan is at least as good on both, and evicts those it dominates. */
+static int consider_pareto(struct sl_ranking *rank, const struct sl_plan *plan,
+			   const struct sl_sim_result *res, struct sl_err *err)
+{
+	struct sl_search_outcome *out = rank->out;
+	for (int i = 0; i < out->pareto_count; i++) {
+		const struct sl_sim_result *o = &out->pareto[i].result;
+		if (o->throughput_it_s >= res->throughput_it_s &&
+		    o->cost_usd_per_iter <= res->cost_usd_per_iter)
+			return 0;
+	}
+	int kept = 0;
+	for (int i = 0; i < out->pareto_count; i++) {
+		const struct sl_sim_result *o = &out->pareto[i].result;
+		if (res->throughput_it_s >= o->throughput_it_s &&
+		    res->cost_usd_per_iter <= o->cost_usd_per_iter) {
+			sl_plan_free(&out->pareto[i].plan);
+			continue;
+		}
+		out->pareto[kept++] = out->pareto[i];
+	}
+	out->pareto_count = kept;
+	if (out->pareto_count == rank->pareto_capacity) {
+		int cap = rank->pareto_capacity ? 2 * rank->pareto_capacity : 16;
+		struct sl_search_candidate *grown = realloc(out->pareto, (size_t)cap * sizeof(*grown));
+		if (!grown)
+			return sl_err_set(err, SL_ENOMEM, "out of memory for the Pareto frontier");
+		out->pareto = grown;
+		rank->pareto_capacity = cap;
+	}
+	struct sl_search_candidate *slot = &out->pareto[out->pareto_count];
+	sl_plan_init(&slot->plan);
+	int rc = store(slot, plan, res, err);
+	if (!rc)
+		out->pareto_count++;
+	return rc;
+}
+
+int sl_ranking_consider(struct sl_ranking *rank, const struct sl_plan *plan,
+			const struct sl_sim_result *res, struct sl_err *err)
+{
+	const struct sl_search_request *req = rank->req;
+	struct sl_search_outcome *out = rank->out;
+	if (!res->fits_memory)
+		return 0;
+	int rc = 0;
+	if (req->pareto && (rc = consider_pareto(rank, plan, res, err)))
+		return rc;
+	if (!sl_search_meets(req, res)) {
+		if (!out->has_unconstrained || sl_search_better(req, res, &out->unconstrained.result)) {
+			rc = store(&out->unconstrained, plan, res, err);
+			out->has_unconstrained = !rc;
+		}
+		return rc;
+	}
+	if (out->count == rank->top_capacity &&
+	    !sl_search_better(req, res, &out->best[out->count - 1].result))
+		return 0;
+	for (int i = 0; i < out->count; i++)
+		if (same_plan(&out->best[i].plan, plan))
+			return 0;
+	/* insert in order; the last one falls off when full */
+	int pos = out->count < rank->top_capacity ? out->count : rank->top_capacity - 1;
+	struct sl_plan spare = out->best[pos].plan;
+	while (pos > 0 && sl_search_better(req, res, &out->best[pos - 1].result)) {
+		out->best[pos] = out->best[pos - 1];
+		pos--;
+	}
+	out->best[pos].plan = spare;
+	rc = store(&out->best[pos], plan, res, err);
+	if (!rc && out->count < rank->top_capacity)
+		out->count++;
+	return rc;
+}
+
+const struct sl_sim_result *sl_ranking_best(const struct sl_ranking *rank)
+{
+	return rank->out->count ? &rank->out->best[0].result : NULL;
+}
+
+static int by_throughput_desc(const void *a, const void *b)
+{
+	const struct sl_search_candidate *x = a, *y = b;
+	if (x->result.throughput_it_s != y->result.throughput_it_s)
+		return x->result.throughput_it_s > y->result.throughput_it_s ? -1 : 1;
+	return (x->result.cost_usd_per_iter > y->result.cost_usd_per_iter) -
+	       (x->result.cost_usd_per_iter < y->result.cost_usd_per_iter);
+}
+
+void sl_ranking_finish(struct sl_ranking *rank)
+{
+	struct sl_search_outcome *out = rank->out;
+	if (out->pareto_count > 1)
+		qsort(out->pareto, (size_t)out->pareto_count, sizeof(*out->pareto), by_throughput_desc);
+}
+
+void sl_search_outcome_init(struct sl_search_outcome *outcome)
+{
+	memset(outcome, 0, sizeof(*outcome));
+	sl_plan_init(&outcome->unconstrained.plan);
+}
+
+void sl_search_outcome_free(struct sl_search_outcome *outcome)
+{
+	if (outcome->best) {
+		/* every slot up to the capacity may own memory (the spare of a full list) */
+		for (int i = 0; i < outcome->best_capacity; i++)
+			sl_plan_free(&outcome->best[i].plan);
+		free(outcome->best);
+	}
+	for (int i = 0; i < outcome->pareto_count; i++)
+		sl_plan_free(&outcome->pareto[i].plan);
+	free(outcome->pareto);
+	sl_plan_free(&outcome->unconstrained.plan);
+	memset(outcome, 0, sizeof(*outcome));
+}

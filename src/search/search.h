@@ -1,0 +1,100 @@
+/* The planner: a joint search over GPU types, zones and parallelization (pipeline depth, layer
+ * partition, micro-batch size, data-parallel degree, per-replica GPU type / zone / TP degree)
+ * for an objective under constraints. Every candidate is ranked by sl_simulate under the chosen
+ * cost model, so the estimate the planner reports is exactly what `sailor simulate` prints for
+ * the plan it emits.
+ *
+ * How the search works (search.c): for each set of zones worth trying (every region on its own,
+ * each zone on its own, all zones), each micro-batch size, each depth P and each candidate layer
+ * partition (partition.h), it precomputes per stage and per (GPU type, TP) the compute time per
+ * micro-batch. For each data-parallel degree D that changes the number of micro-batches, and for
+ * each time threshold tau (the distinct per-stage times, ascending), assign.h picks for every
+ * stage D replicas whose time is <= tau, using the fewest GPUs (then dollars) the pool allows,
+ * places them in zones so that pipelines stay inside one zone where they can, and the plan is
+ * simulated. A lower bound on the iteration time prunes (b, P, partition, D) combinations that
+ * cannot beat the best found so far.
+ *
+ * Ownership: sl_search_run fills a struct sl_search_outcome whose plans it owns;
+ * sl_search_outcome_free releases them.
+ */
+#ifndef SL_SEARCH_SEARCH_H
+#define SL_SEARCH_SEARCH_H
+
+#include "cluster/pool.h"
+#include "plan/plan.h"
+#include "sim/sim.h"
+#include "util/err.h"
+
+enum sl_objective { SL_OBJECTIVE_THROUGHPUT = 0, SL_OBJECTIVE_COST = 1 };
+
+const char *sl_objective_name(enum sl_objective objective);
+
+struct sl_search_request {
+	enum sl_cost_model cost_model;
+	enum sl_objective objective;
+	double max_cost_usd_per_iter;  /* 0: no budget */
+	double min_throughput_it_s;    /* 0: no floor */
+	long long global_batch;        /* <= 0: the model's default */
+	int top_k;                     /* plans to keep (>= 1) */
+	int pareto;                    /* also collect the throughput-versus-$ frontier */
+	int max_stages;                /* 0: up to the number of layers */
+	int structured_only;           /* 1: never enumerate small shapes completely (tests measure
+					* the threshold heuristic alone with it) */
+};
+
+/* One ranked plan with the simulator's verdict on it. */
+struct sl_search_candidate {
+	struct sl_plan plan;           /* owned */
+	struct sl_sim_result result;
+};
+
+struct sl_search_outcome {
+	int count;                              /* plans meeting the constraints, best first */
+	struct sl_search_candidate *best;       /* [count], at most top_k */
+	int best_capacity;                      /* slots allocated in best */
+	/* When count == 0: the best plan that fits memory ignoring --max-cost / --min-throughput
+	 * (has_unconstrained = 1), so the caller can say what is possible. */
+	int has_unconstrained;
+	struct sl_search_candidate unconstrained;
+	int pareto_count;                       /* frontier, by throughput descending */
+	struct sl_search_candidate *pareto;
+	long long plans_simulated;
+	double search_time_s;
+};
+
+void sl_search_outcome_init(struct sl_search_outcome *outcome);
+void sl_search_outcome_free(struct sl_search_outcome *outcome);
+
+/* Searches pool for req. Returns 0 with outcome->count >= 0 (0: nothing meets the constraints,
+ * see has_unconstrained), or an error: SL_EINPUT for an empty pool, SL_EINFEASIBLE when no plan
+ * fits in memory anywhere in the pool ("model X fits on none of the pool's GPUs ..."). */
+int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
+		  const struct sl_search_request *req, struct sl_search_outcome *outcome,
+		  struct sl_err *err);
+
+/* The ranking used everywhere (planner, exhaustive search, tests): whether a simulated plan
+ * meets req's constraints, and whether a is strictly better than b for req's objective (ties
+ * broken by fewer GPUs, then lower cost, then higher throughput). */
+int sl_search_meets(const struct sl_search_request *req, const struct sl_sim_result *res);
+int sl_search_better(const struct sl_search_request *req, const struct sl_sim_result *a,
+		     const struct sl_sim_result *b);
+
+/* Brute force over the same space (exhaustive.c), for oracle tests on small pools: every micro-
+ * batch size, depth, contiguous partition, D, and per stage every multiset of D replicas
+ * (gpu, zone, tp) the pool allows, in the planner's canonical replica order. Fills outcome
+ * with the single best plan (top_k ignored). Exponential: only for pools of a few GPUs. */
+int sl_search_exhaustive(const struct sl_sim_env *env, const struct sl_pool *pool,
+			 const struct sl_search_request *req, struct sl_search_outcome *outcome,
+			 struct sl_err *err);
+
+/* The canonical replica order pairs pipelines zone by zone: each stage's replicas sorted by
+ * (zone rank, gpu, tp), where zone_rank[z] is the position of zone z in an order of the zones.
+ * Both searches emit plans in this order, and search every order of up to 3 zones (links are not
+ * symmetric, so the order changes which zones neighbour in the gradient all-reduce ring). */
+void sl_search_canonicalize(struct sl_plan *plan, const int *zone_rank);
+
+/* The zone rank a plan is written in: zones by first appearance, stage by stage; zones it does
+ * not use after them, by index. zone_rank has SL_MAX_ZONES entries. */
+void sl_search_zone_rank_of(const struct sl_plan *plan, int zone_count, int *zone_rank);
+
+#endif

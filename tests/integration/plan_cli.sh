@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# `sailor plan` end to end: the estimate it reports is exactly what `sailor simulate` prints for
+# the plan it writes (same cost model); traces plan once per step; constraints that nothing meets
+# say what is possible and exit 1; bad input exits 1 with a message naming what to fix; usage
+# errors exit 2; nothing reaches stdout on failure.
+set -u
+: "${SAILOR:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+py=python3
+command -v "$py" >/dev/null || py=/usr/bin/python3
+
+# --- the estimate equals simulate's output, under both cost models ---
+for cm in sailor sosp25; do
+  "$SAILOR" plan --model OPT-350 --pool data/examples/pool-a100-v100.json --cost-model "$cm" \
+    --json -o "$tmp/plan-$cm.json" >"$tmp/planned-$cm.json" || fail "plan ($cm) failed"
+  "$SAILOR" simulate --model OPT-350 --plan "$tmp/plan-$cm.json" --cost-model "$cm" --json \
+    >"$tmp/simulated-$cm.json" || fail "simulate of the emitted plan ($cm) failed"
+  "$py" - "$tmp/planned-$cm.json" "$tmp/simulated-$cm.json" "$tmp/plan-$cm.json" <<'PY' || fail "plan/simulate disagree ($cm)"
+import json, sys
+planned = json.load(open(sys.argv[1]))
+simulated = json.load(open(sys.argv[2]))
+written = json.load(open(sys.argv[3]))
+assert planned["schema"] == "sailor.planning/1", planned["schema"]
+step = planned["steps"][0]
+assert step["estimate"] == simulated, "estimate differs from simulate --json"
+assert step["plan"] == written, "-o wrote a different plan"
+assert step["search_time_s"] >= 0
+# the plan uses no more GPUs of a type in a zone than the pool has
+pool = {(g["gpu"], g["zone"]): g["count"] for g in json.load(open("data/examples/pool-a100-v100.json"))["gpus"]}
+used = {}
+for stage in written["stages"]:
+    for r in stage["replicas"]:
+        key = (r["gpu"], r["zone"])
+        used[key] = used.get(key, 0) + r["tp"] * r.get("count", 1)
+for key, n in used.items():
+    assert n <= pool.get(key, 0), f"{key}: uses {n}, pool has {pool.get(key, 0)}"
+assert simulated["fits_memory"] is True
+PY
+done
+
+# --- a trace plans once per step, and --top/--pareto add their lists ---
+"$SAILOR" plan --model OPT-350 --trace data/traces/gpu_trace_scaled.csv --json --top 3 --pareto \
+  >"$tmp/trace.json" || fail "trace planning failed"
+"$py" - "$tmp/trace.json" <<'PY' || fail "trace output"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+steps = doc["steps"]
+assert len(steps) == 3, len(steps)
+for s in steps:
+    assert s["plan"] and s["estimate"]
+    assert 1 <= len(s["top"]) <= 3
+    thr = [t["estimate"]["throughput_it_s"] for t in s["top"]]
+    assert thr == sorted(thr, reverse=True), thr
+    assert s["top"][0]["estimate"] == s["estimate"]
+    front = s["pareto"]
+    assert front, "empty frontier"
+    for a, b in zip(front, front[1:]):   # by throughput down, so cost must go down too
+        assert a["estimate"]["throughput_it_s"] >= b["estimate"]["throughput_it_s"]
+        assert a["estimate"]["cost_usd_per_iter"] > b["estimate"]["cost_usd_per_iter"]
+# more GPUs in later steps never plan slower
+thr = [s["estimate"]["throughput_it_s"] for s in steps]
+assert thr == sorted(thr), thr
+PY
+
+# --- human output names the plan, the estimate and the search ---
+"$SAILOR" plan --model OPT-350 --pool data/examples/pool-a100-v100.json >"$tmp/human.txt" || fail "human output"
+for want in "stage" "predicted:" "\$/iteration" "GPUs used" "search:"; do
+  grep -q -- "$want" "$tmp/human.txt" || fail "human output lacks '$want'"
+done
+
+# --- nothing meets the constraints: say what is possible, exit 1, nothing on stdout ---
+"$SAILOR" plan --model OPT-350 --pool data/examples/pool-a100-v100.json --max-cost 0.0001 \
+  >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 1 ] || fail "impossible budget: exit $rc, want 1"
+grep -q "no plan within 0.0001 \$/iter; the best possible is" "$tmp/err" || fail "budget message: $(cat "$tmp/err")"
+"$SAILOR" plan --model OPT-350 --pool data/examples/pool-a100-v100.json --objective cost \
+  --min-throughput 1000 >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 1 ] || fail "impossible floor: exit $rc, want 1"
+grep -q "no plan reaches 1000 it/s; the best possible is" "$tmp/err" || fail "floor message: $(cat "$tmp/err")"
+
+# --- bad input: exit 1, message names the problem, stdout empty ---
+expect_error() {
+  local want=$1; shift
+  "$SAILOR" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  [ "$rc" -eq 1 ] || fail "$*: exit $rc, want 1 ($(cat "$tmp/err"))"
+  [ ! -s "$tmp/out" ] || fail "$*: wrote to stdout"
+  grep -q -- "$want" "$tmp/err" || fail "$*: message lacks '$want': $(cat "$tmp/err")"
+}
+echo '{"schema": "sailor.pool/1", "gpus": []}' >"$tmp/empty.json"
+expect_error "no GPUs" plan --model OPT-350 --pool "$tmp/empty.json"
+echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "B200", "zone": "us-central1-a", "count": 8}]}' >"$tmp/unknown.json"
+expect_error "B200" plan --model OPT-350 --pool "$tmp/unknown.json"
+echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "A100-40", "zone": "mars-1a", "count": 8}]}' >"$tmp/zone.json"
+expect_error "mars-1a" plan --model OPT-350 --pool "$tmp/zone.json"
+echo '{"schema": "sailor.pool/1", "gpus": [' >"$tmp/broken.json"
+expect_error "broken.json" plan --model OPT-350 --pool "$tmp/broken.json"
+expect_error "unknown model" plan --model GPT-17 --pool data/examples/pool-a100-v100.json
+echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "RTX-2080", "zone": "us-central1-a", "count": 1}]}' >"$tmp/small.json"
+expect_error "fits on none" plan --model OPT-30 --pool "$tmp/small.json"
+
+# --- usage errors: exit 2 ---
+expect_usage() {
+  "$SAILOR" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  [ "$rc" -eq 2 ] || fail "$*: exit $rc, want 2"
+  [ ! -s "$tmp/out" ] || fail "$*: wrote to stdout"
+}
+expect_usage plan --pool data/examples/pool-a100-v100.json
+expect_usage plan --model OPT-350
+expect_usage plan --model OPT-350 --pool a.json --trace b.csv
+expect_usage plan --model OPT-350 --pool data/examples/pool-a100-v100.json --objective speed
+expect_usage plan --model OPT-350 --pool data/examples/pool-a100-v100.json --max-cost -1
+expect_usage plan --model OPT-350 --pool data/examples/pool-a100-v100.json --top 0
+expect_usage plan --model OPT-350 --pool data/examples/pool-a100-v100.json --cost-model magic
+exit 0

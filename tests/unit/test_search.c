@@ -1,0 +1,222 @@
+/* Planner tests: layer partitions, ranking, and the oracle — on small pools (up to 8 GPUs, 2 GPU
+ * types, 2 zones, a 4-layer model) the planner's best plan is as good as the best plan of a
+ * brute-force enumeration of the same space, under both cost models and both objectives. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "search/partition.h"
+#include "search/search.h"
+
+static void partition_count_is_binomial(void **state)
+{
+	(void)state;
+	assert_int_equal(sl_partition_count(26, 1, 1000), 1);
+	assert_int_equal(sl_partition_count(26, 2, 1000), 25);
+	assert_int_equal(sl_partition_count(26, 3, 1000), 300);
+	assert_int_equal(sl_partition_count(26, 27, 1000), 0);
+	assert_int_equal(sl_partition_count(50, 10, 1000), 1001); /* saturates at limit + 1 */
+}
+
+static void first_candidate_is_sosp25_uniform(void **state)
+{
+	(void)state;
+	/* SIMULATOR.md section 3: OPT-350 with P=7 is [3,3,4,4,4,4,4]. */
+	struct sl_partition parts[SL_PARTITION_MAX_CANDIDATES];
+	const double *none[1] = {NULL};
+	int n = sl_partition_candidates(26, 7, none, 1, parts, SL_PARTITION_MAX_CANDIDATES);
+	assert_int_equal(n, 1);
+	int sizes[7] = {3, 3, 4, 4, 4, 4, 4};
+	for (int k = 0; k < 7; k++)
+		assert_int_equal(parts[0].first[k + 1] - parts[0].first[k], sizes[k]);
+}
+
+static void balanced_candidate_minimises_slowest_stage(void **state)
+{
+	(void)state;
+	/* a heavy last layer: the balanced split gives it a stage of its own */
+	double times[6] = {1, 1, 1, 1, 1, 4};
+	const double *per_gpu[1] = {times};
+	struct sl_partition parts[SL_PARTITION_MAX_CANDIDATES];
+	int n = sl_partition_candidates(6, 2, per_gpu, 1, parts, SL_PARTITION_MAX_CANDIDATES);
+	assert_true(n >= 2);
+	int found = 0;
+	for (int i = 0; i < n; i++)
+		found |= parts[i].first[1] == 5;
+	assert_true(found);
+}
+
+static int count_visits(const struct sl_partition *part, void *ctx)
+{
+	(void)part;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static void every_partition_is_visited(void **state)
+{
+	(void)state;
+	int visits = 0;
+	sl_partition_each(8, 3, count_visits, &visits);
+	assert_int_equal(visits, 21); /* C(7, 2) */
+}
+
+/* ---- oracle ---- */
+
+struct pool_case {
+	const char *name;
+	int a100_a, a100_b, v100_a, v100_b;
+};
+
+static const struct pool_case pools[] = {
+	{"4 A100 in one zone", 4, 0, 0, 0},
+	{"2 A100 + 4 V100, one zone", 2, 0, 4, 0},
+	{"A100 in zone a, V100 in zone b", 4, 0, 0, 4},
+	{"2 types in 2 zones", 2, 2, 2, 2},
+	{"3 A100 + 5 V100 over 2 zones", 1, 2, 3, 2},
+};
+
+static void set_pool(const struct sl_sim_env *env, const struct pool_case *pc, struct sl_pool *pool)
+{
+	memset(pool, 0, sizeof(*pool));
+	const struct sl_catalogue *cat = &env->catalogue;
+	int a100 = sl_catalogue_gpu_index(cat, "A100-40"), v100 = sl_catalogue_gpu_index(cat, "V100-16");
+	int za = sl_catalogue_zone_index(cat, "us-central1-a");
+	int zb = sl_catalogue_zone_index(cat, "us-west1-b");
+	assert_true(a100 >= 0 && v100 >= 0 && za >= 0 && zb >= 0);
+	pool->counts[a100][za] = pc->a100_a;
+	pool->counts[a100][zb] = pc->a100_b;
+	pool->counts[v100][za] = pc->v100_a;
+	pool->counts[v100][zb] = pc->v100_b;
+}
+
+static double objective_value(const struct sl_search_request *req, const struct sl_sim_result *r)
+{
+	return req->objective == SL_OBJECTIVE_COST ? r->cost_usd_per_iter : r->throughput_it_s;
+}
+
+/* Constraints that bind on these pools: the cheapest plan is one A100 at about 0.07 it/s, the
+ * fastest uses 4 to 6 GPUs at 0.13 to 0.24 it/s. */
+#define ORACLE_MIN_THROUGHPUT 0.1
+#define ORACLE_MAX_COST 0.02
+
+static void check_oracle(const struct sl_sim_env *env, enum sl_cost_model cm,
+			 enum sl_objective objective)
+{
+	for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) {
+		struct sl_pool pool;
+		set_pool(env, &pools[i], &pool);
+		struct sl_search_request req = {.cost_model = cm, .objective = objective, .top_k = 1};
+		if (objective == SL_OBJECTIVE_COST)
+			req.min_throughput_it_s = ORACLE_MIN_THROUGHPUT;
+		else if (i % 2)
+			req.max_cost_usd_per_iter = ORACLE_MAX_COST;
+		struct sl_search_outcome fast, brute;
+		struct sl_err err = {0};
+		assert_int_equal(sl_search_run(env, &pool, &req, &fast, &err), 0);
+		assert_int_equal(sl_search_exhaustive(env, &pool, &req, &brute, &err), 0);
+		assert_int_equal(fast.count > 0, brute.count > 0);
+		if (brute.count) {
+			double want = objective_value(&req, &brute.best[0].result);
+			double got = objective_value(&req, &fast.best[0].result);
+			if (fabs(got - want) > 1e-9 * fabs(want)) {
+				print_error("%s, cost model %s, objective %s: planner %.9g, brute force %.9g "
+					    "(%lld plans)\n", pools[i].name, sl_cost_model_name(cm),
+					    sl_objective_name(objective), got, want, brute.plans_simulated);
+				json_t *p = sl_plan_to_json(&brute.best[0].plan, &env->catalogue);
+				char *text = json_dumps(p, JSON_COMPACT);
+				print_error("brute-force plan: %s\n", text);
+				free(text);
+				json_decref(p);
+				p = sl_plan_to_json(&fast.best[0].plan, &env->catalogue);
+				text = json_dumps(p, JSON_COMPACT);
+				print_error("planner plan: %s\n", text);
+				free(text);
+				json_decref(p);
+				fail();
+			}
+			assert_true(fast.best[0].result.fits_memory);
+			assert_true(sl_search_meets(&req, &fast.best[0].result));
+			/* the threshold heuristic alone (no complete enumeration of small shapes, no
+			 * local search help beyond its own) stays within 10% of the optimum here */
+			struct sl_search_request structured = req;
+			structured.structured_only = 1;
+			struct sl_search_outcome heur;
+			assert_int_equal(sl_search_run(env, &pool, &structured, &heur, &err), 0);
+			assert_true(heur.count > 0);
+			double h = objective_value(&req, &heur.best[0].result);
+			double gap = objective == SL_OBJECTIVE_COST ? h / want - 1 : 1 - h / want;
+			if (gap > 0.10) {
+				print_error("%s, %s, %s: heuristic alone %.6g vs optimum %.6g\n",
+					    pools[i].name, sl_cost_model_name(cm),
+					    sl_objective_name(objective), h, want);
+				fail();
+			}
+			sl_search_outcome_free(&heur);
+		}
+		sl_search_outcome_free(&fast);
+		sl_search_outcome_free(&brute);
+	}
+}
+
+static int load_env(void **state)
+{
+	struct sl_sim_env *env = NULL;
+	struct sl_err err = {0};
+	if (sl_sim_env_load("tests/golden/search/oracle-model.json", NULL, &env, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		return -1;
+	}
+	*state = env;
+	return 0;
+}
+
+static int free_env(void **state)
+{
+	sl_sim_env_free(*state);
+	return 0;
+}
+
+static void oracle_sailor_throughput(void **state) { check_oracle(*state, SL_COST_SAILOR, SL_OBJECTIVE_THROUGHPUT); }
+static void oracle_sosp25_throughput(void **state) { check_oracle(*state, SL_COST_SOSP25, SL_OBJECTIVE_THROUGHPUT); }
+static void oracle_sailor_cost(void **state) { check_oracle(*state, SL_COST_SAILOR, SL_OBJECTIVE_COST); }
+static void oracle_sosp25_cost(void **state) { check_oracle(*state, SL_COST_SOSP25, SL_OBJECTIVE_COST); }
+
+static void empty_pool_is_an_error(void **state)
+{
+	struct sl_pool pool;
+	memset(&pool, 0, sizeof(pool));
+	struct sl_search_request req = {.top_k = 1};
+	struct sl_search_outcome out;
+	struct sl_err err = {0};
+	assert_int_equal(sl_search_run(*state, &pool, &req, &out, &err), SL_EINPUT);
+	assert_non_null(strstr(err.msg, "no GPUs"));
+	sl_search_outcome_free(&out);
+}
+
+int main(void)
+{
+	setenv("SAILOR_DATA", "data", 0);
+	const struct CMUnitTest pure[] = {
+		cmocka_unit_test(partition_count_is_binomial),
+		cmocka_unit_test(first_candidate_is_sosp25_uniform),
+		cmocka_unit_test(balanced_candidate_minimises_slowest_stage),
+		cmocka_unit_test(every_partition_is_visited),
+	};
+	const struct CMUnitTest with_env[] = {
+		cmocka_unit_test(empty_pool_is_an_error),
+		cmocka_unit_test(oracle_sailor_throughput),
+		cmocka_unit_test(oracle_sosp25_throughput),
+		cmocka_unit_test(oracle_sailor_cost),
+		cmocka_unit_test(oracle_sosp25_cost),
+	};
+	int failed = cmocka_run_group_tests(pure, NULL, NULL);
+	failed += cmocka_run_group_tests(with_env, load_env, free_env);
+	return failed;
+}
