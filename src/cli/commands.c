@@ -3,8 +3,18 @@
 #include "cli/options.h"
 
 extern const struct sl_cli_command sl_cmd_version;
+extern const struct sl_cli_command sl_cmd_simulate;
+extern const struct sl_cli_command sl_cmd_validate;
+extern const struct sl_cli_command sl_cmd_plan;
+extern const struct sl_cli_command sl_cmd_train;
+extern const struct sl_cli_command sl_cmd_data;
 
 const struct sl_cli_command *const sl_cli_commands[] = {
 	&sl_cmd_version,
+	&sl_cmd_simulate,
+	&sl_cmd_validate,
+	&sl_cmd_plan,
+	&sl_cmd_train,
+	&sl_cmd_data,
 };
 const size_t sl_cli_command_count = sizeof(sl_cli_commands) / sizeof(sl_cli_commands[0]);

@@ -1,0 +1,143 @@
+/* The layers of a GPT-2-style decoder, numbered as the plan numbers them: layer 0 the token and
+ * position embedding, layers 1..N the transformer blocks (pre-LayerNorm, causal multi-head
+ * attention, GELU MLP, two residual connections), layer N+1 the final LayerNorm, the LM head
+ * and the cross-entropy loss. (Radford et al. 2019, "Language Models are Unsupervised Multitask
+ * Learners", section 2.3; the code follows the layout of nanoGPT/llm.c.)
+ *
+ * Each layer runs on its own: forward from an input activation to an output activation,
+ * backward from the gradient of its output to the gradient of its input, so that a pipeline
+ * stage is just a contiguous range of layers (model.h) and the activations crossing a stage
+ * boundary are exactly `input`/`output` here, [batch, seq, hidden] fp32.
+ *   embedding: input = the micro-batch's tokens (no float input), output [B,T,C];
+ *              backward has no grad_input.
+ *   block:     input [B,T,C] -> output [B,T,C]; backward grad_output -> grad_input.
+ *   head:      input [B,T,C] -> loss (mean cross-entropy over the B*T targets), no float output;
+ *              backward starts from loss_scale = d(total loss)/d(this micro-batch's loss) and
+ *              produces grad_input.
+ * Backward needs the same input pointer, unchanged, that forward was given, and the layer's
+ * activation cache from that forward (one micro-batch in flight per layer).
+ *
+ * Tied embedding: the head multiplies by the embedding table (logits = x wte^T). When layer 0
+ * and layer N+1 are in the same process, sl_gpt_layer_tie() gives the head the embedding's
+ * parameter by reference and the head accumulates its gradient into the embedding's gradient,
+ * so the optimizer sees one tensor. When a stage holds the head without layer 0
+ * (cfg.own_wte), the head declares its own copy of "layer0.wte.weight" (same name, so the same
+ * seed stream and the same checkpoint entry: the copies start identical); the distributed
+ * runtime then sums that tensor's gradient between the first and the last stage before the
+ * optimizer step (Megatron-LM's embedding group), which keeps both copies equal.
+ *
+ * Tensor parallelism: a layer config carries (tp, tp_rank). A block then holds heads/tp
+ * attention heads and ffn_hidden/tp MLP columns: QKV and fc are split by output rows
+ * (column-parallel), attn.proj and mlp.proj by input columns (row-parallel), LayerNorms and the
+ * row-parallel biases are replicated (Megatron-LM, Shoeybi et al. 2019, figure 3). Four sums over
+ * the TP group complete a block: after attn.proj and mlp.proj in forward, and on the gradients
+ * of the two LayerNorm outputs in backward; they go through cfg.comm, which the distributed
+ * runtime provides. The embedding and head are replicated on every TP rank.
+ *
+ * Ownership: a layer owns its parameter storage (values, gradients, AdamW moments) and its
+ * activation cache; sl_gpt_layer_free() releases both. The workspace is owned by whoever
+ * created it (model.h: one per stage) and shared by the stage's layers.
+ */
+#ifndef SL_TRAIN_GPT_LAYERS_H
+#define SL_TRAIN_GPT_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "train/param.h"
+#include "util/err.h"
+
+enum sl_gpt_layer_kind { SL_GPT_EMBEDDING, SL_GPT_BLOCK, SL_GPT_HEAD };
+
+/* Sum over the layer's tensor-parallel group, in place; returns 0 or a negative SL_E* code. */
+struct sl_tp_comm {
+	int (*allreduce_sum)(float *buf, long long count, void *ctx);
+	void *ctx;
+};
+
+struct sl_gpt_layer_config {
+	enum sl_gpt_layer_kind kind;
+	int index;          /* plan layer number: 0, 1..num_blocks, num_blocks + 1 */
+	int num_blocks;
+	int hidden, heads, ffn_hidden, max_seq_len, vocab;
+	int tp, tp_rank;    /* this layer holds shard tp_rank of tp (tp = 1: the whole layer) */
+	int own_wte;        /* head only: hold a copy of the embedding table (no layer 0 here) */
+	struct sl_tp_comm comm; /* required for blocks when tp > 1 */
+};
+
+/* A micro-batch: batch sequences of seq tokens; targets[i] is the token after tokens[i]. */
+struct sl_gpt_microbatch {
+	int batch, seq;
+	const int32_t *tokens;
+	const int32_t *targets;
+};
+
+/* Scratch for backward (and for tensor-parallel partial sums in forward), shared by the layers
+ * of a stage since one layer runs at a time. Sized for the largest layer of the stage. */
+struct sl_gpt_workspace {
+	int max_tokens, seq, threads;
+	float *dres, *dln, *dy, *dqkv, *dfc, *att_scratch;
+	float *block;    /* the one allocation the views above point into (owned) */
+	size_t floats;
+};
+
+#define SL_GPT_MAX_LAYER_PARAMS 12
+
+struct sl_gpt_layer {
+	struct sl_gpt_layer_config cfg;
+	int head_size, local_heads, local_hidden, local_ffn;
+	int max_batch, seq;           /* activation cache capacity */
+	struct sl_param params[SL_GPT_MAX_LAYER_PARAMS];
+	int param_count;
+	float *storage;               /* owned: values | grads | exp_avg | exp_avg_sq */
+	size_t storage_floats;
+	struct sl_param *wte;         /* head only: the tied embedding table, borrowed */
+	float *cache;                 /* owned: activations of the micro-batch in flight */
+	size_t cache_floats;
+	/* views into cache (NULL where the kind does not use them) */
+	float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res1;
+	float *ln2, *ln2_mean, *ln2_rstd, *fch, *fcg;
+	float *logits, *lse, *losses; /* head (its final LayerNorm uses ln1*) */
+};
+
+/* Validates cfg (hidden divisible by heads, heads and ffn_hidden divisible by tp, sizes
+ * positive), names and shapes the parameters, and allocates storage and an activation cache for
+ * micro-batches of up to max_batch sequences of seq tokens (seq <= max_seq_len). Weights are
+ * zero until sl_gpt_layer_init_weights(). */
+int sl_gpt_layer_init(struct sl_gpt_layer *layer, const struct sl_gpt_layer_config *cfg,
+		      int max_batch, int seq, struct sl_err *err);
+void sl_gpt_layer_free(struct sl_gpt_layer *layer);
+
+/* GPT-2 initialisation from the seed (see param.h: the same values whatever the sharding):
+ * weights N(0, 0.02), the two residual projections N(0, 0.02/sqrt(2N)) (GPT-2 section 2.3),
+ * biases 0, LayerNorm weights 1. Gradients and moments are zeroed. */
+void sl_gpt_layer_init_weights(struct sl_gpt_layer *layer, uint64_t seed);
+
+/* Gives the head the embedding table of layer 0 (tied weights, see above). */
+void sl_gpt_layer_tie(struct sl_gpt_layer *head, struct sl_gpt_layer *embedding);
+
+struct sl_param *sl_gpt_layer_param(struct sl_gpt_layer *layer, const char *name);
+
+/* Forward of one micro-batch. loss is written by the head only (may be NULL otherwise).
+ * Errors: a token outside the vocabulary, a micro-batch larger than the cache, a failed TP sum. */
+int sl_gpt_layer_forward(struct sl_gpt_layer *layer, struct sl_gpt_workspace *ws,
+			 const struct sl_gpt_microbatch *mb, const float *input, float *output,
+			 double *loss, struct sl_err *err);
+
+/* Backward of the micro-batch of the last forward: accumulates parameter gradients, writes
+ * grad_input (blocks and head). grad_output is NULL for the head, grad_input NULL for the
+ * embedding. grad_input must not alias grad_output. */
+int sl_gpt_layer_backward(struct sl_gpt_layer *layer, struct sl_gpt_workspace *ws,
+			  const struct sl_gpt_microbatch *mb, const float *input,
+			  const float *grad_output, float *grad_input, float loss_scale,
+			  struct sl_err *err);
+
+/* A workspace large enough for every layer in layers[0..count). */
+int sl_gpt_workspace_init(struct sl_gpt_workspace *ws, const struct sl_gpt_layer *layers,
+			  int count, int threads, struct sl_err *err);
+void sl_gpt_workspace_free(struct sl_gpt_workspace *ws);
+
+/* 64-byte aligned, zeroed allocation of n floats (NULL on failure); free with free(). */
+float *sl_alloc_floats(size_t n);
+
+#endif

@@ -1,0 +1,208 @@
+/* A stage of GPT layers (model.h): building, initialising, forward and backward of a micro-batch.
+ * Invariants: layers[i] is plan layer first + i; acts has one B*T*C buffer per layer that
+ * outputs an activation; the head, if present, is layers[layer_count - 1]. */
+#include "train/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int sl_gpt_init(struct sl_gpt *gpt, const struct sl_model_config *model, int first, int last,
+		int max_batch, int seq, int tp, int tp_rank, const struct sl_tp_comm *comm,
+		int threads, struct sl_err *err)
+{
+	memset(gpt, 0, sizeof(*gpt));
+	int n = model->num_blocks;
+	if (first < 0 || last > n + 1 || first > last)
+		return sl_err_set(err, SL_EINPUT, "stage layers %d..%d: must lie within 0..%d", first,
+				  last, n + 1);
+	if (model->hidden % model->heads)
+		return sl_err_set(err, SL_EINPUT,
+				  "model '%s': hidden %d is not divisible by heads %d: choose heads "
+				  "that divide hidden",
+				  model->name, model->hidden, model->heads);
+	if (seq > model->seq_len)
+		return sl_err_set(err, SL_EINPUT,
+				  "sequence length %d is longer than model '%s' allows (seq_len %d): "
+				  "use --seq-len %d or less",
+				  seq, model->name, model->seq_len, model->seq_len);
+	gpt->model = *model;
+	gpt->first = first;
+	gpt->last = last;
+	gpt->max_batch = max_batch;
+	gpt->seq = seq;
+	gpt->tp = tp;
+	gpt->tp_rank = tp_rank;
+	gpt->layer_count = last - first + 1;
+	gpt->layers = calloc((size_t)gpt->layer_count, sizeof(*gpt->layers));
+	gpt->acts = calloc((size_t)gpt->layer_count, sizeof(*gpt->acts));
+	if (!gpt->layers || !gpt->acts) {
+		sl_gpt_free(gpt);
+		return sl_err_set(err, SL_ENOMEM, "cannot allocate the model's layers");
+	}
+	int rc = 0;
+	int count = 0;
+	for (int i = 0; i < gpt->layer_count && !rc; i++) {
+		int index = first + i;
+		struct sl_gpt_layer_config cfg = {
+			.kind = index == 0 ? SL_GPT_EMBEDDING
+					   : (index == n + 1 ? SL_GPT_HEAD : SL_GPT_BLOCK),
+			.index = index,
+			.num_blocks = n,
+			.hidden = model->hidden,
+			.heads = model->heads,
+			.ffn_hidden = model->ffn_hidden,
+			.max_seq_len = model->seq_len,
+			.vocab = model->vocab,
+			.tp = tp,
+			.tp_rank = tp_rank,
+			.own_wte = index == n + 1 && first > 0,
+		};
+		if (comm)
+			cfg.comm = *comm;
+		rc = sl_gpt_layer_init(&gpt->layers[i], &cfg, max_batch, seq, err);
+		if (!rc)
+			count++;
+	}
+	if (rc) {
+		gpt->layer_count = count;
+		sl_gpt_free(gpt);
+		return rc;
+	}
+	if (first == 0 && last == n + 1)
+		sl_gpt_layer_tie(&gpt->layers[gpt->layer_count - 1], &gpt->layers[0]);
+	/* Activation buffers between layers, plus two gradient buffers. */
+	size_t act = (size_t)max_batch * seq * model->hidden;
+	act = (act + 15) / 16 * 16;
+	gpt->act_block = sl_alloc_floats(act * (size_t)(gpt->layer_count + 2));
+	if (!gpt->act_block) {
+		sl_gpt_free(gpt);
+		return sl_err_set(err, SL_ENOMEM, "cannot allocate activations for micro-batch %d x %d",
+				  max_batch, seq);
+	}
+	for (int i = 0; i < gpt->layer_count; i++)
+		gpt->acts[i] = gpt->layers[i].cfg.kind == SL_GPT_HEAD ? NULL : gpt->act_block + act * i;
+	gpt->grad_a = gpt->act_block + act * gpt->layer_count;
+	gpt->grad_b = gpt->grad_a + act;
+	rc = sl_gpt_workspace_init(&gpt->ws, gpt->layers, gpt->layer_count, threads, err);
+	if (rc) {
+		sl_gpt_free(gpt);
+		return rc;
+	}
+	/* The parameter list, in stage order. */
+	int total = 0;
+	for (int i = 0; i < gpt->layer_count; i++)
+		total += gpt->layers[i].param_count;
+	gpt->params = calloc((size_t)total, sizeof(*gpt->params));
+	if (!gpt->params) {
+		sl_gpt_free(gpt);
+		return sl_err_set(err, SL_ENOMEM, "cannot allocate the parameter list");
+	}
+	for (int i = 0; i < gpt->layer_count; i++)
+		for (int j = 0; j < gpt->layers[i].param_count; j++) {
+			gpt->params[gpt->param_count++] = &gpt->layers[i].params[j];
+			gpt->param_numel += gpt->layers[i].params[j].numel;
+		}
+	return 0;
+}
+
+void sl_gpt_free(struct sl_gpt *gpt)
+{
+	if (gpt->layers)
+		for (int i = 0; i < gpt->layer_count; i++)
+			sl_gpt_layer_free(&gpt->layers[i]);
+	free(gpt->layers);
+	free(gpt->acts);
+	free(gpt->act_block);
+	free(gpt->params);
+	sl_gpt_workspace_free(&gpt->ws);
+	memset(gpt, 0, sizeof(*gpt));
+}
+
+void sl_gpt_init_weights(struct sl_gpt *gpt, uint64_t seed)
+{
+	for (int i = 0; i < gpt->layer_count; i++)
+		sl_gpt_layer_init_weights(&gpt->layers[i], seed);
+}
+
+void sl_gpt_zero_grad(struct sl_gpt *gpt)
+{
+	for (int i = 0; i < gpt->param_count; i++)
+		memset(gpt->params[i]->grad, 0, (size_t)gpt->params[i]->numel * sizeof(float));
+}
+
+struct sl_param *sl_gpt_find_param(const struct sl_gpt *gpt, const char *name)
+{
+	for (int i = 0; i < gpt->param_count; i++)
+		if (!strcmp(gpt->params[i]->name, name))
+			return gpt->params[i];
+	return NULL;
+}
+
+struct sl_gpt_layer *sl_gpt_head(struct sl_gpt *gpt)
+{
+	struct sl_gpt_layer *last = &gpt->layers[gpt->layer_count - 1];
+	return last->cfg.kind == SL_GPT_HEAD ? last : NULL;
+}
+
+int sl_gpt_forward(struct sl_gpt *gpt, const struct sl_gpt_microbatch *mb, const float *input,
+		   double *loss, struct sl_err *err)
+{
+	if (gpt->first > 0 && !input)
+		return sl_err_set(err, SL_EINPUT, "stage %d..%d: forward needs an input activation",
+				  gpt->first, gpt->last);
+	gpt->stage_input = (float *)input;
+	const float *x = input;
+	for (int i = 0; i < gpt->layer_count; i++) {
+		int rc = sl_gpt_layer_forward(&gpt->layers[i], &gpt->ws, mb, x, gpt->acts[i], loss,
+					      err);
+		if (rc)
+			return rc;
+		x = gpt->acts[i];
+	}
+	return 0;
+}
+
+int sl_gpt_backward(struct sl_gpt *gpt, const struct sl_gpt_microbatch *mb,
+		    const float *grad_output, float loss_scale, struct sl_err *err)
+{
+	const float *dout = grad_output;
+	float *bufs[2] = {gpt->grad_a, gpt->grad_b};
+	int which = 0;
+	for (int i = gpt->layer_count - 1; i >= 0; i--) {
+		struct sl_gpt_layer *layer = &gpt->layers[i];
+		const float *input = i > 0 ? gpt->acts[i - 1] : gpt->stage_input;
+		float *din = layer->cfg.kind == SL_GPT_EMBEDDING ? NULL : bufs[which];
+		int rc = sl_gpt_layer_backward(layer, &gpt->ws, mb, input, dout, din, loss_scale,
+					       err);
+		if (rc)
+			return rc;
+		dout = din;
+		which ^= 1;
+	}
+	return 0;
+}
+
+const float *sl_gpt_output(const struct sl_gpt *gpt) { return gpt->acts[gpt->layer_count - 1]; }
+
+const float *sl_gpt_grad_input(const struct sl_gpt *gpt)
+{
+	if (gpt->first == 0)
+		return NULL;
+	/* the first layer wrote into the buffer chosen on the last iteration of the loop */
+	return (gpt->layer_count % 2) ? gpt->grad_a : gpt->grad_b;
+}
+
+void sl_gpt_memory(const struct sl_gpt *gpt, struct sl_gpt_memory *out)
+{
+	memset(out, 0, sizeof(*out));
+	size_t numel = (size_t)gpt->param_numel;
+	out->params_bytes = numel * sizeof(float);
+	out->grads_bytes = numel * sizeof(float);
+	out->optimizer_bytes = 2 * numel * sizeof(float);
+	size_t act = (size_t)gpt->max_batch * gpt->seq * gpt->model.hidden;
+	act = (act + 15) / 16 * 16;
+	out->activations_bytes = act * (size_t)gpt->layer_count * sizeof(float);
+	for (int i = 0; i < gpt->layer_count; i++)
+		out->activations_bytes += gpt->layers[i].cache_floats * sizeof(float);
+	out->workspace_bytes = (gpt->ws.floats + 2 * act) * sizeof(float);
+}

@@ -1,0 +1,53 @@
+/* Parameters: named fp32 tensors with their gradient and AdamW moments, and how a local tensor
+ * maps onto the whole one when a layer holds a tensor-parallel shard.
+ *
+ * Names are plan-independent: "layer<k>.<module>.<tensor>" with k the plan layer number
+ * (0 embedding, 1..N blocks, N+1 final norm + head), e.g. "layer3.attn.qkv.weight". A
+ * checkpoint stores whole tensors under these names, so any plan can load any checkpoint.
+ *
+ * Sharding (Megatron-LM, Shoeybi et al. 2019, section 3): a tensor is split along shard_dim
+ * (-1: replicated). That dimension is made of shard_parts equal parts (3 for the fused Q|K|V
+ * projection, else 1); rank r of tp holds piece r of every part, concatenated. With tp = 1 the
+ * local tensor is the whole tensor.
+ *
+ * Ownership: value/grad/exp_avg/exp_avg_sq point into storage owned by the layer that declares
+ * the parameter (see gpt_layers.h); a struct sl_param never frees anything.
+ */
+#ifndef SL_TRAIN_PARAM_H
+#define SL_TRAIN_PARAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_PARAM_NAME_MAX 64
+
+struct sl_param {
+	char name[SL_PARAM_NAME_MAX];
+	int ndim;                  /* 1 or 2 */
+	long long shape[2];        /* this shard's shape (shape[1] = 1 when ndim == 1) */
+	long long full_shape[2];   /* the whole tensor's shape */
+	long long numel;           /* shape[0] * shape[1] */
+	int shard_dim;             /* -1 replicated, 0 rows, 1 columns */
+	int shard_parts;           /* equal parts of the sharded dimension (>= 1) */
+	int tp, tp_rank;
+	int decay;                 /* AdamW weight decay applies (matrices of linear layers) */
+	float init_std;            /* init: normal(0, init_std) if > 0, else the constant init_value */
+	float init_value;
+	float *value, *grad, *exp_avg, *exp_avg_sq;
+};
+
+/* Describes a parameter (everything except the four pointers). shape1 = 0 for a vector. */
+void sl_param_describe(struct sl_param *p, const char *name, long long full0, long long full1,
+		       int shard_dim, int shard_parts, int tp, int tp_rank);
+
+/* Index in the whole tensor (row-major) of element `local` of this shard. */
+long long sl_param_full_index(const struct sl_param *p, long long local);
+
+/* Fills value from the seed: normal(0, init_std) sample number full_index of the stream named
+ * after the parameter, or init_value. Same values for a tensor whatever the sharding. */
+void sl_param_init(struct sl_param *p, uint64_t seed);
+
+/* Bytes of the four arrays (value, grad, two moments) a parameter needs. */
+size_t sl_param_bytes(const struct sl_param *p);
+
+#endif
