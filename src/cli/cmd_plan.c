@@ -14,7 +14,8 @@ static int run_plan(int argc, char **argv);
 
 enum {
 	OPT_MODEL, OPT_POOL, OPT_TRACE, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT,
-	OPT_GLOBAL_BATCH, OPT_TOP, OPT_PARETO, OPT_COST_MODEL, OPT_MAX_STAGES, OPT_JSON, OPT_OUTPUT,
+	OPT_GLOBAL_BATCH, OPT_TOP, OPT_PARETO, OPT_COST_MODEL, OPT_MAX_STAGES, OPT_UNEVEN, OPT_JSON,
+	OPT_OUTPUT,
 };
 
 static const struct sl_cli_option plan_options[] = {
@@ -29,6 +30,7 @@ static const struct sl_cli_option plan_options[] = {
 	[OPT_PARETO] = {"pareto", 0, NULL, "also show the throughput-versus-$ frontier", NULL},
 	[OPT_COST_MODEL] = {"cost-model", 0, "sailor|sosp25", "simulator that ranks the plans", "sailor"},
 	[OPT_MAX_STAGES] = {"max-stages", 0, "P", "deepest pipeline to consider", "all layers"},
+	[OPT_UNEVEN] = {"uneven-microbatches", 0, NULL, "also consider giving faster pipelines more micro-batches (the runtime does not execute such plans yet)", NULL},
 	[OPT_JSON] = {"json", 0, NULL, "print one JSON document {\"steps\": [...]} on stdout", NULL},
 	[OPT_OUTPUT] = {"output", 'o', "PLAN.json", "write the best plan (of the last step) to this file", NULL},
 };
@@ -241,6 +243,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_OUTPUT: a->output = parser.arg; break;
 		case OPT_JSON: a->json = 1; break;
 		case OPT_PARETO: a->req.pareto = 1; break;
+		case OPT_UNEVEN: a->req.uneven_microbatches = 1; break;
 		case OPT_OBJECTIVE:
 			if (!strcmp(parser.arg, "throughput"))
 				a->req.objective = SL_OBJECTIVE_THROUGHPUT;

@@ -56,7 +56,42 @@ static int same_plan(const struct sl_plan *a, const struct sl_plan *b)
 		if (a->stages[k].first_layer != b->stages[k].first_layer)
 			return 0;
 	size_t n = (size_t)a->num_stages * (size_t)a->num_pipelines;
-	return !memcmp(a->replicas, b->replicas, n * sizeof(*a->replicas));
+	if (memcmp(a->replicas, b->replicas, n * sizeof(*a->replicas)))
+		return 0;
+	if (a->uneven_microbatches != b->uneven_microbatches)
+		return 0;
+	return !a->uneven_microbatches ||
+	       !memcmp(a->microbatches, b->microbatches,
+		       (size_t)a->num_pipelines * sizeof(*a->microbatches));
+}
+
+/* The same GPUs doing the same work: per stage, the same multiset of replicas (the order differs
+ * between zone orders), and the same micro-batch counts per pipeline in multiset. The top list
+ * keeps only the better of such twins, so --top K shows K different choices. */
+static int equivalent_plan(const struct sl_plan *a, const struct sl_plan *b)
+{
+	if (a->num_stages != b->num_stages || a->num_pipelines != b->num_pipelines ||
+	    a->micro_batch != b->micro_batch || a->uneven_microbatches != b->uneven_microbatches)
+		return 0;
+	for (int k = 0; k < a->num_stages; k++) {
+		if (a->stages[k].first_layer != b->stages[k].first_layer)
+			return 0;
+		/* every replica of a's stage occurs as often in b's stage */
+		for (int j = 0; j < a->num_pipelines; j++) {
+			const struct sl_replica *r = sl_plan_replica(a, k, j);
+			int in_a = 0, in_b = 0;
+			for (int i = 0; i < a->num_pipelines; i++) {
+				in_a += !memcmp(sl_plan_replica(a, k, i), r, sizeof(*r));
+				in_b += !memcmp(sl_plan_replica(b, k, i), r, sizeof(*r));
+			}
+			if (in_a != in_b)
+				return 0;
+			/* runs: skip the rest of this run */
+			while (j + 1 < a->num_pipelines && !memcmp(sl_plan_replica(a, k, j + 1), r, sizeof(*r)))
+				j++;
+		}
+	}
+	return 1;
 }
 
 static int store(struct sl_search_candidate *slot, const struct sl_plan *plan,
@@ -144,9 +179,21 @@ int sl_ranking_consider(struct sl_ranking *rank, const struct sl_plan *plan,
 	if (out->count == rank->top_capacity &&
 	    !sl_search_better(req, res, &out->best[out->count - 1].result))
 		return 0;
-	for (int i = 0; i < out->count; i++)
+	for (int i = 0; i < out->count; i++) {
 		if (same_plan(&out->best[i].plan, plan))
 			return 0;
+		if (!equivalent_plan(&out->best[i].plan, plan))
+			continue;
+		if (!sl_search_better(req, res, &out->best[i].result))
+			return 0;
+		/* the newcomer replaces its twin: drop the twin, keeping its memory for reuse */
+		struct sl_search_candidate twin = out->best[i];
+		for (int m = i; m + 1 < out->count; m++)
+			out->best[m] = out->best[m + 1];
+		out->best[out->count - 1] = twin;
+		out->count--;
+		break;
+	}
 	/* insert in order; the last one falls off when full */
 	int pos = out->count < rank->top_capacity ? out->count : rank->top_capacity - 1;
 	struct sl_plan spare = out->best[pos].plan;

@@ -4,7 +4,10 @@
  */
 #include "search/search.h"
 
+#include <omp.h>
+
 #include <float.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +17,21 @@
 #include "search/partition.h"
 #include "search/ranking.h"
 #include "search/refine.h"
+#include "search/uneven.h"
 
+/* Threads the search runs on: the machine's cores (SAILOR_THREADS overrides), at most this. */
+#define SEARCH_MAX_THREADS 64
 #define TP_SLOTS 4                       /* TP degrees 1, 2, 4, 8 */
 static const int tp_values[TP_SLOTS] = {1, 2, 4, 8};
-/* Without a budget or throughput floor, the smallest feasible thresholds give the fastest
- * plans; a few more cover cases where a slightly slower stage frees GPUs for a faster sync. */
+/* Without a budget or throughput floor, the smallest feasible threshold gives the fastest plan
+ * of a shape; slower thresholds only use fewer GPUs (the local search afterwards still tries
+ * single-replica changes that trade compute for a faster sync). */
 #define THRESHOLDS_FOR_THROUGHPUT 1
+/* With a budget, a throughput floor or the cost objective, a slower threshold can be the better
+ * plan (cheaper GPUs, fewer of them); the next feasible one after the fastest covers the cases
+ * seen on the SOSP'25 scenarios (2, 4 and 8 gave the same plans there at 1x, 1.8x and 2.8x the
+ * simulations), and small shapes are enumerated completely anyway. */
+#define THRESHOLDS_CONSTRAINED 2
 
 struct enumeration;
 
@@ -30,11 +42,16 @@ struct search_state {
 	long long global_batch;
 	struct sl_ranking rank;
 	struct sl_plan plan;                 /* scratch plan, reused */
+	struct sl_plan uneven_plan;          /* scratch: plan with uneven micro-batch counts */
 	struct sl_sim_result result;         /* scratch result */
 	struct sl_assign_input assign;
 	int prune_constraints;               /* 0 while looking for the best plan ignoring them */
 	long long enumerate_max;             /* shapes with at most this many assignments: all */
 	struct enumeration *enumeration;     /* scratch for enumerate_small_shape */
+	double *layer_time_storage;          /* [gpu][layer] scratch for partition candidates */
+	_Atomic double *shared_bound;        /* see shared_bound_lower; NULL: own ranking only */
+	double sync_lb_s;                    /* the current shape's sync lower bound (search_partition) */
+	struct sl_partition *partitions;     /* scratch: SL_PARTITION_MAX_CANDIDATES */
 	long long simulated;
 	/* per stage, per gpu, per tp slot: compute seconds per micro-batch (< 0: none) */
 	double stage_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
@@ -100,13 +117,46 @@ void sl_search_zone_rank_of(const struct sl_plan *plan, int zone_count, int *zon
 }
 
 /* The plan in st->plan is in canonical order already (assign.c writes it so). */
+/* The objective value threads share for pruning when only the best plan is wanted: iteration
+ * seconds (throughput) or dollars per iteration (cost) of the best plan meeting the constraints
+ * found by any thread. Lowering it is a compare-and-swap loop; reading it is relaxed, because a
+ * stale value only prunes less. */
+static void shared_bound_lower(_Atomic double *bound, double value)
+{
+	double seen = atomic_load_explicit(bound, memory_order_relaxed);
+	while (value < seen &&
+	       !atomic_compare_exchange_weak_explicit(bound, &seen, value, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
 static int simulate_and_rank(struct search_state *st, struct sl_err *err)
 {
 	struct sl_err sim_err = {0};
 	st->simulated++;
 	if (sl_simulate(st->env, &st->plan, st->cm, &st->result, &sim_err))
 		return 0; /* a combination the simulator has no time for: not a candidate */
-	return sl_ranking_consider(&st->rank, &st->plan, &st->result, err);
+	if (st->shared_bound && sl_search_meets(st->req, &st->result))
+		shared_bound_lower(st->shared_bound, st->req->objective == SL_OBJECTIVE_COST
+							     ? st->result.cost_usd_per_iter
+							     : st->result.iteration_time_s);
+	int rc = sl_ranking_consider(&st->rank, &st->plan, &st->result, err);
+	if (rc || !st->req->uneven_microbatches)
+		return rc;
+	/* the same replicas with micro-batches in proportion to each pipeline's speed */
+	if ((rc = sl_plan_copy(&st->uneven_plan, &st->plan, err)))
+		return rc;
+	int applied = sl_uneven_apply(st->env, st->cm, &st->uneven_plan, st->global_batch, err);
+	if (applied <= 0)
+		return applied;
+	st->simulated++;
+	if (sl_simulate(st->env, &st->uneven_plan, st->cm, &st->result, &sim_err))
+		return 0;
+	if (st->shared_bound && sl_search_meets(st->req, &st->result))
+		shared_bound_lower(st->shared_bound, st->req->objective == SL_OBJECTIVE_COST
+							     ? st->result.cost_usd_per_iter
+							     : st->result.iteration_time_s);
+	return sl_ranking_consider(&st->rank, &st->uneven_plan, &st->result, err);
 }
 
 /* Lower bound on the iteration time of any plan whose stage k takes at least fastest_s[k] per
@@ -114,16 +164,26 @@ static int simulate_and_rank(struct search_state *st, struct sl_err *err)
  * stage k starts, and stage k then runs nmb forward+backward passes one after another:
  *   T >= max_k ( nmb * fastest_s[k] + sum_{j<k} fastest_s[j] ).
  * Both cost models add communication, bubbles and synchronisation to this, never less. */
-static double time_lower_bound(int stages, long long nmb, const double *fastest_s)
+static double time_lower_bound(int stages, double nmb, const double *fastest_s)
 {
 	double bound = 0, before = 0;
 	for (int k = 0; k < stages; k++) {
-		double t = (double)nmb * fastest_s[k] + before;
+		double t = nmb * fastest_s[k] + before;
 		if (t > bound)
 			bound = t;
 		before += fastest_s[k];
 	}
 	return bound;
+}
+
+/* Micro-batches of the busiest pipeline, for the bounds: Nmb; with uneven counts, at least the
+ * average G / (b·D) (some pipeline gets no fewer than that). */
+static double busiest_microbatches(const struct search_state *st, int mbs, long long D,
+				   long long nmb)
+{
+	if (!st->req->uneven_microbatches)
+		return (double)nmb;
+	return (double)st->global_batch / ((double)mbs * (double)D);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -132,19 +192,22 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Whether no plan whose iteration takes at least time_lb_s and whose GPUs rent for at least
- * rent_lb_usd_per_s can enter the result: it misses a constraint (cost >= rent x time, egress
- * only adds), or it cannot beat the K-th best plan kept so far. Equal bounds are not pruned:
- * such a plan may still win a tie-break. With --pareto only constraints prune. */
-static int prunable(const struct search_state *st, double time_lb_s, double rent_lb_usd_per_s)
+/* Whether no plan whose iteration takes at least time_lb_s and costs at least cost_lb_usd can
+ * enter the result: it misses a constraint, or it cannot beat the K-th best plan kept so far.
+ * Equal bounds are not pruned: such a plan may still win a tie-break. With --pareto only
+ * constraints prune. */
+static int prunable(const struct search_state *st, double time_lb_s, double cost_lb)
 {
 	const struct sl_search_request *req = st->req;
-	double cost_lb = rent_lb_usd_per_s * time_lb_s;
 	if (st->prune_constraints) {
 		if (req->min_throughput_it_s > 0 && 1.0 / time_lb_s < req->min_throughput_it_s)
 			return 1;
 		if (req->max_cost_usd_per_iter > 0 && cost_lb > req->max_cost_usd_per_iter)
 			return 1;
+	}
+	if (st->shared_bound) {
+		double best = atomic_load_explicit(st->shared_bound, memory_order_relaxed);
+		return (req->objective == SL_OBJECTIVE_THROUGHPUT ? time_lb_s : cost_lb) > best;
 	}
 	const struct sl_search_outcome *out = st->rank.out;
 	if (req->pareto || out->count < st->rank.top_capacity)
@@ -153,6 +216,28 @@ static int prunable(const struct search_state *st, double time_lb_s, double rent
 	if (req->objective == SL_OBJECTIVE_THROUGHPUT)
 		return time_lb_s > kth->iteration_time_s;
 	return cost_lb > kth->cost_usd_per_iter;
+}
+
+/* The gradient synchronisation any plan of this shape pays after its pipeline (sim.h,
+ * sl_sim_sync_lower_bound_s): sosp25 adds the slowest stage's sync, bounded here by the stage with
+ * the most parameters; sailor exposes at least stage 0's (it finishes last). */
+static double sync_lower_bound(const struct search_state *st, const struct sl_partition *part,
+			       int D)
+{
+	const struct sl_sim_env *env = st->env;
+	int k = 0;
+	if (st->cm == SL_COST_SOSP25) {
+		double most = -1;
+		for (int i = 0; i < part->num_stages; i++) {
+			double w = sl_sim_stage_params_bytes(env, part->first[i], part->first[i + 1] - 1);
+			if (w > most) {
+				most = w;
+				k = i;
+			}
+		}
+	}
+	return sl_sim_sync_lower_bound_s(env, st->cm, part->first[k], part->first[k + 1] - 1, D,
+					 (const int(*)[SL_MAX_ZONES])st->assign.avail);
 }
 
 static int tp_slot(int tp)
@@ -177,7 +262,9 @@ static int assigned_prunable(const struct search_state *st, long long nmb)
 			rent_usd_per_s += r->tp * st->assign.usd_per_hour[r->gpu] / 3600.0;
 		}
 	}
-	return prunable(st, time_lower_bound(plan->num_stages, nmb, stage_s), rent_usd_per_s);
+	double busiest = busiest_microbatches(st, plan->micro_batch, plan->num_pipelines, nmb);
+	double time_lb_s = time_lower_bound(plan->num_stages, busiest, stage_s) + st->sync_lb_s;
+	return prunable(st, time_lb_s, rent_usd_per_s * time_lb_s);
 }
 
 /* ---- complete enumeration of small shapes ----
@@ -380,13 +467,15 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	for (int i = lo; i < unique; i++) {
 		if (!eligible_at(st, P, D, taus[i], fits, fastest_eligible_s, &rent_usd_per_s))
 			continue;
-		if (prunable(st, time_lower_bound(P, nmb, fastest_eligible_s), rent_usd_per_s))
+		double time_lb_s = time_lower_bound(P, busiest_microbatches(st, mbs, D, nmb),
+						    fastest_eligible_s) + st->sync_lb_s;
+		if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
 			continue;
 		if (sl_assign_replicas(in, &st->plan) || assigned_prunable(st, nmb))
 			continue;
 		if ((rc = simulate_and_rank(st, err)))
 			return rc;
-		if (++tried >= THRESHOLDS_FOR_THROUGHPUT && !constrained)
+		if (++tried >= (constrained ? THRESHOLDS_CONSTRAINED : THRESHOLDS_FOR_THROUGHPUT))
 			break;
 	}
 	return 0;
@@ -399,11 +488,15 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 	int P = part->num_stages;
 	double fastest_s[SL_PLAN_MAX_STAGES];
 	double cheapest_usd_per_s[SL_PLAN_MAX_STAGES];
+	/* work of one micro-batch through every stage on its most efficient replica: GPU-seconds
+	 * and dollars (rent x busy time) */
+	double work_gpu_s = 0, work_usd = 0;
 	int min_gpus_per_pipeline = 0;
 	for (int k = 0; k < P; k++) {
 		int first = part->first[k], last = part->first[k + 1] - 1;
 		fastest_s[k] = DBL_MAX;
 		cheapest_usd_per_s[k] = DBL_MAX;
+		double least_gpu_s = DBL_MAX, least_usd = DBL_MAX;
 		int min_tp = 0;
 		for (int g = 0; g < env->catalogue.gpu_count; g++) {
 			for (int t = 0; t < TP_SLOTS; t++) {
@@ -419,14 +512,31 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 				double usd = tp_values[t] * st->assign.usd_per_hour[g] / 3600.0;
 				if (usd < cheapest_usd_per_s[k])
 					cheapest_usd_per_s[k] = usd;
+				/* the work bounds count only replicas that can hold the stage at all: with
+				 * one micro-batch in flight and one pipeline, the least memory it needs */
+				if (sl_sim_replica_fits(env, st->cm, g, mbs, tp_values[t], first, last, k,
+							P, 1, 1)) {
+					if (tp_values[t] * c < least_gpu_s)
+						least_gpu_s = tp_values[t] * c;
+					if (usd * c < least_usd)
+						least_usd = usd * c;
+				}
 				if (!min_tp || tp_values[t] < min_tp)
 					min_tp = tp_values[t];
 			}
 		}
-		if (!min_tp)
-			return 0; /* no GPU of the pool has a time for this stage */
+		if (!min_tp || least_gpu_s == DBL_MAX)
+			return 0; /* no GPU of the pool has a time for this stage, or none holds it */
 		min_gpus_per_pipeline += min_tp;
+		work_gpu_s += least_gpu_s;
+		work_usd += least_usd;
 	}
+	/* Every plan of this shape runs at least ceil(G/b) micro-batches through every stage: the
+	 * pool's GPUs need work_gpu_s each, so T >= passes * work_gpu_s / GPUs, and every busy GPU
+	 * is rented, so cost >= passes * work_usd. Whole shapes are pruned by these. */
+	double passes = (double)((st->global_batch + mbs - 1) / mbs);
+	if (prunable(st, passes * work_gpu_s / (double)max_gpus, passes * work_usd))
+		return 0;
 	long long max_d = max_gpus / min_gpus_per_pipeline;
 	long long max_useful_d = (st->global_batch + mbs - 1) / mbs;
 	if (max_d > max_useful_d)
@@ -445,7 +555,21 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 		double rent_usd_per_s = 0;
 		for (int k = 0; k < P; k++)
 			rent_usd_per_s += D * cheapest_usd_per_s[k];
-		if (prunable(st, time_lower_bound(P, nmb, fastest_s), rent_usd_per_s))
+		double d_passes = (double)(nmb * D);
+		double time_lb_s = time_lower_bound(P, busiest_microbatches(st, mbs, D, nmb), fastest_s);
+		if (time_lb_s < d_passes * work_gpu_s / (double)max_gpus)
+			time_lb_s = d_passes * work_gpu_s / (double)max_gpus;
+		double cost_lb = rent_usd_per_s * time_lb_s;
+		if (cost_lb < d_passes * work_usd)
+			cost_lb = d_passes * work_usd;
+		if (prunable(st, time_lb_s, cost_lb))
+			continue;
+		/* then with the gradient synchronisation the shape cannot avoid */
+		st->sync_lb_s = sync_lower_bound(st, part, (int)D);
+		time_lb_s += st->sync_lb_s;
+		if (cost_lb < rent_usd_per_s * time_lb_s)
+			cost_lb = rent_usd_per_s * time_lb_s;
+		if (prunable(st, time_lb_s, cost_lb))
 			continue;
 		int rc = search_thresholds(st, part, mbs, (int)D, (int)nmb, err);
 		if (rc)
@@ -477,7 +601,9 @@ static void layer_times(const struct search_state *st, int mbs, double *storage,
 	}
 }
 
-static int search_zone_subset(struct search_state *st, struct sl_err *err)
+/* One work item: every depth and partition at one micro-batch size, over the zones (and fill
+ * order) set in st->assign. */
+static int search_micro_batch(struct search_state *st, int mbs, struct sl_err *err)
 {
 	const struct sl_sim_env *env = st->env;
 	int L = env->num_layers;
@@ -493,36 +619,18 @@ static int search_zone_subset(struct search_state *st, struct sl_err *err)
 		max_stages = SL_PLAN_MAX_STAGES;
 	if (max_stages > gpus)
 		max_stages = (int)gpus;
-	double *storage = malloc(sizeof(double) * (size_t)L * SL_MAX_GPU_TYPES);
-	struct sl_partition *parts = malloc(sizeof(*parts) * SL_PARTITION_MAX_CANDIDATES);
-	if (!storage || !parts) {
-		free(storage);
-		free(parts);
-		return sl_err_set(err, SL_ENOMEM, "out of memory for the search tables");
-	}
+	const double *per_gpu[SL_MAX_GPU_TYPES];
+	layer_times(st, mbs, st->layer_time_storage, per_gpu);
+	int any = 0;
+	for (int g = 0; g < env->catalogue.gpu_count; g++)
+		any |= per_gpu[g] != NULL;
 	int rc = 0;
-	int top_mbs = 1;
-	while (top_mbs * 2 <= st->global_batch && top_mbs * 2 <= 1024)
-		top_mbs *= 2;
-	/* large micro-batches first: they are usually the most efficient, and a strong plan found
-	 * early lets the lower bounds prune more of what follows */
-	for (int mbs = top_mbs; mbs >= 1 && !rc; mbs /= 2) {
-		const double *per_gpu[SL_MAX_GPU_TYPES];
-		layer_times(st, mbs, storage, per_gpu);
-		int any = 0;
-		for (int g = 0; g < env->catalogue.gpu_count; g++)
-			any |= per_gpu[g] != NULL;
-		if (!any)
-			continue;
-		for (int P = 1; P <= max_stages && !rc; P++) {
-			int n = sl_partition_candidates(L, P, per_gpu, env->catalogue.gpu_count, parts,
-							SL_PARTITION_MAX_CANDIDATES);
-			for (int i = 0; i < n && !rc; i++)
-				rc = search_partition(st, &parts[i], mbs, gpus, err);
-		}
+	for (int P = 1; any && P <= max_stages && !rc; P++) {
+		int n = sl_partition_candidates(L, P, per_gpu, env->catalogue.gpu_count,
+						st->partitions, SL_PARTITION_MAX_CANDIDATES);
+		for (int i = 0; i < n && !rc; i++)
+			rc = search_partition(st, &st->partitions[i], mbs, gpus, err);
 	}
-	free(storage);
-	free(parts);
 	return rc;
 }
 
@@ -647,6 +755,131 @@ static int fits_anywhere(const struct sl_sim_env *env, const struct sl_pool *poo
 	return 0;
 }
 
+/* A unit of parallel work: the zones searched, in fill order, and one micro-batch size. */
+struct work_item {
+	int zone_order[SL_MAX_ZONES];
+	int zone_count;
+	int mbs;
+};
+
+/* Work items, large micro-batches first (usually the most efficient, so strong plans come early
+ * and the bounds prune more of what follows). Returns their count; *items is malloc'd. */
+static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
+		      long long global_batch, struct work_item **items)
+{
+	int subsets[2 * SL_MAX_ZONES + 1][SL_MAX_ZONES], sizes[2 * SL_MAX_ZONES + 1];
+	int subset_count = zone_subsets(env, pool, subsets, sizes);
+	int top_mbs = 1;
+	while (top_mbs * 2 <= global_batch && top_mbs * 2 <= 1024)
+		top_mbs *= 2;
+	int per_order = 0;
+	for (int mbs = top_mbs; mbs >= 1; mbs /= 2)
+		per_order++;
+	int capacity = 0;
+	for (int s = 0; s < subset_count; s++)
+		capacity += per_order * (sizes[s] <= ZONE_ORDERS_EXHAUSTIVE ? factorial(sizes[s]) : 2);
+	*items = malloc(sizeof(**items) * (size_t)capacity);
+	if (!*items)
+		return -1;
+	int count = 0;
+	for (int mbs = top_mbs; mbs >= 1; mbs /= 2) {
+		for (int s = 0; s < subset_count; s++) {
+			/* The fill order decides which stages cross zones, and links are not
+			 * symmetric: every order of up to ZONE_ORDERS_EXHAUSTIVE zones, else the order
+			 * and its reverse. */
+			int order[SL_MAX_ZONES];
+			memcpy(order, subsets[s], sizeof(int) * (size_t)sizes[s]);
+			int orders = sizes[s] <= ZONE_ORDERS_EXHAUSTIVE ? factorial(sizes[s])
+								       : (sizes[s] > 1 ? 2 : 1);
+			for (int o = 0; o < orders; o++) {
+				if (o > 0) {
+					if (sizes[s] <= ZONE_ORDERS_EXHAUSTIVE)
+						next_permutation(order, sizes[s]);
+					else
+						reverse(order, sizes[s]);
+				}
+				struct work_item *w = &(*items)[count++];
+				memcpy(w->zone_order, order, sizeof(int) * (size_t)sizes[s]);
+				w->zone_count = sizes[s];
+				w->mbs = mbs;
+			}
+		}
+	}
+	return count;
+}
+
+static void state_free(struct search_state *st)
+{
+	if (!st)
+		return;
+	sl_plan_free(&st->plan);
+	sl_plan_free(&st->uneven_plan);
+	free(st->enumeration);
+	free(st->layer_time_storage);
+	free(st->partitions);
+	free(st);
+}
+
+static struct search_state *state_new(const struct sl_sim_env *env,
+				      const struct sl_search_request *req,
+				      struct sl_search_outcome *outcome, struct sl_err *err)
+{
+	struct search_state *st = calloc(1, sizeof(*st));
+	if (st) {
+		st->enumeration = malloc(sizeof(*st->enumeration));
+		st->layer_time_storage =
+			malloc(sizeof(double) * (size_t)env->num_layers * SL_MAX_GPU_TYPES);
+		st->partitions = malloc(sizeof(*st->partitions) * SL_PARTITION_MAX_CANDIDATES);
+	}
+	if (!st || !st->enumeration || !st->layer_time_storage || !st->partitions) {
+		state_free(st);
+		sl_err_set(err, SL_ENOMEM, "out of memory for the search state");
+		return NULL;
+	}
+	st->env = env;
+	st->req = req;
+	st->prune_constraints = 1;
+	st->enumerate_max = req->structured_only ? 0 : SL_SEARCH_ENUMERATE_MAX;
+	st->cm = req->cost_model;
+	st->global_batch = req->global_batch > 0 ? req->global_batch
+						 : env->model.default_global_batch;
+	sl_plan_init(&st->plan);
+	sl_plan_init(&st->uneven_plan);
+	const struct sl_catalogue *cat = &env->catalogue;
+	for (int g = 0; g < cat->gpu_count; g++)
+		st->assign.usd_per_hour[g] = sl_sim_gpu_usd_per_hour(env, st->cm, g);
+	st->assign.gpu_count = cat->gpu_count;
+	st->assign.zone_count = cat->zone_count;
+	st->assign.prefer_cost = req->objective == SL_OBJECTIVE_COST;
+	if (sl_ranking_init(&st->rank, req, outcome, err)) {
+		state_free(st);
+		return NULL;
+	}
+	return st;
+}
+
+/* Offers every plan a thread kept to the final ranking (in thread order, so the result does not
+ * depend on which thread ran what: pruning only ever drops plans that cannot win). */
+static int merge(struct sl_ranking *into, const struct sl_search_outcome *from, struct sl_err *err)
+{
+	int rc = 0;
+	for (int i = 0; i < from->count && !rc; i++)
+		rc = sl_ranking_consider(into, &from->best[i].plan, &from->best[i].result, err);
+	for (int i = 0; i < from->pareto_count && !rc; i++)
+		rc = sl_ranking_consider(into, &from->pareto[i].plan, &from->pareto[i].result, err);
+	if (!rc && from->has_unconstrained)
+		rc = sl_ranking_consider(into, &from->unconstrained.plan, &from->unconstrained.result,
+					 err);
+	return rc;
+}
+
+static int search_threads(void)
+{
+	const char *env = getenv("SAILOR_THREADS");
+	int n = env && *env ? atoi(env) : omp_get_num_procs();
+	return n < 1 ? 1 : n > SEARCH_MAX_THREADS ? SEARCH_MAX_THREADS : n;
+}
+
 static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 		       const struct sl_search_request *req, struct sl_search_outcome *outcome,
 		       struct sl_err *err)
@@ -655,63 +888,79 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	if (sl_pool_total(pool) <= 0)
 		return sl_err_set(err, SL_EINPUT, "the pool has no GPUs: give at least one GPU type "
 						  "and zone with a positive count");
-	struct search_state *st = calloc(1, sizeof(*st));
-	if (!st)
-		return sl_err_set(err, SL_ENOMEM, "out of memory for the search state");
-	st->env = env;
-	st->req = req;
-	st->prune_constraints = 1;
-	st->enumerate_max = req->structured_only ? 0 : SL_SEARCH_ENUMERATE_MAX;
-	st->enumeration = malloc(sizeof(*st->enumeration));
-	if (!st->enumeration) {
-		free(st);
-		return sl_err_set(err, SL_ENOMEM, "out of memory for the search state");
+	long long global_batch = req->global_batch > 0 ? req->global_batch
+						       : env->model.default_global_batch;
+	struct work_item *items = NULL;
+	int item_count = work_items(env, pool, global_batch, &items);
+	if (item_count < 0)
+		return sl_err_set(err, SL_ENOMEM, "out of memory for the search");
+	int threads = search_threads();
+	if (threads > item_count)
+		threads = item_count > 0 ? item_count : 1;
+	struct search_state *states[SEARCH_MAX_THREADS] = {0};
+	struct sl_search_outcome partial[SEARCH_MAX_THREADS];
+	struct sl_err errs[SEARCH_MAX_THREADS];
+	int rcs[SEARCH_MAX_THREADS] = {0};
+	int rc = 0;
+	for (int t = 0; t < threads && !rc; t++) {
+		sl_search_outcome_init(&partial[t]);
+		errs[t] = (struct sl_err){0};
+		states[t] = state_new(env, req, &partial[t], err);
+		if (!states[t])
+			rc = SL_ENOMEM;
 	}
-	st->cm = req->cost_model;
-	st->global_batch = req->global_batch > 0 ? req->global_batch
-						 : env->model.default_global_batch;
-	sl_plan_init(&st->plan);
-	int rc = sl_ranking_init(&st->rank, req, outcome, err);
 	const struct sl_catalogue *cat = &env->catalogue;
-	for (int g = 0; g < cat->gpu_count; g++)
-		st->assign.usd_per_hour[g] = sl_sim_gpu_usd_per_hour(env, st->cm, g);
-	st->assign.gpu_count = cat->gpu_count;
-	st->assign.zone_count = cat->zone_count;
-	st->assign.prefer_cost = req->objective == SL_OBJECTIVE_COST;
-
-	int subsets[2 * SL_MAX_ZONES + 1][SL_MAX_ZONES], sizes[2 * SL_MAX_ZONES + 1];
-	int subset_count = zone_subsets(env, pool, subsets, sizes);
-	for (int s = 0; s < subset_count && !rc; s++) {
-		memset(st->assign.avail, 0, sizeof(st->assign.avail));
-		st->assign.zone_order_count = sizes[s];
-		for (int i = 0; i < sizes[s]; i++) {
-			int z = subsets[s][i];
-			st->assign.zone_order[i] = z;
-			for (int g = 0; g < cat->gpu_count; g++)
-				st->assign.avail[g][z] = pool->counts[g][z];
-		}
-		/* The fill order decides which stages cross zones, and links are not symmetric:
-		 * every order of up to ZONE_ORDERS_EXHAUSTIVE zones, else the order and its reverse. */
-		int orders = sizes[s] <= ZONE_ORDERS_EXHAUSTIVE ? factorial(sizes[s])
-							       : (sizes[s] > 1 ? 2 : 1);
-		for (int o = 0; o < orders && !rc; o++) {
-			if (o > 0) {
-				if (sizes[s] <= ZONE_ORDERS_EXHAUSTIVE)
-					next_permutation(st->assign.zone_order, sizes[s]);
-				else
-					reverse(st->assign.zone_order, sizes[s]);
+	/* one shared bound when only the best plan counts; top K and the frontier need each
+	 * thread's own K-th best */
+	_Atomic double shared_bound = DBL_MAX;
+	for (int t = 0; t < threads && !rc; t++)
+		states[t]->shared_bound = req->top_k <= 1 && !req->pareto ? &shared_bound : NULL;
+	if (!rc) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+		for (int i = 0; i < item_count; i++) {
+			int t = omp_get_thread_num();
+			struct search_state *st = states[t];
+			if (rcs[t])
+				continue;
+			const struct work_item *w = &items[i];
+			memset(st->assign.avail, 0, sizeof(st->assign.avail));
+			st->assign.zone_order_count = w->zone_count;
+			for (int zi = 0; zi < w->zone_count; zi++) {
+				int z = w->zone_order[zi];
+				st->assign.zone_order[zi] = z;
+				for (int g = 0; g < cat->gpu_count; g++)
+					st->assign.avail[g][z] = pool->counts[g][z];
 			}
-			rc = search_zone_subset(st, err);
+			rcs[t] = search_micro_batch(st, w->mbs, &errs[t]);
 		}
+		for (int t = 0; t < threads && !rc; t++)
+			if (rcs[t]) {
+				rc = rcs[t];
+				if (err)
+					*err = errs[t];
+			}
+	}
+	free(items);
+	struct search_state *final = rc ? NULL : state_new(env, req, outcome, err);
+	if (!rc && !final)
+		rc = SL_ENOMEM;
+	long long simulated = 0;
+	for (int t = 0; t < threads; t++) {
+		if (!rc && states[t])
+			rc = merge(&final->rank, &partial[t], err);
+		if (states[t])
+			simulated += states[t]->simulated;
+		state_free(states[t]);
+		sl_search_outcome_free(&partial[t]);
 	}
 	if (!rc)
-		rc = sl_search_refine(env, pool, &st->rank, &st->simulated, err);
+		rc = sl_search_refine(env, pool, &final->rank, &simulated, err);
+	if (!rc && req->uneven_microbatches)
+		rc = sl_search_try_uneven(env, &final->rank, global_batch, &simulated, err);
 	if (!rc)
-		sl_ranking_finish(&st->rank);
-	outcome->plans_simulated = st->simulated;
-	sl_plan_free(&st->plan);
-	free(st->enumeration);
-	free(st);
+		sl_ranking_finish(&final->rank);
+	outcome->plans_simulated = simulated;
+	state_free(final);
 	return rc;
 }
 

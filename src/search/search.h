@@ -38,6 +38,8 @@ struct sl_search_request {
 	int top_k;                     /* plans to keep (>= 1) */
 	int pareto;                    /* also collect the throughput-versus-$ frontier */
 	int max_stages;                /* 0: up to the number of layers */
+	int uneven_microbatches;       /* 1: also offer plans whose pipelines get micro-batch counts
+					* in proportion to their speed (search/uneven.h) */
 	int structured_only;           /* 1: never enumerate small shapes completely (tests measure
 					* the threshold heuristic alone with it) */
 };

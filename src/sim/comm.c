@@ -6,6 +6,8 @@
  * and uses the inter-node fits of cluster/network.h. */
 #include <math.h>
 
+#include <string.h>
+
 #include "sim/internal.h"
 
 /* ---- SOSP'25 (SIMULATOR.md section 3, Python form) ---- */
@@ -102,11 +104,32 @@ double sl_sim_allreduce_time(const struct sl_sim_env *env, const struct sl_repli
 		 * hop of the ring (replica order j -> j+1, closing D-1 -> 0) */
 		double chunk = node_bytes / D, worst = 0;
 		for (int j = 0; j < D; j++) {
-			double s = ring_step(env, &reps[j], &reps[(j + 1) % D], chunk);
+			const struct sl_replica *a = &reps[j], *n = &reps[(j + 1) % D];
+			/* a hop's time depends only on the two replicas' (zone, gpu, tp): consecutive
+			 * equal hops (a zone's run of replicas in a plan) are timed once */
+			if (j > 0 && !memcmp(a, &reps[j - 1], sizeof(*a)) && !memcmp(n, a, sizeof(*a)))
+				continue;
+			double s = ring_step(env, a, n, chunk);
 			if (s > worst)
 				worst = s;
 		}
 		t += 2.0 * (D - 1) * worst / ALLREDUCE_EFFICIENCY;
+	}
+	return t;
+}
+
+double sl_sim_allreduce_hop_bound(const struct sl_sim_env *env, const struct sl_replica *a,
+				  const struct sl_replica *b, int D, double grad_bytes, int tmin)
+{
+	if (D <= 1 || grad_bytes <= 0)
+		return REDUCE_FIXED_S;
+	/* sl_sim_allreduce_time with every hop of the ring as fast as a -> b */
+	double shard = grad_bytes / tmin;
+	double bucket = SL_DS_BUCKET_ELEMENTS * SL_FP32_BYTES;
+	double t = REDUCE_FIXED_S;
+	for (double done = 0; done < shard; done += bucket) {
+		double node_bytes = (shard - done < bucket ? shard - done : bucket) * tmin;
+		t += 2.0 * (D - 1) * ring_step(env, a, b, node_bytes / D) / ALLREDUCE_EFFICIENCY;
 	}
 	return t;
 }

@@ -102,6 +102,12 @@ double sl_sim_p2p_time(const struct sl_sim_env *env, const struct sl_replica *sr
 double sl_sim_allreduce_time(const struct sl_sim_env *env, const struct sl_replica *reps, int D,
 			     double grad_bytes);
 /* Seconds for the tied-embedding all-reduce between a first- and last-stage replica. */
+/* What sl_sim_allreduce_time would charge if every hop of the ring took as long as a -> b and
+ * the smallest TP degree of the ring were tmin: a lower bound for any ring containing that hop
+ * (bounds.c). */
+double sl_sim_allreduce_hop_bound(const struct sl_sim_env *env, const struct sl_replica *a,
+				  const struct sl_replica *b, int D, double grad_bytes, int tmin);
+
 double sl_sim_tied_time(const struct sl_sim_env *env, const struct sl_replica *first,
 			const struct sl_replica *last, double bytes_per_gpu);
 

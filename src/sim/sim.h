@@ -173,6 +173,19 @@ int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm, int
 			int tp, int first, int last, int stage, int num_stages, int microbatches,
 			int num_pipelines);
 
+/* A lower bound on the gradient synchronisation time sl_simulate charges a stage of layers
+ * [first, last] with D replicas taken from avail (GPUs per type and zone), whatever the replicas'
+ * types, zones and TP degrees: the formulas of the cost model evaluated on the fastest hop the
+ * GPUs allow (a cross-zone one when no zone can hold D replicas). For the planner's pruning:
+ * with the sosp25 model the iteration time is at least the pipeline time plus the largest
+ * stage's bound; with the sailor model at least the pipeline time plus stage 0's bound (stage 0
+ * finishes its last backward last in 1F1B). Allocates nothing; O(zones² · types² · TP²). */
+double sl_sim_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm, int first,
+				 int last, int D, const int avail[SL_MAX_GPU_TYPES][SL_MAX_ZONES]);
+
+/* Bytes of the unsharded fp32 parameters of layers [first, last] (TP 1). */
+double sl_sim_stage_params_bytes(const struct sl_sim_env *env, int first, int last);
+
 /* GPU rent per hour under a cost model (sosp25: that simulator's GPU_PRICES where it has one). */
 double sl_sim_gpu_usd_per_hour(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu);
 int sl_sim_gpus_per_node(const struct sl_sim_env *env, int gpu);

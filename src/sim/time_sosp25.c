@@ -105,10 +105,21 @@ int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long
 			if (sl_plan_replica(plan, i, j)->tp < tmin)
 				tmin = sl_plan_replica(plan, i, j)->tp;
 		double stage_sync = 0.0;
+		/* the time depends on the pair only through its fit: evaluate each distinct fit once
+		 * (canonical plans repeat the same pair along a zone's run of replicas) */
+		const struct sl_net_fit *seen[8];
+		int seen_count = 0;
 		for (int j = 0; j + 1 < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, i, j);
 			const struct sl_replica *n = sl_plan_replica(plan, i, j + 1);
 			const struct sl_net_fit *f = fit(env, r, 1, n, 1);
+			int known = 0;
+			for (int q = 0; q < seen_count && !known; q++)
+				known = seen[q] == f;
+			if (known)
+				continue;
+			if (seen_count < 8)
+				seen[seen_count++] = f;
 			out->network_derived |= f->derived;
 			double tm = sl_sosp25_ar_time_buckets(W / tmin, D, f);
 			if (tm > stage_sync)

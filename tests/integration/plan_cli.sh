@@ -41,6 +41,30 @@ assert simulated["fits_memory"] is True
 PY
 done
 
+# --- uneven micro-batches (behind the option): faster pipelines get more, counts add up ---
+cat >"$tmp/het.json" <<'JSON'
+{"schema": "sailor.pool/1", "gpus": [{"gpu": "A100-40", "zone": "us-central1-a", "count": 8},
+                                     {"gpu": "V100-16", "zone": "us-central1-a", "count": 32}]}
+JSON
+"$SAILOR" plan --model OPT-350 --pool "$tmp/het.json" --json >"$tmp/even.json" || fail "even plan"
+"$SAILOR" plan --model OPT-350 --pool "$tmp/het.json" --uneven-microbatches --json \
+  -o "$tmp/uneven-plan.json" >"$tmp/uneven.json" || fail "uneven plan"
+"$SAILOR" simulate --model OPT-350 --plan "$tmp/uneven-plan.json" --json >"$tmp/uneven-sim.json" \
+  || fail "simulate of the uneven plan"
+"$py" - "$tmp/even.json" "$tmp/uneven.json" "$tmp/uneven-sim.json" <<'PY' || fail "uneven plans"
+import json, sys
+even = json.load(open(sys.argv[1]))["steps"][0]
+uneven = json.load(open(sys.argv[2]))["steps"][0]
+sim = json.load(open(sys.argv[3]))
+assert "microbatches_per_pipeline" not in even["plan"], "uneven counts without the option"
+assert uneven["estimate"] == sim
+assert uneven["estimate"]["throughput_it_s"] >= even["estimate"]["throughput_it_s"]
+counts = uneven["plan"].get("microbatches_per_pipeline")
+assert counts, "this pool's best plan has pipelines of different speed: expected uneven counts"
+assert sum(counts) * uneven["plan"]["micro_batch"] == uneven["plan"]["global_batch"], counts
+assert len(set(counts)) > 1, counts
+PY
+
 # --- a trace plans once per step, and --top/--pareto add their lists ---
 "$SAILOR" plan --model OPT-350 --trace data/traces/gpu_trace_scaled.csv --json --top 3 --pareto \
   >"$tmp/trace.json" || fail "trace planning failed"

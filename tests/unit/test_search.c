@@ -13,6 +13,7 @@
 
 #include "search/partition.h"
 #include "search/search.h"
+#include "search/uneven.h"
 
 static void partition_count_is_binomial(void **state)
 {
@@ -65,6 +66,29 @@ static void every_partition_is_visited(void **state)
 	int visits = 0;
 	sl_partition_each(8, 3, count_visits, &visits);
 	assert_int_equal(visits, 21); /* C(7, 2) */
+}
+
+static void uneven_counts_follow_speed(void **state)
+{
+	(void)state;
+	/* pipelines twice as fast get twice the micro-batches; the counts add up exactly */
+	double pipeline_s[4] = {1.0, 1.0, 2.0, 2.0};
+	int n[4];
+	assert_int_equal(sl_uneven_counts(pipeline_s, 4, 60, n), 0);
+	assert_int_equal(n[0] + n[1] + n[2] + n[3], 60);
+	assert_int_equal(n[0], 20);
+	assert_int_equal(n[2], 10);
+	/* rounding: 7 over three equal pipelines, the remainder to the lowest index */
+	double equal[3] = {1.0, 1.0, 1.0};
+	int m[3];
+	assert_int_equal(sl_uneven_counts(equal, 3, 7, m), 0);
+	assert_int_equal(m[0] + m[1] + m[2], 7);
+	assert_true(m[0] >= m[1] && m[1] >= m[2] && m[0] - m[2] <= 1);
+	/* every pipeline gets at least one, and fewer micro-batches than pipelines is refused */
+	double skewed[3] = {1.0, 1000.0, 1000.0};
+	assert_int_equal(sl_uneven_counts(skewed, 3, 5, m), 0);
+	assert_true(m[1] >= 1 && m[2] >= 1);
+	assert_int_equal(sl_uneven_counts(skewed, 3, 2, m), -1);
 }
 
 /* ---- oracle ---- */
@@ -208,6 +232,7 @@ int main(void)
 		cmocka_unit_test(first_candidate_is_sosp25_uniform),
 		cmocka_unit_test(balanced_candidate_minimises_slowest_stage),
 		cmocka_unit_test(every_partition_is_visited),
+		cmocka_unit_test(uneven_counts_follow_speed),
 	};
 	const struct CMUnitTest with_env[] = {
 		cmocka_unit_test(empty_pool_is_an_error),

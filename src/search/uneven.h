@@ -1,0 +1,30 @@
+/* Uneven micro-batch counts (behind `sailor plan --uneven-microbatches`): when the pipelines of a
+ * plan differ in speed (replicas of different GPU types or TP degrees), giving each pipeline a
+ * number of micro-batches proportional to its speed lets them finish together instead of waiting
+ * for the straggler; gradient sync then weights replicas by the samples they processed. The
+ * runtime executes such plans only once it supports them, hence the option.
+ */
+#ifndef SL_SEARCH_UNEVEN_H
+#define SL_SEARCH_UNEVEN_H
+
+#include "search/ranking.h"
+
+/* For every plan in rank's top list whose pipelines differ in speed, simulates the variant with
+ * micro-batch counts n_j proportional to 1 / (pipeline j's slowest stage time), summing to
+ * global_batch / micro_batch (plans whose micro-batch does not divide the global batch are
+ * left alone), and offers it to rank. Adds the simulations to *simulated. */
+int sl_search_try_uneven(const struct sl_sim_env *env, struct sl_ranking *rank,
+			 long long global_batch, long long *simulated, struct sl_err *err);
+
+/* Gives plan (in place) micro-batch counts in proportion to its pipelines' speed. Returns 1 if it
+ * did, 0 if the plan does not qualify (one pipeline, pipelines equally fast, micro-batch not
+ * dividing the global batch), or a negative error. */
+int sl_uneven_apply(const struct sl_sim_env *env, enum sl_cost_model cm, struct sl_plan *plan,
+		    long long global_batch, struct sl_err *err);
+
+/* The counts themselves: n[j] for D pipelines whose slowest stage takes pipeline_s[j] per
+ * micro-batch, summing to total (>= D), each >= 1, by largest remainder (ties to the lower j).
+ * Returns 0, or -1 when total < D. */
+int sl_uneven_counts(const double *pipeline_s, int D, long long total, int *n);
+
+#endif
