@@ -130,24 +130,27 @@ static json_t *candidate_json(const struct sl_sim_env *env, const struct sl_sear
 static void describe_failure(const struct plan_args *a, const struct sl_search_outcome *out)
 {
 	const struct sl_search_request *req = &a->req;
-	if (!out->has_unconstrained) {
-		fprintf(stderr, "sailor plan: no plan fits in memory on this pool\n");
+	if (!out->has_cheapest && !out->has_fastest) {
+		fprintf(stderr, "sailor plan: no plan fits in memory on this pool: add GPUs with more "
+				"memory, or more GPUs per zone for a higher TP degree\n");
 		return;
 	}
-	const struct sl_sim_result *u = &out->unconstrained.result;
-	if (req->max_cost_usd_per_iter > 0 && req->objective == SL_OBJECTIVE_THROUGHPUT)
-		fprintf(stderr, "sailor plan: no plan within %.4g $/iter; the best possible is %.4g $/iter "
-				"at %.4g it/s (raise --max-cost or add cheaper GPUs)\n",
-			req->max_cost_usd_per_iter, u->cost_usd_per_iter, u->throughput_it_s);
-	if (req->min_throughput_it_s > 0)
-		fprintf(stderr, "sailor plan: no plan reaches %.4g it/s%s; the best possible is %.4g it/s "
-				"at %.4g $/iter (lower --min-throughput or add GPUs)\n",
+	if (req->max_cost_usd_per_iter > 0 && out->has_cheapest) {
+		const struct sl_sim_result *c = &out->cheapest.result;
+		fprintf(stderr, "sailor plan: no plan within %.4g $/iter%s; the cheapest is %.4g $/iter "
+				"at %.4g it/s (raise --max-cost, or add cheaper GPUs)\n",
+			req->max_cost_usd_per_iter,
+			req->min_throughput_it_s > 0 ? " at the throughput asked" : "",
+			c->cost_usd_per_iter, c->throughput_it_s);
+	}
+	if (req->min_throughput_it_s > 0 && out->has_fastest) {
+		const struct sl_sim_result *f = &out->fastest.result;
+		fprintf(stderr, "sailor plan: no plan reaches %.4g it/s%s; the fastest is %.4g it/s at "
+				"%.4g $/iter (lower --min-throughput, or add GPUs)\n",
 			req->min_throughput_it_s,
-			req->max_cost_usd_per_iter > 0 ? " within the budget" : "", u->throughput_it_s,
-			u->cost_usd_per_iter);
-	if (req->max_cost_usd_per_iter > 0 && req->objective == SL_OBJECTIVE_COST)
-		fprintf(stderr, "sailor plan: no plan within %.4g $/iter; the cheapest is %.4g $/iter\n",
-			req->max_cost_usd_per_iter, u->cost_usd_per_iter);
+			req->max_cost_usd_per_iter > 0 ? " within the budget" : "", f->throughput_it_s,
+			f->cost_usd_per_iter);
+	}
 }
 
 static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
@@ -182,9 +185,10 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 		} else {
 			json_object_set_new(s, "plan", json_null());
 			json_object_set_new(s, "estimate", json_null());
-			if (out.has_unconstrained)
-				json_object_set_new(s, "best_ignoring_constraints",
-						    candidate_json(env, &out.unconstrained));
+			if (out.has_cheapest)
+				json_object_set_new(s, "cheapest", candidate_json(env, &out.cheapest));
+			if (out.has_fastest)
+				json_object_set_new(s, "fastest", candidate_json(env, &out.fastest));
 		}
 		if (a->req.top_k > 1) {
 			json_t *top = json_array();

@@ -1,5 +1,4 @@
-/* Ranking of simulated plans and the planner's result set (top K, Pareto frontier, the best
- * unconstrained plan), shared by the planner and the exhaustive search so both judge alike. */
+/* Ranking of simulated plans and the planner's result set (top K, Pareto frontier), shared by the planner and the exhaustive search so both judge alike. */
 #include "search/ranking.h"
 
 #include <stdlib.h>
@@ -116,7 +115,6 @@ int sl_ranking_init(struct sl_ranking *rank, const struct sl_search_request *req
 	outcome->best_capacity = rank->top_capacity;
 	for (int i = 0; i < rank->top_capacity; i++)
 		sl_plan_init(&outcome->best[i].plan);
-	sl_plan_init(&outcome->unconstrained.plan);
 	return 0;
 }
 
@@ -169,13 +167,8 @@ int sl_ranking_consider(struct sl_ranking *rank, const struct sl_plan *plan,
 	int rc = 0;
 	if (req->pareto && (rc = consider_pareto(rank, plan, res, err)))
 		return rc;
-	if (!sl_search_meets(req, res)) {
-		if (!out->has_unconstrained || sl_search_better(req, res, &out->unconstrained.result)) {
-			rc = store(&out->unconstrained, plan, res, err);
-			out->has_unconstrained = !rc;
-		}
-		return rc;
-	}
+	if (!sl_search_meets(req, res))
+		return 0;
 	if (out->count == rank->top_capacity &&
 	    !sl_search_better(req, res, &out->best[out->count - 1].result))
 		return 0;
@@ -232,7 +225,8 @@ void sl_ranking_finish(struct sl_ranking *rank)
 void sl_search_outcome_init(struct sl_search_outcome *outcome)
 {
 	memset(outcome, 0, sizeof(*outcome));
-	sl_plan_init(&outcome->unconstrained.plan);
+	sl_plan_init(&outcome->cheapest.plan);
+	sl_plan_init(&outcome->fastest.plan);
 }
 
 void sl_search_outcome_free(struct sl_search_outcome *outcome)
@@ -246,6 +240,7 @@ void sl_search_outcome_free(struct sl_search_outcome *outcome)
 	for (int i = 0; i < outcome->pareto_count; i++)
 		sl_plan_free(&outcome->pareto[i].plan);
 	free(outcome->pareto);
-	sl_plan_free(&outcome->unconstrained.plan);
+	sl_plan_free(&outcome->cheapest.plan);
+	sl_plan_free(&outcome->fastest.plan);
 	memset(outcome, 0, sizeof(*outcome));
 }

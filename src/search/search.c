@@ -867,9 +867,6 @@ static int merge(struct sl_ranking *into, const struct sl_search_outcome *from, 
 		rc = sl_ranking_consider(into, &from->best[i].plan, &from->best[i].result, err);
 	for (int i = 0; i < from->pareto_count && !rc; i++)
 		rc = sl_ranking_consider(into, &from->pareto[i].plan, &from->pareto[i].result, err);
-	if (!rc && from->has_unconstrained)
-		rc = sl_ranking_consider(into, &from->unconstrained.plan, &from->unconstrained.result,
-					 err);
 	return rc;
 }
 
@@ -970,27 +967,35 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 {
 	double start_s = now_s();
 	int rc = search_once(env, pool, req, outcome, err);
-	int constrained = req->max_cost_usd_per_iter > 0 || req->min_throughput_it_s > 0;
-	if (!rc && outcome->count == 0 && constrained) {
-		/* Nothing meets the constraints: find the best plan without them, so the caller can
-		 * say what is possible. A second search, because the first pruned by the constraints. */
+	/* Nothing meets the constraints: find what is possible, so the caller can say it. Separate
+	 * searches, because the first pruned by the constraints. */
+	for (int pass = 0; pass < 2 && !rc && outcome->count == 0; pass++) {
+		int want_cheapest = pass == 0;
+		if (want_cheapest ? !(req->max_cost_usd_per_iter > 0) : !(req->min_throughput_it_s > 0))
+			continue;
 		struct sl_search_request relaxed = *req;
 		relaxed.max_cost_usd_per_iter = 0;
 		relaxed.min_throughput_it_s = 0;
 		relaxed.top_k = 1;
 		relaxed.pareto = 0;
+		relaxed.objective = want_cheapest ? SL_OBJECTIVE_COST : SL_OBJECTIVE_THROUGHPUT;
 		struct sl_search_outcome other;
 		rc = search_once(env, pool, &relaxed, &other, err);
 		if (!rc && other.count) {
-			rc = sl_plan_copy(&outcome->unconstrained.plan, &other.best[0].plan, err);
-			outcome->unconstrained.result = other.best[0].result;
-			outcome->has_unconstrained = !rc;
+			struct sl_search_candidate *slot = want_cheapest ? &outcome->cheapest
+									 : &outcome->fastest;
+			rc = sl_plan_copy(&slot->plan, &other.best[0].plan, err);
+			slot->result = other.best[0].result;
+			if (want_cheapest)
+				outcome->has_cheapest = !rc;
+			else
+				outcome->has_fastest = !rc;
 		}
 		outcome->plans_simulated += other.plans_simulated;
 		sl_search_outcome_free(&other);
 	}
 	outcome->search_time_s = now_s() - start_s;
-	if (!rc && outcome->count == 0 && !outcome->has_unconstrained &&
+	if (!rc && outcome->count == 0 && !outcome->has_cheapest && !outcome->has_fastest &&
 	    !fits_anywhere(env, pool, req->cost_model))
 		rc = sl_err_set(err, SL_EINFEASIBLE,
 				"model '%s' fits on none of the pool's GPUs, even split into one layer "

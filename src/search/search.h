@@ -54,10 +54,10 @@ struct sl_search_outcome {
 	int count;                              /* plans meeting the constraints, best first */
 	struct sl_search_candidate *best;       /* [count], at most top_k */
 	int best_capacity;                      /* slots allocated in best */
-	/* When count == 0: the best plan that fits memory ignoring --max-cost / --min-throughput
-	 * (has_unconstrained = 1), so the caller can say what is possible. */
-	int has_unconstrained;
-	struct sl_search_candidate unconstrained;
+	/* When count == 0 under constraints, what is possible: the cheapest plan that fits (when a
+	 * budget was given) and the fastest (when a throughput floor was given). */
+	int has_cheapest, has_fastest;
+	struct sl_search_candidate cheapest, fastest;
 	int pareto_count;                       /* frontier, by throughput descending */
 	struct sl_search_candidate *pareto;
 	long long plans_simulated;
@@ -68,7 +68,7 @@ void sl_search_outcome_init(struct sl_search_outcome *outcome);
 void sl_search_outcome_free(struct sl_search_outcome *outcome);
 
 /* Searches pool for req. Returns 0 with outcome->count >= 0 (0: nothing meets the constraints,
- * see has_unconstrained), or an error: SL_EINPUT for an empty pool, SL_EINFEASIBLE when no plan
+ * see has_cheapest / has_fastest), or an error: SL_EINPUT for an empty pool, SL_EINFEASIBLE when no plan
  * fits in memory anywhere in the pool ("model X fits on none of the pool's GPUs ..."). */
 int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 		  const struct sl_search_request *req, struct sl_search_outcome *outcome,

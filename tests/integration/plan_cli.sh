@@ -99,11 +99,11 @@ done
 "$SAILOR" plan --model OPT-350 --pool data/examples/pool-a100-v100.json --max-cost 0.0001 \
   >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ "$rc" -eq 1 ] || fail "impossible budget: exit $rc, want 1"
-grep -q "no plan within 0.0001 \$/iter; the best possible is" "$tmp/err" || fail "budget message: $(cat "$tmp/err")"
+grep -q "no plan within 0.0001 \$/iter; the cheapest is" "$tmp/err" || fail "budget message: $(cat "$tmp/err")"
 "$SAILOR" plan --model OPT-350 --pool data/examples/pool-a100-v100.json --objective cost \
   --min-throughput 1000 >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ "$rc" -eq 1 ] || fail "impossible floor: exit $rc, want 1"
-grep -q "no plan reaches 1000 it/s; the best possible is" "$tmp/err" || fail "floor message: $(cat "$tmp/err")"
+grep -q "no plan reaches 1000 it/s; the fastest is" "$tmp/err" || fail "floor message: $(cat "$tmp/err")"
 
 # --- bad input: exit 1, message names the problem, stdout empty ---
 expect_error() {
