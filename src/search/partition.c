@@ -38,9 +38,10 @@ static void balanced(int num_layers, int num_stages, const double *layer_time_s,
 		     struct sl_partition *part)
 {
 	enum { MAXL = 512 };
-	static double prefix[MAXL + 1];
-	static double best[SL_PLAN_MAX_STAGES + 1][MAXL + 1];
-	static int cut[SL_PLAN_MAX_STAGES + 1][MAXL + 1];
+	/* per thread: the planner runs searches on several threads at once */
+	static _Thread_local double prefix[MAXL + 1];
+	static _Thread_local double best[SL_PLAN_MAX_STAGES + 1][MAXL + 1];
+	static _Thread_local int cut[SL_PLAN_MAX_STAGES + 1][MAXL + 1];
 	prefix[0] = 0;
 	for (int l = 0; l < num_layers; l++)
 		prefix[l + 1] = prefix[l] + layer_time_s[l];
