@@ -212,6 +212,51 @@ static void oracle_sosp25_throughput(void **state) { check_oracle(*state, SL_COS
 static void oracle_sailor_cost(void **state) { check_oracle(*state, SL_COST_SAILOR, SL_OBJECTIVE_COST); }
 static void oracle_sosp25_cost(void **state) { check_oracle(*state, SL_COST_SOSP25, SL_OBJECTIVE_COST); }
 
+/* The search runs its work items on several threads; the plan it returns must not depend on how
+ * many (pruning only drops plans that cannot win). OPT-350 on a two-zone A100 + V100 pool, under
+ * both cost models, with a budget and with the cost objective. */
+static void same_plan_on_one_or_two_threads(void **state)
+{
+	(void)state;
+	struct sl_sim_env *env = NULL;
+	struct sl_err err = {0};
+	assert_int_equal(sl_sim_env_load("OPT-350", NULL, &env, &err), 0);
+	struct sl_pool pool;
+	assert_int_equal(sl_pool_load("data/examples/pool-a100-v100.json", &env->catalogue, &pool,
+				      &err), 0);
+	struct sl_search_request reqs[] = {
+		{.cost_model = SL_COST_SAILOR, .top_k = 1},
+		{.cost_model = SL_COST_SOSP25, .top_k = 3},
+		{.cost_model = SL_COST_SAILOR, .max_cost_usd_per_iter = 0.3, .top_k = 1},
+		{.cost_model = SL_COST_SOSP25, .objective = SL_OBJECTIVE_COST,
+		 .min_throughput_it_s = 0.05, .top_k = 1},
+	};
+	for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		char *text[2];
+		for (int threads = 1; threads <= 2; threads++) {
+			setenv("SAILOR_THREADS", threads == 1 ? "1" : "2", 1);
+			struct sl_search_outcome out;
+			assert_int_equal(sl_search_run(env, &pool, &reqs[i], &out, &err), 0);
+			assert_true(out.count > 0);
+			json_t *plans = json_array();
+			for (int k = 0; k < out.count; k++)
+				json_array_append_new(plans, sl_plan_to_json(&out.best[k].plan,
+									     &env->catalogue));
+			text[threads - 1] = json_dumps(plans, JSON_COMPACT);
+			json_decref(plans);
+			sl_search_outcome_free(&out);
+		}
+		if (strcmp(text[0], text[1])) {
+			print_error("request %zu: one thread %s\ntwo threads %s\n", i, text[0], text[1]);
+			fail();
+		}
+		free(text[0]);
+		free(text[1]);
+	}
+	unsetenv("SAILOR_THREADS");
+	sl_sim_env_free(env);
+}
+
 static void empty_pool_is_an_error(void **state)
 {
 	struct sl_pool pool;
@@ -233,6 +278,7 @@ int main(void)
 		cmocka_unit_test(balanced_candidate_minimises_slowest_stage),
 		cmocka_unit_test(every_partition_is_visited),
 		cmocka_unit_test(uneven_counts_follow_speed),
+		cmocka_unit_test(same_plan_on_one_or_two_threads),
 	};
 	const struct CMUnitTest with_env[] = {
 		cmocka_unit_test(empty_pool_is_an_error),
