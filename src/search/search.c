@@ -395,6 +395,24 @@ static int eligible_at(struct search_state *st, int P, int D, double tau,
 	return 1;
 }
 
+/* A necessary condition for sl_assign_replicas to succeed, much cheaper: the pool holds at least
+ * D replicas' worth of GPUs for every stage at its least GPU-hungry eligible type. */
+static int enough_gpus(const struct sl_assign_input *in)
+{
+	long long total = 0, need = 0;
+	for (int g = 0; g < in->gpu_count; g++)
+		for (int zi = 0; zi < in->zone_order_count; zi++)
+			total += in->avail[g][in->zone_order[zi]];
+	for (int k = 0; k < in->num_stages; k++) {
+		int least = 0;
+		for (int g = 0; g < in->gpu_count; g++)
+			if (in->tp_for[k][g] && (!least || in->tp_for[k][g] < least))
+				least = in->tp_for[k][g];
+		need += (long long)least * in->num_pipelines;
+	}
+	return need <= total;
+}
+
 /* For one (micro-batch, partition, D): the thresholds tau are the distinct per-stage times of
  * replicas that fit. A larger tau makes more replicas eligible, each with fewer GPUs, so whether
  * the pool can supply the plan is monotone in tau: a binary search finds the smallest feasible
@@ -456,7 +474,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
 		if (eligible_at(st, P, D, taus[mid], fits, fastest_eligible_s, &rent_usd_per_s) &&
-		    !sl_assign_replicas(in, &st->plan))
+		    enough_gpus(in) && !sl_assign_replicas(in, &st->plan))
 			hi = mid;
 		else
 			lo = mid + 1;

@@ -18,6 +18,11 @@ static const struct sl_net_fit *fit(const struct sl_sim_env *env, const struct s
 	return sl_network_fit(env->network, s->zone, s->gpu, sc, d->zone, d->gpu, dc);
 }
 
+static int same_replica(const struct sl_replica *a, const struct sl_replica *b)
+{
+	return a->gpu == b->gpu && a->zone == b->zone && a->tp == b->tp;
+}
+
 int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
 		  struct sl_sim_result *out, struct sl_err *err)
 {
@@ -35,6 +40,9 @@ int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		double fwd_max = 0, bwd_max = 0;
 		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, i, j);
+			/* a run of equal replicas (canonical plans have long ones) is timed once */
+			if (j > 0 && same_replica(r, sl_plan_replica(plan, i, j - 1)))
+				continue;
 			double f, bw;
 			if (sl_sim_stage_fwd_bwd(env, SL_COST_SOSP25, r->gpu, b, r->tp, first, last, &f, &bw))
 				return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
@@ -56,6 +64,13 @@ int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		double B = sz->act_output_bytes[1][first] * b;  /* act_output_floats[1][first] · fs · b */
 		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, i, j);
+			/* the same link as pipeline j-1 on both sides: the same times */
+			if (j > 0 && same_replica(r, sl_plan_replica(plan, i, j - 1)) &&
+			    (i == P - 1 || same_replica(sl_plan_replica(plan, i + 1, j),
+							sl_plan_replica(plan, i + 1, j - 1))) &&
+			    (i == 0 || same_replica(sl_plan_replica(plan, i - 1, j),
+						    sl_plan_replica(plan, i - 1, j - 1))))
+				continue;
 			if (i < P - 1) {
 				const struct sl_replica *n = sl_plan_replica(plan, i + 1, j % D);
 				const struct sl_net_fit *f = fit(env, r, r->tp, n, n->tp);
