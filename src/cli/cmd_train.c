@@ -40,7 +40,7 @@ static const struct sl_cli_option options[] = {
 	[OPT_SEED] = {"seed", 0, "S", "seed of the initial weights and the data shuffle", "1337"},
 	[OPT_SHUFFLE] = {"shuffle", 0, NULL, "visit the windows in a new random order each epoch",
 			 NULL},
-	[OPT_CKPT_DIR] = {"ckpt-dir", 0, "DIR", "write checkpoints here (at the end and every K)",
+	[OPT_CKPT_DIR] = {"ckpt-dir", 0, "DIR", "write checkpoints here: every K steps, at the end, on SIGINT",
 			  NULL},
 	[OPT_CKPT_EVERY] = {"ckpt-every", 0, "K", "checkpoint every K steps (0: only at the end)",
 			    "0"},
@@ -144,8 +144,13 @@ static int run_train(int argc, char **argv)
 					  "'sailor data')");
 	if (o.beta1 >= 1.0 || o.beta2 >= 1.0)
 		return sl_cli_usage_error(&sl_cmd_train, "--beta1 and --beta2 must be below 1");
-	if (o.resume && !o.ckpt_dir)
-		return sl_cli_usage_error(&sl_cmd_train, "--resume needs --ckpt-dir");
+	if ((o.resume || o.ckpt_every) && !o.ckpt_dir)
+		return sl_cli_usage_error(&sl_cmd_train, "--%s needs --ckpt-dir",
+					  o.resume ? "resume" : "ckpt-every");
+	if (o.resume && o.dump_first_step)
+		return sl_cli_usage_error(&sl_cmd_train,
+					  "--dump-first-step describes step 1 of a fresh run: drop "
+					  "--resume");
 	struct sl_err err = {0};
 	int rc = sl_train_run(&o, stdout, &err);
 	if (rc) {

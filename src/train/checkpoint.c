@@ -160,8 +160,28 @@ int sl_checkpoint_list(const char *dir, long long **steps, int *count, struct sl
 	return 0;
 }
 
+/* Removes temporary files a crashed writer left behind (".step-N.ckpt.tmp"). */
+static void remove_stale_temps(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *ent;
+	while ((ent = readdir(d))) {
+		size_t n = strlen(ent->d_name);
+		if (strncmp(ent->d_name, ".step-", 6) || n < 10 ||
+		    strcmp(ent->d_name + n - 9, ".ckpt.tmp"))
+			continue;
+		char path[4400];
+		snprintf(path, sizeof(path), "%s/%s", dir, ent->d_name);
+		unlink(path);
+	}
+	closedir(d);
+}
+
 static void prune(const char *dir, int keep, long long just_written)
 {
+	remove_stale_temps(dir);
 	long long *steps;
 	int count;
 	if (sl_checkpoint_list(dir, &steps, &count, NULL))

@@ -22,7 +22,7 @@
  *
  * Writing is atomic: a temporary ".step-<n>.ckpt.tmp" in the same directory is written,
  * fsync'd, renamed over the final name, and the directory fsync'd; then all but the newest
- * `keep` checkpoints are removed. A crash leaves either the new file complete or the old ones
+ * `keep` checkpoints are removed, with any temporary file a crashed writer left. A crash leaves either the new file complete or the old ones
  * untouched. Reading verifies the end marker (truncation), the CRC (corruption), the model's
  * hyper-parameters and every tensor's shape before the first byte is copied into the model, so
  * a bad file never half-loads.

@@ -165,10 +165,8 @@ static void matmul_matches_naive(void **state)
 		free(dw), free(db), free(c.inp), free(c.w), free(c.b), free(c.dout);
 }
 
-static void threaded_sgemm_matches_serial(void **state)
+static void sgemm_case(int M, int N, int K)
 {
-	(void)state;
-	const int M = 131, N = 77, K = 45;
 	float *A = randv((size_t)M * K, 1), *B = randv((size_t)K * N, 1);
 	float *At = malloc(sizeof(float) * M * K), *Bt = malloc(sizeof(float) * K * N);
 	for (int i = 0; i < M; i++)
@@ -194,6 +192,14 @@ static void threaded_sgemm_matches_serial(void **state)
 			free(C);
 		}
 	free(A), free(B), free(At), free(Bt);
+}
+
+static void threaded_sgemm_matches_serial(void **state)
+{
+	(void)state;
+	/* large enough to be split across the two threads: by rows, then by columns */
+	sgemm_case(131, 77, 45);
+	sgemm_case(77, 131, 45);
 }
 
 /* --- layernorm --- */
