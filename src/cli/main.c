@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/options.h"
+#include "train/cpu/kernels.h"
 
 static void print_overview(FILE *stream)
 {
@@ -16,6 +17,7 @@ static void print_overview(FILE *stream)
 
 int main(int argc, char **argv)
 {
+	sl_cpu_blas_single_threaded();
 	if (argc < 2) {
 		print_overview(stderr);
 		return 2;

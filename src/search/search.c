@@ -481,10 +481,21 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	}
 	int constrained = st->req->objective == SL_OBJECTIVE_COST ||
 			  st->req->max_cost_usd_per_iter > 0 || st->req->min_throughput_it_s > 0;
-	int tried = 0;
-	for (int i = lo; i < unique; i++) {
+	/* thresholds from the smallest feasible one up: each that yields a new set of eligible
+	 * replicas counts, simulated or pruned, up to the limit */
+	int considered = 0;
+	int previous_tp[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES];
+	int have_previous = 0;
+	int limit = constrained ? THRESHOLDS_CONSTRAINED : THRESHOLDS_FOR_THROUGHPUT;
+	for (int i = lo; i < unique && considered < limit; i++) {
 		if (!eligible_at(st, P, D, taus[i], fits, fastest_eligible_s, &rent_usd_per_s))
 			continue;
+		size_t table = sizeof(previous_tp[0]) * (size_t)P;
+		if (have_previous && !memcmp(previous_tp, in->tp_for, table))
+			continue; /* the same replicas are eligible: the same plan */
+		memcpy(previous_tp, in->tp_for, table);
+		have_previous = 1;
+		considered++;
 		double time_lb_s = time_lower_bound(P, busiest_microbatches(st, mbs, D, nmb),
 						    fastest_eligible_s) + st->sync_lb_s;
 		if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
@@ -493,8 +504,6 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 			continue;
 		if ((rc = simulate_and_rank(st, err)))
 			return rc;
-		if (++tried >= (constrained ? THRESHOLDS_CONSTRAINED : THRESHOLDS_FOR_THROUGHPUT))
-			break;
 	}
 	return 0;
 }

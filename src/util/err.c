@@ -26,8 +26,18 @@ int sl_err_prefix(struct sl_err *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
+	/* "prefix: message", cut at the buffer's end (explicit lengths: no truncation warnings) */
 	char joined[SL_ERR_MSG_MAX];
-	snprintf(joined, sizeof(joined), "%s: %s", prefix, err->msg);
+	size_t used = strnlen(prefix, sizeof(joined) - 1);
+	memcpy(joined, prefix, used);
+	const char *sep = ": ";
+	for (size_t i = 0; sep[i] && used < sizeof(joined) - 1; i++)
+		joined[used++] = sep[i];
+	size_t rest = strnlen(err->msg, sizeof(err->msg));
+	if (rest > sizeof(joined) - 1 - used)
+		rest = sizeof(joined) - 1 - used;
+	memcpy(joined + used, err->msg, rest);
+	joined[used + rest] = '\0';
 	memcpy(err->msg, joined, sizeof(err->msg));
 	return err->code;
 }
