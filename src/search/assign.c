@@ -7,8 +7,8 @@
 static int eligible_types(const struct sl_assign_input *in, int stage)
 {
 	int n = 0;
-	for (int g = 0; g < in->gpu_count; g++)
-		n += in->tp_for[stage][g] > 0;
+	for (int i = 0; i < in->type_count; i++)
+		n += in->tp_for[stage][in->types[i]] > 0;
 	return n;
 }
 
@@ -51,7 +51,8 @@ int sl_assign_replicas(const struct sl_assign_input *in, struct sl_plan *plan)
 	for (int oi = 0; oi < P; oi++) {
 		int k = order[oi];
 		int types[SL_MAX_GPU_TYPES], n = 0;
-		for (int g = 0; g < in->gpu_count; g++) {
+		for (int ti = 0; ti < in->type_count; ti++) {
+			int g = in->types[ti];
 			if (in->tp_for[k][g] <= 0)
 				continue;
 			int j = n++;
@@ -80,7 +81,8 @@ int sl_assign_replicas(const struct sl_assign_input *in, struct sl_plan *plan)
 		 * order: no sort needed afterwards */
 		int j = 0;
 		for (int zi = 0; zi < in->zone_order_count; zi++)
-			for (int g = 0, z = in->zone_order[zi]; g < in->gpu_count; g++) {
+			for (int ti = 0, z = in->zone_order[zi]; ti < in->type_count; ti++) {
+				int g = in->types[ti];
 				for (int c = 0; c < count[g][z]; c++) {
 					struct sl_replica *r = sl_plan_replica(plan, k, j++);
 					r->gpu = (short)g;

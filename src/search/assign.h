@@ -19,6 +19,8 @@ struct sl_assign_input {
 	int num_stages;
 	int num_pipelines;                                    /* D */
 	int gpu_count, zone_count;
+	int types[SL_MAX_GPU_TYPES];                          /* GPU types with GPUs in the zones */
+	int type_count;                                       /* searched, ascending index */
 	int tp_for[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES];     /* 0: type not eligible */
 	int avail[SL_MAX_GPU_TYPES][SL_MAX_ZONES];            /* GPUs usable per (type, zone) */
 	int zone_order[SL_MAX_ZONES];                         /* zones to fill, in order */

@@ -51,6 +51,9 @@ struct search_state {
 	double *layer_time_storage;          /* [gpu][layer] scratch for partition candidates */
 	_Atomic double *shared_bound;        /* see shared_bound_lower; NULL: own ranking only */
 	double sync_lb_s;                    /* the current shape's sync lower bound (search_partition) */
+	long long type_gpus[SL_MAX_GPU_TYPES]; /* GPUs of each type in the zones searched */
+	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS]; /* the partition's thresholds */
+	int tau_count;
 	struct sl_partition *partitions;     /* scratch: SL_PARTITION_MAX_CANDIDATES */
 	long long simulated;
 	/* per stage, per gpu, per tp slot: compute seconds per micro-batch (< 0: none) */
@@ -341,12 +344,16 @@ static int enumerate_small_shape(struct search_state *st, int P, int D, long lon
 	long long total = 1;
 	for (int k = 0; k < P; k++) {
 		int n = 0;
-		for (int zi = 0; zi < in->zone_order_count; zi++)
-			for (int g = 0, z = in->zone_order[zi]; g < in->gpu_count; g++)
+		for (int zi = 0; zi < in->zone_order_count; zi++) {
+			int z = in->zone_order[zi];
+			for (int ti = 0; ti < in->type_count; ti++) {
+				int g = in->types[ti];
 				for (int t = 0; t < TP_SLOTS; t++)
 					if (fits[k][g][t] && in->avail[g][z] >= tp_values[t])
 						en->options[k][n++] = (struct enum_option){
 							(short)g, (short)z, (short)tp_values[t]};
+			}
+		}
 		en->option_count[k] = n;
 		total *= multisets(n, D, st->enumerate_max);
 		if (n == 0 || total > st->enumerate_max)
@@ -372,8 +379,9 @@ static int eligible_at(struct search_state *st, int P, int D, double tau,
 	*rent_usd_per_s = 0;
 	for (int k = 0; k < P; k++) {
 		double fastest_s = DBL_MAX, cheapest_usd_per_s = DBL_MAX;
-		for (int g = 0; g < in->gpu_count; g++) {
-			in->tp_for[k][g] = 0;
+		memset(in->tp_for[k], 0, sizeof(in->tp_for[k]));
+		for (int ti = 0; ti < in->type_count; ti++) {
+			int g = in->types[ti];
 			for (int t = 0; t < TP_SLOTS; t++) {
 				double c = st->stage_time_s[k][g][t];
 				if (!fits[k][g][t] || c > tau)
@@ -400,14 +408,16 @@ static int eligible_at(struct search_state *st, int P, int D, double tau,
 static int enough_gpus(const struct sl_assign_input *in)
 {
 	long long total = 0, need = 0;
-	for (int g = 0; g < in->gpu_count; g++)
+	for (int ti = 0; ti < in->type_count; ti++)
 		for (int zi = 0; zi < in->zone_order_count; zi++)
-			total += in->avail[g][in->zone_order[zi]];
+			total += in->avail[in->types[ti]][in->zone_order[zi]];
 	for (int k = 0; k < in->num_stages; k++) {
 		int least = 0;
-		for (int g = 0; g < in->gpu_count; g++)
-			if (in->tp_for[k][g] && (!least || in->tp_for[k][g] < least))
-				least = in->tp_for[k][g];
+		for (int ti = 0; ti < in->type_count; ti++) {
+			int tp = in->tp_for[k][in->types[ti]];
+			if (tp && (!least || tp < least))
+				least = tp;
+		}
 		need += (long long)least * in->num_pipelines;
 	}
 	return need <= total;
@@ -424,33 +434,28 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	const struct sl_sim_env *env = st->env;
 	int P = part->num_stages;
 	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
-	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
-	int tau_count = 0;
+	const struct sl_assign_input *types = &st->assign;
 	for (int k = 0; k < P; k++) {
 		int first = part->first[k], last = part->first[k + 1] - 1;
 		int any = 0;
-		for (int g = 0; g < env->catalogue.gpu_count; g++) {
+		memset(fits[k], 0, sizeof(fits[k]));
+		for (int ti = 0; ti < types->type_count; ti++) {
+			int g = types->types[ti];
 			for (int t = 0; t < TP_SLOTS; t++) {
-				fits[k][g][t] = 0;
-				double c = st->stage_time_s[k][g][t];
-				if (c < 0)
+				if (st->stage_time_s[k][g][t] < 0)
 					continue;
 				fits[k][g][t] = sl_sim_replica_fits(env, st->cm, g, mbs, tp_values[t],
 								    first, last, k, P, nmb, D);
-				if (fits[k][g][t]) {
-					taus[tau_count++] = c;
-					any = 1;
-				}
+				any |= fits[k][g][t];
 			}
 		}
 		if (!any)
 			return 0;
 	}
-	qsort(taus, (size_t)tau_count, sizeof(double), cmp_double);
-	int unique = 0;
-	for (int i = 0; i < tau_count; i++)
-		if (!unique || taus[i] != taus[unique - 1])
-			taus[unique++] = taus[i];
+	/* the shape's candidate thresholds, sorted once per partition (search_partition); those of
+	 * replicas that do not fit at this D only repeat a neighbour's eligible set */
+	const double *taus = st->taus;
+	int unique = st->tau_count;
 
 	int rc = sl_plan_reserve(&st->plan, P, D, err);
 	if (rc)
@@ -529,7 +534,7 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 			for (int t = 0; t < TP_SLOTS; t++) {
 				double c = -1;
 				if (tp_values[t] <= sl_sim_gpus_per_node(env, g) &&
-				    subset_gpus(&st->assign, g) >= tp_values[t])
+				    st->type_gpus[g] >= tp_values[t])
 					c = sl_sim_stage_compute_s(env, st->cm, g, mbs, tp_values[t], first, last);
 				st->stage_time_s[k][g][t] = c;
 				if (c < 0)
@@ -558,6 +563,22 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 		work_gpu_s += least_gpu_s;
 		work_usd += least_usd;
 	}
+	/* candidate thresholds: every stage time, sorted, without repeats */
+	st->tau_count = 0;
+	for (int k = 0; k < P; k++)
+		for (int ti = 0; ti < st->assign.type_count; ti++)
+			for (int t = 0; t < TP_SLOTS; t++) {
+				double c = st->stage_time_s[k][st->assign.types[ti]][t];
+				if (c >= 0)
+					st->taus[st->tau_count++] = c;
+			}
+	qsort(st->taus, (size_t)st->tau_count, sizeof(double), cmp_double);
+	int unique = 0;
+	for (int i = 0; i < st->tau_count; i++)
+		if (!unique || st->taus[i] != st->taus[unique - 1])
+			st->taus[unique++] = st->taus[i];
+	st->tau_count = unique;
+
 	/* Every plan of this shape runs at least ceil(G/b) micro-batches through every stage: the
 	 * pool's GPUs need work_gpu_s each, so T >= passes * work_gpu_s / GPUs, and every busy GPU
 	 * is rented, so cost >= passes * work_usd. Whole shapes are pruned by these. */
@@ -954,6 +975,12 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 				st->assign.zone_order[zi] = z;
 				for (int g = 0; g < cat->gpu_count; g++)
 					st->assign.avail[g][z] = pool->counts[g][z];
+			}
+			st->assign.type_count = 0;
+			for (int g = 0; g < cat->gpu_count; g++) {
+				st->type_gpus[g] = subset_gpus(&st->assign, g);
+				if (st->type_gpus[g] > 0)
+					st->assign.types[st->assign.type_count++] = g;
 			}
 			rcs[t] = search_micro_batch(st, w->mbs, &errs[t]);
 		}
