@@ -18,6 +18,12 @@ static const struct sl_net_fit *fit(const struct sl_sim_env *env, const struct s
 	return sl_network_fit(env->network, s->zone, s->gpu, sc, d->zone, d->gpu, dc);
 }
 
+/* Replicas j and k of stage i are in the same zone. */
+static int same_zones(const struct sl_plan *plan, int i, int j, int k)
+{
+	return sl_plan_replica(plan, i, j)->zone == sl_plan_replica(plan, i, k)->zone;
+}
+
 static int same_replica(const struct sl_replica *a, const struct sl_replica *b)
 {
 	return a->gpu == b->gpu && a->zone == b->zone && a->tp == b->tp;
@@ -166,20 +172,29 @@ int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long
 					    env->tables->params_prefix[1][first]);
 		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, i, j);
+			/* pipelines j whose replica and neighbours sit in the same zones as pipeline
+			 * j-1's add the same amounts: count the run, price it once */
+			int run = 1;
+			while (j + run < D - 1 &&
+			       same_zones(plan, i, j + run, j) && (i == P - 1 || same_zones(plan, i + 1, j + run, j)) &&
+			       (i == 0 || same_zones(plan, i - 1, j + run, j)) &&
+			       same_zones(plan, i, j + run + 1, j + 1))
+				run++;
 			if (i < P - 1) {
 				const struct sl_replica *n = sl_plan_replica(plan, i + 1, j % D);
-				fwd += sl_network_egress_usd_per_gb(env->network, r->zone, n->zone) *
+				fwd += run * sl_network_egress_usd_per_gb(env->network, r->zone, n->zone) *
 				       (sz->act_output_bytes[1][last] * b);
 			}
 			if (i > 0) {
 				const struct sl_replica *p = sl_plan_replica(plan, i - 1, j % D);
 				int prev_last = plan->stages[i - 1].last_layer;
-				bwd += sl_network_egress_usd_per_gb(env->network, r->zone, p->zone) *
+				bwd += run * sl_network_egress_usd_per_gb(env->network, r->zone, p->zone) *
 				       (sz->act_output_bytes[1][prev_last] * b);
 			}
 			const struct sl_replica *nx = sl_plan_replica(plan, i, (j + 1) % D);
-			ar += sl_network_egress_usd_per_gb(env->network, r->zone, nx->zone) * (W / D) *
-			      (2.0 * (D - 1));
+			ar += run * sl_network_egress_usd_per_gb(env->network, r->zone, nx->zone) *
+			      (W / D) * (2.0 * (D - 1));
+			j += run - 1;
 		}
 	}
 	out->egress_cost_usd_per_iter = (Nmb * fwd + Nmb * bwd + ar) / 1e9;
@@ -202,6 +217,9 @@ int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		double worst = -1;
 		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, i, j);
+			/* equal replicas need equal memory: the first of a run decides */
+			if (j > 0 && same_replica(r, sl_plan_replica(plan, i, j - 1)))
+				continue;
 			struct sl_sim_memory mem;
 			sl_sim_memory_sosp25(env, r->gpu, b, r->tp, first, last, i, P, &mem);
 			double ratio = mem.total_bytes / mem.capacity_bytes;
