@@ -171,6 +171,8 @@ int sl_search_refine(const struct sl_sim_env *env, const struct sl_pool *pool,
 	sl_search_zone_rank_of(&rf->current, cat->zone_count, rf->zone_rank);
 	rf->current_result = rank->out->best[0].result;
 	for (int round = 0; round < SL_REFINE_MAX_ROUNDS && !rc; round++) {
+		if (rf->simulated >= SL_REFINE_MAX_SIMULATIONS)
+			break;
 		rf->have_move = 0;
 		rc = shift_boundaries(rf, err);
 		if (!rc)

@@ -7,8 +7,8 @@
  *   - give one replica of such a group another (gpu, zone, tp);
  *   - when no single move improves and the plan is a single pipeline with a small neighbourhood,
  *     two stages' replicas changed together.
- * Each round takes the best improving move (best-improvement), until none improves or
- * SL_REFINE_MAX_ROUNDS rounds have run. Every move keeps the plan within the pool.
+ * Each round takes the best improving move (best-improvement), until none improves,
+ * SL_REFINE_MAX_ROUNDS rounds have run or SL_REFINE_MAX_SIMULATIONS simulations are spent. Every move keeps the plan within the pool.
  */
 #ifndef SL_SEARCH_REFINE_H
 #define SL_SEARCH_REFINE_H
@@ -16,6 +16,10 @@
 #include "search/ranking.h"
 
 #define SL_REFINE_MAX_ROUNDS 32
+/* Simulations the local search may spend in all (a round in progress finishes): on large
+ * pools of several types and zones a round tries thousands of moves, and the structured search
+ * has already done the heavy lifting. */
+#define SL_REFINE_MAX_SIMULATIONS 4000
 #define SL_REFINE_PAIR_BUDGET 4096
 
 /* Refines the plan in rank->out->best[0] (nothing to do when there is none); every plan it

@@ -267,6 +267,15 @@ static int assigned_prunable(const struct search_state *st, long long nmb)
 	}
 	double busiest = busiest_microbatches(st, plan->micro_batch, plan->num_pipelines, nmb);
 	double time_lb_s = time_lower_bound(plan->num_stages, busiest, stage_s) + st->sync_lb_s;
+	if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
+		return 1;
+	/* now from these very replicas: their links, zones crossed and TP degrees (sync, and with
+	 * the sailor model the transfers that block each stage), still far cheaper than simulating */
+	double plan_lb_s = sl_sim_plan_time_lower_bound_s(st->env, st->cm, plan, st->global_batch);
+	if (st->cm == SL_COST_SOSP25)
+		plan_lb_s += time_lb_s - st->sync_lb_s; /* its bound is the sync alone */
+	if (plan_lb_s > time_lb_s)
+		time_lb_s = plan_lb_s;
 	return prunable(st, time_lb_s, rent_usd_per_s * time_lb_s);
 }
 

@@ -5,11 +5,16 @@
  *     fastest possible hop. When some zone can hold all D replicas (one GPU each at least), the
  *     fastest hop is a same-zone one; otherwise at least one hop crosses zones, and the time is
  *     at least that of the fastest cross-zone hop among the zones given;
- *   - every TP degree the plan might use is tried (it changes the shard size and the fit).
+ *   - hops are taken between replicas of one GPU type (a link of mixed types uses one side's
+ *     homogeneous fit, cluster/network.h and the SOSP'25 file's construction), every TP degree
+ *     the pool allows, with the ring's smallest TP degree equal to the hop's (a smaller one
+ *     only cuts the same bytes into more, smaller bucket rounds, never faster for these fits).
  * sl_simulate computes exactly these formulas (comm.c, time_sosp25.c); the bound evaluates them
- * on the best case instead of the plan. */
+ * on the best case instead of the plan. The plan-level bounds below evaluate them on a plan's
+ * own replicas, skipping only the pipeline schedule. */
 #include <float.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "sim/internal.h"
 
@@ -18,12 +23,13 @@ static double sosp25_bound(const struct sl_sim_env *env, double W, int D, int cr
 {
 	const struct sl_catalogue *cat = &env->catalogue;
 	double best = DBL_MAX;
+	/* pairs of one GPU type: a mixed pair's fit is one side's homogeneous fit (network.h) */
 	for (int z1 = 0; z1 < cat->zone_count; z1++)
 		for (int g1 = 0; g1 < cat->gpu_count; g1++) {
 			if (avail[g1][z1] <= 0 || (!cross && !zone_capacity_ok[z1]))
 				continue;
 			for (int z2 = 0; z2 < cat->zone_count; z2++)
-				for (int g2 = 0; g2 < cat->gpu_count; g2++) {
+				for (int g2 = g1; g2 == g1; g2++) {
 					if (avail[g2][z2] <= 0 || (cross ? z1 == z2 : z1 != z2))
 						continue;
 					const struct sl_net_fit *f =
@@ -44,28 +50,22 @@ static double sailor_bound(const struct sl_sim_env *env, double W, int D, int cr
 {
 	const struct sl_catalogue *cat = &env->catalogue;
 	double best = DBL_MAX;
-	for (int z1 = 0; z1 < cat->zone_count; z1++)
-		for (int g1 = 0; g1 < cat->gpu_count; g1++)
-			for (int t1 = 1; t1 <= SL_SIM_MAX_TP && t1 <= avail[g1][z1]; t1 *= 2) {
-				if (!cross && !zone_capacity_ok[z1])
+	/* hops between two replicas of one GPU type and TP degree c, with the ring's smallest TP
+	 * degree c too: a hop of mixed types uses one side's homogeneous fit (cluster/network.h),
+	 * and a smaller smallest-TP only cuts the same bytes into more, smaller bucket rounds */
+	for (int g = 0; g < cat->gpu_count; g++)
+		for (int c = 1; c <= SL_SIM_MAX_TP; c *= 2)
+			for (int z1 = 0; z1 < cat->zone_count; z1++) {
+				if (avail[g][z1] < c || (!cross && !zone_capacity_ok[z1]))
 					continue;
-				struct sl_replica a = {(short)g1, (short)z1, (short)t1, 0};
+				struct sl_replica a = {(short)g, (short)z1, (short)c, 0};
 				for (int z2 = 0; z2 < cat->zone_count; z2++) {
-					if (cross ? z2 == z1 : z2 != z1)
+					if (avail[g][z2] < c || (cross ? z2 == z1 : z2 != z1))
 						continue;
-					for (int g2 = 0; g2 < cat->gpu_count; g2++)
-						for (int t2 = 1; t2 <= SL_SIM_MAX_TP && t2 <= avail[g2][z2];
-						     t2 *= 2) {
-							struct sl_replica b = {(short)g2, (short)z2,
-									       (short)t2, 0};
-							int most = t1 < t2 ? t1 : t2;
-							for (int tmin = 1; tmin <= most; tmin *= 2) {
-								double t = sl_sim_allreduce_hop_bound(
-									env, &a, &b, D, W, tmin);
-								if (t < best)
-									best = t;
-							}
-						}
+					struct sl_replica b = {(short)g, (short)z2, (short)c, 0};
+					double t = sl_sim_allreduce_hop_bound(env, &a, &b, D, W, c);
+					if (t < best)
+						best = t;
 				}
 			}
 	return best == DBL_MAX ? 0 : best;
@@ -98,4 +98,73 @@ double sl_sim_stage_params_bytes(const struct sl_sim_env *env, int first, int la
 {
 	return SL_FP32_BYTES *
 	       (env->tables->params_prefix[1][last + 1] - env->tables->params_prefix[1][first]);
+}
+
+double sl_sim_plan_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+				      const struct sl_plan *plan)
+{
+	if (plan->num_pipelines <= 1)
+		return 0;
+	if (cm == SL_COST_SOSP25) {
+		/* the iteration adds the slowest stage's sync: exactly what the model charges */
+		double worst = 0;
+		int derived = 0;
+		for (int i = 0; i < plan->num_stages; i++) {
+			double t = sl_sosp25_stage_sync_s(env, plan, i, &derived);
+			if (t > worst)
+				worst = t;
+		}
+		return worst;
+	}
+	/* sailor: stage 0 finishes its last backward last, then all-reduces (time_sailor.c) */
+	return sl_sim_allreduce_time(env, sl_plan_replica(plan, 0, 0), plan->num_pipelines,
+				     sl_sim_stage_grad_bytes(env, plan->stages[0].first_layer,
+							     plan->stages[0].last_layer));
+}
+
+double sl_sim_plan_time_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+				      const struct sl_plan *plan, long long global_batch)
+{
+	double sync = sl_sim_plan_sync_lower_bound_s(env, cm, plan);
+	if (cm == SL_COST_SOSP25)
+		return sync; /* its pipeline term is cheap to simulate; the sync is what prunes */
+	/* sailor: every transfer occupies sender and receiver (schedule.c), so stage k of pipeline
+	 * j is busy for at least M_j (fwd + bwd + the four transfers at its two boundaries); stage 0
+	 * then all-reduces. Runs of equal pipelines are bounded once. */
+	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
+	const struct sl_layer_sizes *sz = env->sizes;
+	double bound = 0, busiest_first = 0;
+	for (int j = 0; j < D; j++) {
+		if (j > 0) {
+			int same = 1;
+			for (int k = 0; k < P && same; k++)
+				same = !memcmp(sl_plan_replica(plan, k, j), sl_plan_replica(plan, k, j - 1),
+					       sizeof(struct sl_replica));
+			if (same && sl_plan_pipeline_microbatches(plan, j, global_batch) ==
+					    sl_plan_pipeline_microbatches(plan, j - 1, global_batch))
+				continue;
+		}
+		double M = sl_plan_pipeline_microbatches(plan, j, global_batch);
+		double before = 0; /* transfers with the previous stage, per micro-batch */
+		for (int k = 0; k < P; k++) {
+			const struct sl_replica *r = sl_plan_replica(plan, k, j);
+			int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
+			double f, bw;
+			if (sl_sim_stage_fwd_bwd(env, cm, r->gpu, b, r->tp, first, last, &f, &bw))
+				return 0;
+			double after = 0;
+			if (k + 1 < P) {
+				const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
+				double bytes = sz->act_output_bytes[1][last] * b;
+				after = sl_sim_p2p_time(env, r, n, bytes) + sl_sim_p2p_time(env, n, r, bytes);
+			}
+			double busy = M * (f + bw + before + after);
+			if (busy > bound)
+				bound = busy;
+			if (k == 0 && busy > busiest_first)
+				busiest_first = busy;
+			before = after;
+		}
+	}
+	return busiest_first + sync > bound ? busiest_first + sync : bound;
 }

@@ -82,6 +82,11 @@ int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long
 double sl_sosp25_send_time(const struct sl_net_fit *fit, double nbytes);
 double sl_sosp25_ar_time_buckets(double nbytes, int n, const struct sl_net_fit *fit);
 
+/* The SOSP'25 gradient sync of stage i of a plan (estimate_sync_time for one stage: adjacent
+ * replica pairs, count-1 fits, W / min(4, min tp) bytes); ORs derived fits into *derived. */
+double sl_sosp25_stage_sync_s(const struct sl_sim_env *env, const struct sl_plan *plan, int i,
+			      int *derived);
+
 /* ---- sailor model pieces ---- */
 
 /* The DeepSpeed 1F1B TrainSchedule of one pipeline (schedule.c). Inputs per stage k < P:

@@ -183,6 +183,21 @@ int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm, int
 double sl_sim_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm, int first,
 				 int last, int D, const int avail[SL_MAX_GPU_TYPES][SL_MAX_ZONES]);
 
+/* The gradient synchronisation a plan cannot hide, as sl_simulate charges it for that plan's
+ * replicas (sosp25: its slowest stage's sync; sailor: stage 0's all-reduce, which follows the
+ * pipeline's last backward). Cheap next to sl_simulate: no pipeline schedule. For the planner's
+ * pruning of assigned plans. */
+double sl_sim_plan_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+				      const struct sl_plan *plan);
+
+/* A lower bound on the iteration time sl_simulate gives the plan, without running the pipeline
+ * schedule: with the sailor model, the busiest stage of any pipeline (its compute and the
+ * blocking transfers at its boundaries, which occupy both partners) and stage 0's busy time
+ * plus its all-reduce; with the sosp25 model the slowest stage's sync. 0 when the plan has no
+ * layer times. For the planner's pruning. */
+double sl_sim_plan_time_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+				      const struct sl_plan *plan, long long global_batch);
+
 /* Bytes of the unsharded fp32 parameters of layers [first, last] (TP 1). */
 double sl_sim_stage_params_bytes(const struct sl_sim_env *env, int first, int last);
 

@@ -29,6 +29,41 @@ static int same_replica(const struct sl_replica *a, const struct sl_replica *b)
 	return a->gpu == b->gpu && a->zone == b->zone && a->tp == b->tp;
 }
 
+double sl_sosp25_stage_sync_s(const struct sl_sim_env *env, const struct sl_plan *plan, int i,
+			      int *derived)
+{
+	const int D = plan->num_pipelines;
+	int first = plan->stages[i].first_layer, last = plan->stages[i].last_layer;
+	double W = SL_FP32_BYTES * (env->tables->params_prefix[1][last + 1] -
+				    env->tables->params_prefix[1][first]);
+	int tmin = 4;
+	for (int j = 0; j < D; j++)
+		if (sl_plan_replica(plan, i, j)->tp < tmin)
+			tmin = sl_plan_replica(plan, i, j)->tp;
+	double stage_sync = 0.0;
+	/* the time depends on the pair only through its fit: evaluate each distinct fit once
+	 * (canonical plans repeat the same pair along a zone's run of replicas) */
+	const struct sl_net_fit *seen[8];
+	int seen_count = 0;
+	for (int j = 0; j + 1 < D; j++) {
+		const struct sl_replica *r = sl_plan_replica(plan, i, j);
+		const struct sl_replica *n = sl_plan_replica(plan, i, j + 1);
+		const struct sl_net_fit *f = fit(env, r, 1, n, 1);
+		int known = 0;
+		for (int q = 0; q < seen_count && !known; q++)
+			known = seen[q] == f;
+		if (known)
+			continue;
+		if (seen_count < 8)
+			seen[seen_count++] = f;
+		*derived |= f->derived;
+		double tm = sl_sosp25_ar_time_buckets(W / tmin, D, f);
+		if (tm > stage_sync)
+			stage_sync = tm;
+	}
+	return stage_sync;
+}
+
 int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
 		  struct sl_sim_result *out, struct sl_err *err)
 {
@@ -118,34 +153,9 @@ int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long
 	/* estimate_sync_time: intra over stages, adjacent replica pairs, count-1 fits */
 	double intra = 0.0;
 	for (int i = 0; i < P; i++) {
-		int first = plan->stages[i].first_layer, last = plan->stages[i].last_layer;
-		double W = SL_FP32_BYTES * (env->tables->params_prefix[1][last + 1] -
-					    env->tables->params_prefix[1][first]);
-		int tmin = 4;
-		for (int j = 0; j < D; j++)
-			if (sl_plan_replica(plan, i, j)->tp < tmin)
-				tmin = sl_plan_replica(plan, i, j)->tp;
-		double stage_sync = 0.0;
-		/* the time depends on the pair only through its fit: evaluate each distinct fit once
-		 * (canonical plans repeat the same pair along a zone's run of replicas) */
-		const struct sl_net_fit *seen[8];
-		int seen_count = 0;
-		for (int j = 0; j + 1 < D; j++) {
-			const struct sl_replica *r = sl_plan_replica(plan, i, j);
-			const struct sl_replica *n = sl_plan_replica(plan, i, j + 1);
-			const struct sl_net_fit *f = fit(env, r, 1, n, 1);
-			int known = 0;
-			for (int q = 0; q < seen_count && !known; q++)
-				known = seen[q] == f;
-			if (known)
-				continue;
-			if (seen_count < 8)
-				seen[seen_count++] = f;
-			out->network_derived |= f->derived;
-			double tm = sl_sosp25_ar_time_buckets(W / tmin, D, f);
-			if (tm > stage_sync)
-				stage_sync = tm;
-		}
+		int derived = 0;
+		double stage_sync = sl_sosp25_stage_sync_s(env, plan, i, &derived);
+		out->network_derived |= derived;
 		out->stages[i].dp_sync_s = stage_sync;
 		if (stage_sync > intra)
 			intra = stage_sync;
