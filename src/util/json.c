@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 json_t *sl_json_load_file(const char *path, const char *what, struct sl_err *err)
@@ -13,9 +14,37 @@ json_t *sl_json_load_file(const char *path, const char *what, struct sl_err *err
 			   what, path, strerror(errno));
 		return NULL;
 	}
-	json_error_t jerr;
-	json_t *root = json_loadf(file, JSON_REJECT_DUPLICATES, &jerr);
+	/* read whole, then parse from memory: json_loadf reads through getc, one locked call per
+	 * byte, which made loading the shipped data most of a short command's run time */
+	char *text = NULL;
+	size_t size = 0, capacity = 0;
+	for (;;) {
+		if (size + 65536 > capacity) {
+			capacity = capacity ? 2 * capacity : 262144;
+			char *grown = realloc(text, capacity);
+			if (!grown) {
+				free(text);
+				fclose(file);
+				sl_err_set(err, SL_ENOMEM, "%s '%s': out of memory", what, path);
+				return NULL;
+			}
+			text = grown;
+		}
+		size_t got = fread(text + size, 1, capacity - size, file);
+		size += got;
+		if (got == 0)
+			break;
+	}
+	int failed = ferror(file);
 	fclose(file);
+	if (failed) {
+		free(text);
+		sl_err_set(err, SL_EIO, "%s '%s': cannot read: read error", what, path);
+		return NULL;
+	}
+	json_error_t jerr;
+	json_t *root = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
 	if (!root)
 		sl_err_set(err, SL_EINPUT, "%s '%s': line %d column %d: %s", what, path, jerr.line,
 			   jerr.column, jerr.text);
