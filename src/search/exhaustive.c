@@ -13,6 +13,7 @@
 #include "search/partition.h"
 #include "search/ranking.h"
 #include "search/search.h"
+#include "search/zones.h"
 
 struct option {
 	short gpu, zone, tp;
@@ -132,8 +133,14 @@ int sl_search_exhaustive(const struct sl_sim_env *env, const struct sl_pool *poo
 	long long gpus = sl_pool_total(pool);
 	int L = env->num_layers;
 	int max_stages = req->max_stages > 0 && req->max_stages < L ? req->max_stages : L;
-	/* every order of the zones (the canonical order ranks zones by it), lexicographically */
-	for (int more = 1; more && !rc;) {
+	/* every order of the zones (the canonical order ranks zones by it): they start sorted by
+	 * index, the first of n! permutations */
+	int orders = 1;
+	for (int i = 2; i <= zone_count; i++)
+		orders *= i;
+	for (int order = 0; order < orders && !rc; order++) {
+		if (order > 0)
+			sl_zone_next_permutation(zones, zone_count);
 		b->option_count = 0;
 		for (int zi = 0; zi < zone_count; zi++)
 			for (int g = 0, z = zones[zi]; g < cat->gpu_count; g++)
@@ -147,25 +154,6 @@ int sl_search_exhaustive(const struct sl_sim_env *env, const struct sl_pool *poo
 				rc = sl_partition_each(L, P, visit_partition, &ctx);
 			if (!rc)
 				rc = b->rc;
-		}
-		/* next permutation of zones[], or stop after the last one */
-		int i = zone_count - 2;
-		while (i >= 0 && zones[i] >= zones[i + 1])
-			i--;
-		if (i < 0) {
-			more = 0;
-			break;
-		}
-		int j = zone_count - 1;
-		while (zones[j] <= zones[i])
-			j--;
-		int t = zones[i];
-		zones[i] = zones[j];
-		zones[j] = t;
-		for (int lo = i + 1, hi = zone_count - 1; lo < hi; lo++, hi--) {
-			t = zones[lo];
-			zones[lo] = zones[hi];
-			zones[hi] = t;
 		}
 	}
 	outcome->plans_simulated = b->simulated;

@@ -1,14 +1,14 @@
-/* The planner's search: see search.h for the method. This file holds the loops (zone subsets,
- * micro-batch sizes, depths, partitions, data-parallel degrees, time thresholds) and the pruning;
- * partition.c proposes layer splits, assign.c picks and places replicas, ranking.c keeps the best.
+/* The planner's search: see search.h for the method. This file holds the loops (work items on
+ * threads, micro-batch sizes, depths, partitions, data-parallel degrees, time thresholds) and the
+ * pruning; zones.c chooses zone sets and orders, partition.c proposes layer splits, assign.c
+ * picks and places replicas, ranking.c keeps the best, refine.c and uneven.c improve on them.
  */
 #include "search/search.h"
 
-#include <omp.h>
-
 #include <float.h>
-#include <stdatomic.h>
 #include <math.h>
+#include <omp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +18,7 @@
 #include "search/ranking.h"
 #include "search/refine.h"
 #include "search/uneven.h"
+#include "search/zones.h"
 
 /* Threads the search runs on: the machine's cores (SAILOR_THREADS overrides), at most this. */
 #define SEARCH_MAX_THREADS 64
@@ -76,50 +77,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int replica_before(const struct sl_replica *x, const struct sl_replica *y,
-			  const int *zone_rank)
-{
-	if (x->zone != y->zone)
-		return zone_rank[x->zone] < zone_rank[y->zone];
-	if (x->gpu != y->gpu)
-		return x->gpu < y->gpu;
-	return x->tp < y->tp;
-}
-
-void sl_search_canonicalize(struct sl_plan *plan, const int *zone_rank)
-{
-	/* insertion sort: stable, allocation-free, and plans arrive nearly sorted */
-	for (int k = 0; k < plan->num_stages; k++) {
-		struct sl_replica *r = sl_plan_replica(plan, k, 0);
-		for (int i = 1; i < plan->num_pipelines; i++) {
-			struct sl_replica key = r[i];
-			int j = i;
-			while (j > 0 && replica_before(&key, &r[j - 1], zone_rank)) {
-				r[j] = r[j - 1];
-				j--;
-			}
-			r[j] = key;
-		}
-	}
-}
-
-void sl_search_zone_rank_of(const struct sl_plan *plan, int zone_count, int *zone_rank)
-{
-	int next = 0;
-	for (int z = 0; z < SL_MAX_ZONES; z++)
-		zone_rank[z] = -1;
-	for (int k = 0; k < plan->num_stages; k++)
-		for (int j = 0; j < plan->num_pipelines; j++) {
-			int z = sl_plan_replica(plan, k, j)->zone;
-			if (zone_rank[z] < 0)
-				zone_rank[z] = next++;
-		}
-	for (int z = 0; z < zone_count; z++)
-		if (zone_rank[z] < 0)
-			zone_rank[z] = next++;
-}
-
-/* The plan in st->plan is in canonical order already (assign.c writes it so). */
 /* The objective value threads share for pruning when only the best plan is wanted: iteration
  * seconds (throughput) or dollars per iteration (cost) of the best plan meeting the constraints
  * found by any thread. Lowering it is a compare-and-swap loop; reading it is relaxed, because a
@@ -691,94 +648,6 @@ static int search_micro_batch(struct search_state *st, int mbs, struct sl_err *e
 	return rc;
 }
 
-#define ZONE_ORDERS_EXHAUSTIVE 3
-
-static int factorial(int n)
-{
-	return n <= 1 ? 1 : n * factorial(n - 1);
-}
-
-static void reverse(int *a, int n)
-{
-	for (int i = 0, j = n - 1; i < j; i++, j--) {
-		int t = a[i];
-		a[i] = a[j];
-		a[j] = t;
-	}
-}
-
-/* Steps a through all n! orders (lexicographic, wrapping around), whatever order it starts in. */
-static void next_permutation(int *a, int n)
-{
-	int i = n - 2;
-	while (i >= 0 && a[i] >= a[i + 1])
-		i--;
-	if (i >= 0) {
-		int j = n - 1;
-		while (a[j] <= a[i])
-			j--;
-		int t = a[i];
-		a[i] = a[j];
-		a[j] = t;
-	}
-	reverse(a + i + 1, n - i - 1);
-}
-
-/* Zone subsets worth searching: all zones with GPUs; each region on its own (a stage spanning
- * regions pays the slow inter-region links in its all-reduce); each zone on its own. */
-static int zone_subsets(const struct sl_sim_env *env, const struct sl_pool *pool,
-			int subsets[][SL_MAX_ZONES], int *sizes)
-{
-	const struct sl_catalogue *cat = &env->catalogue;
-	int zone_gpus[SL_MAX_ZONES] = {0};
-	int used[SL_MAX_ZONES], used_count = 0;
-	for (int z = 0; z < cat->zone_count; z++) {
-		for (int g = 0; g < cat->gpu_count; g++)
-			zone_gpus[z] += pool->counts[g][z];
-		if (zone_gpus[z] > 0) {
-			/* most GPUs first, then by index: the fill order of assign.c */
-			int j = used_count++;
-			while (j > 0 && zone_gpus[used[j - 1]] < zone_gpus[z]) {
-				used[j] = used[j - 1];
-				j--;
-			}
-			used[j] = z;
-		}
-	}
-	int count = 0;
-	memcpy(subsets[count], used, sizeof(int) * (size_t)used_count);
-	sizes[count++] = used_count;
-	int regions[SL_MAX_ZONES], region_count = 0;
-	for (int i = 0; i < used_count; i++) {
-		int r = sl_catalogue_zone_region(cat, used[i]), seen = 0;
-		for (int j = 0; j < region_count; j++)
-			seen |= regions[j] == r;
-		if (!seen)
-			regions[region_count++] = r;
-	}
-	if (region_count > 1) {
-		for (int j = 0; j < region_count; j++) {
-			int n = 0;
-			for (int i = 0; i < used_count; i++)
-				if (sl_catalogue_zone_region(cat, used[i]) == regions[j])
-					subsets[count][n++] = used[i];
-			sizes[count++] = n;
-		}
-	}
-	if (used_count > 1) {
-		for (int i = 0; i < used_count; i++) {
-			int dup = 0;
-			for (int s = 0; s < count; s++)
-				dup |= sizes[s] == 1 && subsets[s][0] == used[i];
-			if (dup)
-				continue;
-			subsets[count][0] = used[i];
-			sizes[count++] = 1;
-		}
-	}
-	return count;
-}
-
 static int max_gpus_in_a_zone(const struct sl_pool *pool, const struct sl_catalogue *cat, int g)
 {
 	int most = 0;
@@ -819,13 +688,14 @@ struct work_item {
 	int mbs;
 };
 
-/* Work items, large micro-batches first (usually the most efficient, so strong plans come early
- * and the bounds prune more of what follows). Returns their count; *items is malloc'd. */
+/* Work items: every zone set in every fill order searched (zones.h), times every micro-batch
+ * size, large micro-batches first (usually the most efficient, so strong plans come early and the
+ * bounds prune more of what follows). Returns their count; *items is malloc'd. */
 static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
 		      long long global_batch, struct work_item **items)
 {
-	int subsets[2 * SL_MAX_ZONES + 1][SL_MAX_ZONES], sizes[2 * SL_MAX_ZONES + 1];
-	int subset_count = zone_subsets(env, pool, subsets, sizes);
+	int sets[SL_ZONE_SETS_MAX][SL_MAX_ZONES], sizes[SL_ZONE_SETS_MAX];
+	int set_count = sl_zone_sets(&env->catalogue, pool, sets, sizes);
 	int top_mbs = 1;
 	while (top_mbs * 2 <= global_batch && top_mbs * 2 <= 1024)
 		top_mbs *= 2;
@@ -833,28 +703,19 @@ static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
 	for (int mbs = top_mbs; mbs >= 1; mbs /= 2)
 		per_order++;
 	int capacity = 0;
-	for (int s = 0; s < subset_count; s++)
-		capacity += per_order * (sizes[s] <= ZONE_ORDERS_EXHAUSTIVE ? factorial(sizes[s]) : 2);
+	for (int s = 0; s < set_count; s++)
+		capacity += per_order * sl_zone_order_count(sizes[s]);
 	*items = malloc(sizeof(**items) * (size_t)capacity);
 	if (!*items)
 		return -1;
 	int count = 0;
 	for (int mbs = top_mbs; mbs >= 1; mbs /= 2) {
-		for (int s = 0; s < subset_count; s++) {
-			/* The fill order decides which stages cross zones, and links are not
-			 * symmetric: every order of up to ZONE_ORDERS_EXHAUSTIVE zones, else the order
-			 * and its reverse. */
+		for (int s = 0; s < set_count; s++) {
 			int order[SL_MAX_ZONES];
-			memcpy(order, subsets[s], sizeof(int) * (size_t)sizes[s]);
-			int orders = sizes[s] <= ZONE_ORDERS_EXHAUSTIVE ? factorial(sizes[s])
-								       : (sizes[s] > 1 ? 2 : 1);
-			for (int o = 0; o < orders; o++) {
-				if (o > 0) {
-					if (sizes[s] <= ZONE_ORDERS_EXHAUSTIVE)
-						next_permutation(order, sizes[s]);
-					else
-						reverse(order, sizes[s]);
-				}
+			memcpy(order, sets[s], sizeof(int) * (size_t)sizes[s]);
+			for (int o = 0; o < sl_zone_order_count(sizes[s]); o++) {
+				if (o > 0)
+					sl_zone_next_order(order, sizes[s]);
 				struct work_item *w = &(*items)[count++];
 				memcpy(w->zone_order, order, sizeof(int) * (size_t)sizes[s]);
 				w->zone_count = sizes[s];
