@@ -159,6 +159,22 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 {
 	struct sl_search_outcome out;
 	struct sl_err err = {0};
+	if (steps > 1 && sl_pool_total(pool) == 0) {
+		/* a trace step where every GPU is gone is a state of the pool, not bad input: say it
+		 * and go on with the next step */
+		fprintf(stderr, "sailor plan: step %d: no GPUs available, nothing to run\n", step);
+		*found_all = 0;
+		if (a->json) {
+			json_t *s = json_object();
+			json_object_set_new(s, "step", json_integer(step));
+			json_object_set_new(s, "duration_s", json_real(pool->duration_s));
+			json_object_set_new(s, "pool", sl_pool_to_json(pool, &env->catalogue));
+			json_object_set_new(s, "plan", json_null());
+			json_object_set_new(s, "estimate", json_null());
+			json_array_append_new(json_steps, s);
+		}
+		return 0;
+	}
 	int rc = sl_search_run(env, pool, &a->req, &out, &err);
 	if (rc) {
 		fprintf(stderr, "sailor plan: %s\n", err.msg);
