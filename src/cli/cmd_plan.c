@@ -88,6 +88,9 @@ static void print_candidate(const struct sl_sim_env *env, const struct sl_pool *
 	}
 	printf("  predicted: %.4f it/s, %.1f samples/s, %.0f tokens/s (iteration %.3f s)\n",
 	       res->throughput_it_s, res->samples_per_s, res->tokens_per_s, res->iteration_time_s);
+	if (res->time_estimated)
+		printf("  (layer times estimated: no profile of %s on some GPU type used, see "
+		       "'sailor simulate')\n", env->model.name);
 	printf("  cost: %.4f $/iteration (GPU rent %.4f, egress %.4f), %.2f $/hour\n",
 	       res->cost_usd_per_iter, res->gpu_cost_usd_per_iter, res->egress_cost_usd_per_iter,
 	       res->cost_usd_per_iter * res->throughput_it_s * 3600.0);
