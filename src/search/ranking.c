@@ -46,23 +46,6 @@ int sl_search_better(const struct sl_search_request *req, const struct sl_sim_re
 	return 0;
 }
 
-static int same_plan(const struct sl_plan *a, const struct sl_plan *b)
-{
-	if (a->num_stages != b->num_stages || a->num_pipelines != b->num_pipelines ||
-	    a->micro_batch != b->micro_batch)
-		return 0;
-	for (int k = 0; k < a->num_stages; k++)
-		if (a->stages[k].first_layer != b->stages[k].first_layer)
-			return 0;
-	size_t n = (size_t)a->num_stages * (size_t)a->num_pipelines;
-	if (memcmp(a->replicas, b->replicas, n * sizeof(*a->replicas)))
-		return 0;
-	if (a->uneven_microbatches != b->uneven_microbatches)
-		return 0;
-	return !a->uneven_microbatches ||
-	       !memcmp(a->microbatches, b->microbatches,
-		       (size_t)a->num_pipelines * sizeof(*a->microbatches));
-}
 
 /* The same GPUs doing the same work: per stage, the same multiset of replicas (the order differs
  * between zone orders), and the same micro-batch counts per pipeline in multiset. The top list
@@ -91,6 +74,48 @@ static int equivalent_plan(const struct sl_plan *a, const struct sl_plan *b)
 		}
 	}
 	return 1;
+}
+
+/* A total order on plans, for ties the results cannot break (twins in another zone order, say):
+ * without it the plan kept would depend on which thread found its tie first. */
+static int plan_compare(const struct sl_plan *a, const struct sl_plan *b)
+{
+	if (a->micro_batch != b->micro_batch)
+		return a->micro_batch < b->micro_batch ? -1 : 1;
+	if (a->num_stages != b->num_stages)
+		return a->num_stages < b->num_stages ? -1 : 1;
+	if (a->num_pipelines != b->num_pipelines)
+		return a->num_pipelines < b->num_pipelines ? -1 : 1;
+	for (int k = 0; k < a->num_stages; k++)
+		if (a->stages[k].first_layer != b->stages[k].first_layer)
+			return a->stages[k].first_layer < b->stages[k].first_layer ? -1 : 1;
+	size_t n = (size_t)a->num_stages * (size_t)a->num_pipelines;
+	for (size_t i = 0; i < n; i++) {
+		const struct sl_replica *x = &a->replicas[i], *y = &b->replicas[i];
+		if (x->zone != y->zone)
+			return x->zone < y->zone ? -1 : 1;
+		if (x->gpu != y->gpu)
+			return x->gpu < y->gpu ? -1 : 1;
+		if (x->tp != y->tp)
+			return x->tp < y->tp ? -1 : 1;
+	}
+	if (a->uneven_microbatches != b->uneven_microbatches)
+		return a->uneven_microbatches < b->uneven_microbatches ? -1 : 1;
+	for (int j = 0; a->uneven_microbatches && j < a->num_pipelines; j++)
+		if (a->microbatches[j] != b->microbatches[j])
+			return a->microbatches[j] > b->microbatches[j] ? -1 : 1;
+	return 0;
+}
+
+/* sl_search_better, ties broken by the plans themselves. */
+static int candidate_better(const struct sl_search_request *req, const struct sl_plan *plan,
+			    const struct sl_sim_result *res, const struct sl_search_candidate *other)
+{
+	if (sl_search_better(req, res, &other->result))
+		return 1;
+	if (sl_search_better(req, &other->result, res))
+		return 0;
+	return plan_compare(plan, &other->plan) < 0;
 }
 
 static int store(struct sl_search_candidate *slot, const struct sl_plan *plan,
@@ -126,8 +151,11 @@ static int consider_pareto(struct sl_ranking *rank, const struct sl_plan *plan,
 	struct sl_search_outcome *out = rank->out;
 	for (int i = 0; i < out->pareto_count; i++) {
 		const struct sl_sim_result *o = &out->pareto[i].result;
-		if (o->throughput_it_s >= res->throughput_it_s &&
-		    o->cost_usd_per_iter <= res->cost_usd_per_iter)
+		int tie = o->throughput_it_s == res->throughput_it_s &&
+			  o->cost_usd_per_iter == res->cost_usd_per_iter;
+		if (tie ? plan_compare(&out->pareto[i].plan, plan) <= 0
+			: o->throughput_it_s >= res->throughput_it_s &&
+				  o->cost_usd_per_iter <= res->cost_usd_per_iter)
 			return 0;
 	}
 	int kept = 0;
@@ -170,14 +198,14 @@ int sl_ranking_consider(struct sl_ranking *rank, const struct sl_plan *plan,
 	if (!sl_search_meets(req, res))
 		return 0;
 	if (out->count == rank->top_capacity &&
-	    !sl_search_better(req, res, &out->best[out->count - 1].result))
+	    !candidate_better(req, plan, res, &out->best[out->count - 1]))
 		return 0;
 	for (int i = 0; i < out->count; i++) {
-		if (same_plan(&out->best[i].plan, plan))
+		if (!plan_compare(&out->best[i].plan, plan))
 			return 0;
 		if (!equivalent_plan(&out->best[i].plan, plan))
 			continue;
-		if (!sl_search_better(req, res, &out->best[i].result))
+		if (!candidate_better(req, plan, res, &out->best[i]))
 			return 0;
 		/* the newcomer replaces its twin: drop the twin, keeping its memory for reuse */
 		struct sl_search_candidate twin = out->best[i];
@@ -190,7 +218,7 @@ int sl_ranking_consider(struct sl_ranking *rank, const struct sl_plan *plan,
 	/* insert in order; the last one falls off when full */
 	int pos = out->count < rank->top_capacity ? out->count : rank->top_capacity - 1;
 	struct sl_plan spare = out->best[pos].plan;
-	while (pos > 0 && sl_search_better(req, res, &out->best[pos - 1].result)) {
+	while (pos > 0 && candidate_better(req, plan, res, &out->best[pos - 1])) {
 		out->best[pos] = out->best[pos - 1];
 		pos--;
 	}

@@ -46,7 +46,6 @@ struct search_state {
 	struct sl_plan uneven_plan;          /* scratch: plan with uneven micro-batch counts */
 	struct sl_sim_result result;         /* scratch result */
 	struct sl_assign_input assign;
-	int prune_constraints;               /* 0 while looking for the best plan ignoring them */
 	long long enumerate_max;             /* shapes with at most this many assignments: all */
 	struct enumeration *enumeration;     /* scratch for enumerate_small_shape */
 	double *layer_time_storage;          /* [gpu][layer] scratch for partition candidates */
@@ -90,33 +89,31 @@ static void shared_bound_lower(_Atomic double *bound, double value)
 		;
 }
 
-static int simulate_and_rank(struct search_state *st, struct sl_err *err)
+/* Simulates plan and offers it to this thread's ranking and the shared bound. */
+static int simulate_one(struct search_state *st, const struct sl_plan *plan, struct sl_err *err)
 {
 	struct sl_err sim_err = {0};
 	st->simulated++;
-	if (sl_simulate(st->env, &st->plan, st->cm, &st->result, &sim_err))
+	if (sl_simulate(st->env, plan, st->cm, &st->result, &sim_err))
 		return 0; /* a combination the simulator has no time for: not a candidate */
 	if (st->shared_bound && sl_search_meets(st->req, &st->result))
 		shared_bound_lower(st->shared_bound, st->req->objective == SL_OBJECTIVE_COST
 							     ? st->result.cost_usd_per_iter
 							     : st->result.iteration_time_s);
-	int rc = sl_ranking_consider(&st->rank, &st->plan, &st->result, err);
+	return sl_ranking_consider(&st->rank, plan, &st->result, err);
+}
+
+/* The plan in st->plan (canonical already: assign.c and the enumeration write it so), and with
+ * --uneven-microbatches the same replicas with micro-batches in proportion to pipeline speed. */
+static int simulate_and_rank(struct search_state *st, struct sl_err *err)
+{
+	int rc = simulate_one(st, &st->plan, err);
 	if (rc || !st->req->uneven_microbatches)
 		return rc;
-	/* the same replicas with micro-batches in proportion to each pipeline's speed */
 	if ((rc = sl_plan_copy(&st->uneven_plan, &st->plan, err)))
 		return rc;
 	int applied = sl_uneven_apply(st->env, st->cm, &st->uneven_plan, st->global_batch, err);
-	if (applied <= 0)
-		return applied;
-	st->simulated++;
-	if (sl_simulate(st->env, &st->uneven_plan, st->cm, &st->result, &sim_err))
-		return 0;
-	if (st->shared_bound && sl_search_meets(st->req, &st->result))
-		shared_bound_lower(st->shared_bound, st->req->objective == SL_OBJECTIVE_COST
-							     ? st->result.cost_usd_per_iter
-							     : st->result.iteration_time_s);
-	return sl_ranking_consider(&st->rank, &st->uneven_plan, &st->result, err);
+	return applied <= 0 ? applied : simulate_one(st, &st->uneven_plan, err);
 }
 
 /* Lower bound on the iteration time of any plan whose stage k takes at least fastest_s[k] per
@@ -159,12 +156,10 @@ static int cmp_double(const void *a, const void *b)
 static int prunable(const struct search_state *st, double time_lb_s, double cost_lb)
 {
 	const struct sl_search_request *req = st->req;
-	if (st->prune_constraints) {
-		if (req->min_throughput_it_s > 0 && 1.0 / time_lb_s < req->min_throughput_it_s)
-			return 1;
-		if (req->max_cost_usd_per_iter > 0 && cost_lb > req->max_cost_usd_per_iter)
-			return 1;
-	}
+	if (req->min_throughput_it_s > 0 && 1.0 / time_lb_s < req->min_throughput_it_s)
+		return 1;
+	if (req->max_cost_usd_per_iter > 0 && cost_lb > req->max_cost_usd_per_iter)
+		return 1;
 	if (st->shared_bound) {
 		double best = atomic_load_explicit(st->shared_bound, memory_order_relaxed);
 		return (req->objective == SL_OBJECTIVE_THROUGHPUT ? time_lb_s : cost_lb) > best;
@@ -756,7 +751,6 @@ static struct search_state *state_new(const struct sl_sim_env *env,
 	}
 	st->env = env;
 	st->req = req;
-	st->prune_constraints = 1;
 	st->enumerate_max = req->structured_only ? 0 : SL_SEARCH_ENUMERATE_MAX;
 	st->cm = req->cost_model;
 	st->global_batch = req->global_batch > 0 ? req->global_batch
