@@ -395,13 +395,13 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	const struct sl_sim_env *env = st->env;
 	int P = part->num_stages;
 	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
-	const struct sl_assign_input *types = &st->assign;
+	struct sl_assign_input *in = &st->assign;
 	for (int k = 0; k < P; k++) {
 		int first = part->first[k], last = part->first[k + 1] - 1;
 		int any = 0;
 		memset(fits[k], 0, sizeof(fits[k]));
-		for (int ti = 0; ti < types->type_count; ti++) {
-			int g = types->types[ti];
+		for (int ti = 0; ti < in->type_count; ti++) {
+			int g = in->types[ti];
 			for (int t = 0; t < TP_SLOTS; t++) {
 				if (st->stage_time_s[k][g][t] < 0)
 					continue;
@@ -416,7 +416,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	/* the shape's candidate thresholds, sorted once per partition (search_partition); those of
 	 * replicas that do not fit at this D only repeat a neighbour's eligible set */
 	const double *taus = st->taus;
-	int unique = st->tau_count;
+	int tau_count = st->tau_count;
 
 	int rc = sl_plan_reserve(&st->plan, P, D, err);
 	if (rc)
@@ -430,13 +430,12 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	}
 	if (enumerate_small_shape(st, P, D, nmb, fits, &rc, err))
 		return rc;
-	struct sl_assign_input *in = &st->assign;
 	in->num_stages = P;
 	in->num_pipelines = D;
 	double fastest_eligible_s[SL_PLAN_MAX_STAGES], rent_usd_per_s;
 
 	/* smallest feasible threshold */
-	int lo = 0, hi = unique; /* answer in [lo, hi]; hi = unique means none */
+	int lo = 0, hi = tau_count; /* answer in [lo, hi]; hi = tau_count means none */
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
 		if (eligible_at(st, P, D, taus[mid], fits, fastest_eligible_s, &rent_usd_per_s) &&
@@ -453,7 +452,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	int previous_tp[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES];
 	int have_previous = 0;
 	int limit = constrained ? THRESHOLDS_CONSTRAINED : THRESHOLDS_FOR_THROUGHPUT;
-	for (int i = lo; i < unique && considered < limit; i++) {
+	for (int i = lo; i < tau_count && considered < limit; i++) {
 		if (!eligible_at(st, P, D, taus[i], fits, fastest_eligible_s, &rent_usd_per_s))
 			continue;
 		size_t table = sizeof(previous_tp[0]) * (size_t)P;
