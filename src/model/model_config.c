@@ -1,7 +1,9 @@
 /* Model hyper-parameters: loading and validation (see model_config.h). */
 #include "model/model_config.h"
 
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/json.h"
@@ -11,6 +13,31 @@ static int is_path(const char *s)
 {
 	size_t n = strlen(s);
 	return strchr(s, '/') || (n > 5 && !strcmp(s + n - 5, ".json"));
+}
+
+/* The names of the presets in data/models/ (its .json files), comma-separated and sorted, for
+ * error messages. */
+static const char *known_models(char *buf, size_t size)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s/models", sl_data_dir());
+	struct dirent **entries = NULL;
+	int n = scandir(dir, &entries, NULL, alphasort);
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		const char *name = entries[i]->d_name;
+		size_t len = strlen(name);
+		/* presets only: the per-layer size tables live here too */
+		if (len > 5 && !strcmp(name + len - 5, ".json") && strncmp(name, "layer_sizes", 11) &&
+		    used + len < size) {
+			used += (size_t)snprintf(buf + used, size - used, "%s%.*s", used ? ", " : "",
+						 (int)(len - 5), name);
+		}
+		free(entries[i]);
+	}
+	free(entries);
+	return buf[0] ? buf : "none found in the data directory";
 }
 
 static int get_positive(const json_t *root, const char *key, int *out, struct sl_err *err)
@@ -37,11 +64,13 @@ int sl_model_config_load(const char *name_or_path, struct sl_model_config *out,
 	struct sl_err load_err = {0};
 	json_t *root = sl_json_load_file(path, "model", &load_err);
 	if (!root) {
-		if (!is_path(name_or_path) && load_err.code == SL_ENOTFOUND)
+		if (!is_path(name_or_path) && load_err.code == SL_ENOTFOUND) {
+			char known[1024];
 			return sl_err_set(err, SL_ENOTFOUND,
-					  "unknown model '%s' (known: OPT-350, GPT-Neo-2.7, LLAMA-3-8, "
-					  "OPT-30, or give a JSON file of hyper-parameters)",
-					  name_or_path);
+					  "unknown model '%s' (known: %s; or give a JSON file of "
+					  "hyper-parameters)",
+					  name_or_path, known_models(known, sizeof(known)));
+		}
 		if (err)
 			*err = load_err;
 		return load_err.code;
