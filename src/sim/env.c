@@ -187,36 +187,10 @@ static int size_tables(struct sl_sim_env *env, struct sl_err *err)
 	return 0;
 }
 
-int sl_sim_env_load(const char *model, const char *data_dir, struct sl_sim_env **out,
-		    struct sl_err *err)
+/* Loads the model's profile of every GPU type that has one and fills its time slots. */
+static int load_profiles(struct sl_sim_env *env, const char *data_dir, struct sl_err *err)
 {
-	*out = NULL;
-	if (!data_dir)
-		data_dir = sl_data_dir();
-	struct sl_sim_env *env = calloc(1, sizeof(*env));
-	if (!env)
-		return sl_err_set(err, SL_ENOMEM, "out of memory");
-	int rc = sl_model_config_load(model, &env->model, err);
-	if (!rc) rc = sl_catalogue_load(data_dir, &env->catalogue, err);
-	if (!rc) rc = sl_layer_sizes_load(&env->model, data_dir, &env->sizes, err);
-	if (!rc) {
-		env->num_layers = env->sizes->num_layers;
-		env->named_model = env->sizes->from_file;
-		rc = sl_network_load(data_dir, &env->catalogue, &env->network, err);
-	}
-	if (!rc) {
-		env->tables = calloc(1, sizeof(*env->tables));
-		if (!env->tables)
-			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
-	}
-	if (!rc) {
-		env->tables->L = env->num_layers;
-		env->tables->gpu_count = env->catalogue.gpu_count;
-		env->tables->slots = calloc((size_t)env->catalogue.gpu_count * SL_SIM_MBS_SLOTS *
-						    SL_SIM_MAX_TP, sizeof(struct sl_time_slot));
-		if (!env->tables->slots)
-			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
-	}
+	int rc = 0;
 	for (int g = 0; !rc && g < env->catalogue.gpu_count; g++) {
 		char *path = env->tables->profile_path[g];
 		sl_profile_path(path, SL_PROFILE_PATH_MAX, data_dir, env->model.name,
@@ -236,6 +210,53 @@ int sl_sim_env_load(const char *model, const char *data_dir, struct sl_sim_env *
 		}
 		if (!rc)
 			rc = fill_profiled(env, g, err);
+	}
+	return rc;
+}
+
+int sl_sim_env_load(const char *model, const char *data_dir, struct sl_sim_env **out,
+		    struct sl_err *err)
+{
+	*out = NULL;
+	if (!data_dir)
+		data_dir = sl_data_dir();
+	struct sl_sim_env *env = calloc(1, sizeof(*env));
+	if (!env)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	int rc = sl_model_config_load(model, &env->model, err);
+	if (!rc) rc = sl_catalogue_load(data_dir, &env->catalogue, err);
+	if (!rc) rc = sl_layer_sizes_load(&env->model, data_dir, &env->sizes, err);
+	if (!rc) {
+		env->num_layers = env->sizes->num_layers;
+		env->named_model = env->sizes->from_file;
+		env->tables = calloc(1, sizeof(*env->tables));
+		if (!env->tables)
+			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	if (!rc) {
+		env->tables->L = env->num_layers;
+		env->tables->gpu_count = env->catalogue.gpu_count;
+		env->tables->slots = calloc((size_t)env->catalogue.gpu_count * SL_SIM_MBS_SLOTS *
+						    SL_SIM_MAX_TP, sizeof(struct sl_time_slot));
+		if (!env->tables->slots)
+			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	if (!rc) {
+		/* The network fits and the profiles are independent and each takes several ms to
+		 * parse: on two cores at once. (jansson is safe on separate documents once its hash
+		 * seed is set, which the loads above did.) */
+		struct sl_err net_err = {0}, prof_err = {0};
+		int net_rc = 0, prof_rc = 0;
+#pragma omp parallel sections num_threads(2)
+		{
+#pragma omp section
+			net_rc = sl_network_load(data_dir, &env->catalogue, &env->network, &net_err);
+#pragma omp section
+			prof_rc = load_profiles(env, data_dir, &prof_err);
+		}
+		rc = net_rc ? net_rc : prof_rc;
+		if (rc && err)
+			*err = net_rc ? net_err : prof_err;
 	}
 	if (!rc) rc = size_tables(env, err);
 	if (!rc) rc = sl_sim_estimate_times(env, data_dir, err);
