@@ -15,7 +15,7 @@ static int run_plan(int argc, char **argv);
 enum {
 	OPT_MODEL, OPT_POOL, OPT_TRACE, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT,
 	OPT_GLOBAL_BATCH, OPT_TOP, OPT_PARETO, OPT_COST_MODEL, OPT_MAX_STAGES, OPT_UNEVEN, OPT_JSON,
-	OPT_OUTPUT,
+	OPT_OUTPUT, OPT_PROFILES,
 };
 
 static const struct sl_cli_option plan_options[] = {
@@ -33,6 +33,7 @@ static const struct sl_cli_option plan_options[] = {
 	[OPT_UNEVEN] = {"uneven-microbatches", 0, NULL, "also consider giving faster pipelines more micro-batches (the runtime does not execute such plans yet)", NULL},
 	[OPT_JSON] = {"json", 0, NULL, "print one JSON document {\"steps\": [...]} on stdout", NULL},
 	[OPT_OUTPUT] = {"output", 'o', "PLAN.json", "write the best plan (of the last step) to this file", NULL},
+	[OPT_PROFILES] = {"profiles", 0, "DIR", "DIR/<MODEL>/<GPU>.json replace the shipped profiles (e.g. data/profiles-sosp25-simulator)", "none"},
 };
 
 const struct sl_cli_command sl_cmd_plan = {
@@ -51,7 +52,7 @@ const struct sl_cli_command sl_cmd_plan = {
 };
 
 struct plan_args {
-	const char *model, *pool, *trace, *output;
+	const char *model, *pool, *trace, *output, *profiles;
 	struct sl_search_request req;
 	int json;
 };
@@ -264,6 +265,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_POOL: a->pool = parser.arg; break;
 		case OPT_TRACE: a->trace = parser.arg; break;
 		case OPT_OUTPUT: a->output = parser.arg; break;
+		case OPT_PROFILES: a->profiles = parser.arg; break;
 		case OPT_JSON: a->json = 1; break;
 		case OPT_PARETO: a->req.pareto = 1; break;
 		case OPT_UNEVEN: a->req.uneven_microbatches = 1; break;
@@ -327,7 +329,7 @@ static int run_plan(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	struct sl_err err = {0};
 	struct sl_sim_env *env = NULL;
-	if ((rc = sl_sim_env_load(a.model, NULL, &env, &err))) {
+	if ((rc = sl_sim_env_load_overlaid(a.model, NULL, a.profiles, &env, &err))) {
 		fprintf(stderr, "sailor plan: %s\n", err.msg);
 		return sl_err_exit_status(rc);
 	}

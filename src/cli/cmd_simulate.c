@@ -17,12 +17,14 @@ static const struct sl_cli_option options[] = {
 	{"global-batch", 'g', "N", "samples per iteration", "the plan's, else the model's"},
 	{"cost-model", 'c', "NAME", "sailor (ours) or sosp25 (the SOSP'25 simulator exactly)",
 	 "sailor"},
+	{"profiles", 0, "DIR", "DIR/<MODEL>/<GPU>.json replace the shipped profiles (e.g. data/profiles-sosp25-simulator)", "none"},
 	{"json", 0, NULL, "print one JSON object (schema sailor.simulation/1) on stdout", NULL},
 };
 
 const struct sl_cli_command sl_cmd_simulate = {
 	.name = "simulate",
-	.synopsis = "--model M --plan FILE [--global-batch G] [--cost-model sailor|sosp25] [--json]",
+	.synopsis = "--model M --plan FILE [--global-batch G] [--cost-model sailor|sosp25]\n"
+		    "           [--profiles DIR] [--json]",
 	.summary = "iteration time, peak memory and $ per iteration of a plan",
 	.description =
 		"Simulates one training iteration of the plan: per stage compute, point-to-point,\n"
@@ -41,7 +43,7 @@ static int fail(struct sl_err *err)
 
 static int run_simulate(int argc, char **argv)
 {
-	const char *model = NULL, *plan_path = NULL;
+	const char *model = NULL, *plan_path = NULL, *profiles = NULL;
 	long long global_batch = 0;
 	enum sl_cost_model cm = SL_COST_SAILOR;
 	int json = 0;
@@ -64,6 +66,8 @@ static int run_simulate(int argc, char **argv)
 		} else if (!strcmp(name, "cost-model")) {
 			if (sl_cost_model_parse(parser.arg, &cm, &err))
 				return sl_cli_usage_error(&sl_cmd_simulate, "--cost-model: %s", err.msg);
+		} else if (!strcmp(name, "profiles")) {
+			profiles = parser.arg;
 		} else if (!strcmp(name, "json")) {
 			json = 1;
 		}
@@ -89,7 +93,7 @@ static int run_simulate(int argc, char **argv)
 					  "--model is required (plan '%s' names no model)", plan_path);
 	}
 	struct sl_sim_env *env = NULL;
-	int rc = sl_sim_env_load(model ? model : plan.model, NULL, &env, &err);
+	int rc = sl_sim_env_load_overlaid(model ? model : plan.model, NULL, profiles, &env, &err);
 	if (!rc && model && plan.model[0] && strcmp(plan.model, model) &&
 	    strcmp(plan.model, env->model.name))
 		rc = sl_err_set(&err, SL_EINPUT,

@@ -12,12 +12,13 @@ static int run_validate(int argc, char **argv);
 static const struct sl_cli_option options[] = {
 	{"model", 'm', "NAME|FILE", "model the runs trained", NULL},
 	{"cost-model", 'c', "NAME", "sailor or sosp25", "sailor"},
+	{"profiles", 0, "DIR", "DIR/<MODEL>/<GPU>.json replace the shipped profiles (e.g. data/profiles-sosp25-simulator)", "none"},
 	{"json", 0, NULL, "print one JSON object (schema sailor.validation/1) on stdout", NULL},
 };
 
 const struct sl_cli_command sl_cmd_validate = {
 	.name = "validate",
-	.synopsis = "--model M DIR [--cost-model sailor|sosp25] [--json]",
+	.synopsis = "--model M DIR [--cost-model sailor|sosp25] [--profiles DIR] [--json]",
 	.summary = "compare the simulator with measured runs (files with real and max_mem)",
 	.description = "DIR holds plan files that carry the measured iteration time (\"real\", s)\n"
 		       "and peak GPU memory (\"max_mem\", bytes), like the SOSP'25 validation files.",
@@ -28,7 +29,7 @@ const struct sl_cli_command sl_cmd_validate = {
 
 static int run_validate(int argc, char **argv)
 {
-	const char *model = NULL;
+	const char *model = NULL, *profiles = NULL;
 	enum sl_cost_model cm = SL_COST_SAILOR;
 	int json = 0;
 	struct sl_err err = {0};
@@ -51,7 +52,9 @@ static int run_validate(int argc, char **argv)
 				if (sl_cost_model_parse(parser.arg, &cm, &err))
 					return sl_cli_usage_error(&sl_cmd_validate, "--cost-model: %s",
 								  err.msg);
-			} else if (!strcmp(name, "json"))
+			} else if (!strcmp(name, "profiles"))
+				profiles = parser.arg;
+			else if (!strcmp(name, "json"))
 				json = 1;
 		}
 		int pos = base + parser.next_index;
@@ -77,7 +80,7 @@ static int run_validate(int argc, char **argv)
 		return sl_cli_usage_error(&sl_cmd_validate, "expected a folder of measured runs");
 	struct sl_sim_env *env = NULL;
 	struct sl_validation v;
-	int rc = sl_sim_env_load(model, NULL, &env, &err);
+	int rc = sl_sim_env_load_overlaid(model, NULL, profiles, &env, &err);
 	if (!rc)
 		rc = sl_validation_run(env, dir, cm, &v, &err);
 	if (rc) {
@@ -90,8 +93,10 @@ static int run_validate(int argc, char **argv)
 		sl_json_print(stdout, o);
 		json_decref(o);
 	} else {
-		printf("model %s, cost model %s, %d measured runs in %s\n\n", env->model.name,
-		       sl_cost_model_name(cm), v.run_count, dir);
+		const char *overlay = sl_sim_env_profile_overlay(env);
+		printf("model %s, cost model %s%s%s, %d measured runs in %s\n\n", env->model.name,
+		       sl_cost_model_name(cm), overlay ? ", profiles " : "", overlay ? overlay : "",
+		       v.run_count, dir);
 		printf("%-32s %2s %3s %4s %5s %9s %9s %8s %9s %9s %8s\n", "run", "P", "D", "mbs", "G",
 		       "real s", "sim s", "error", "real GB", "sim GB", "error");
 		for (int i = 0; i < v.run_count; i++) {

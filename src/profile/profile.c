@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/json.h"
 #include "util/paths.h"
@@ -178,6 +179,18 @@ char *sl_profile_path(char *buf, size_t size, const char *data_dir, const char *
 {
 	snprintf(buf, size, "%s/profiles/%s/%s.json", data_dir ? data_dir : sl_data_dir(), model, gpu);
 	return buf;
+}
+
+char *sl_profile_locate(char *buf, size_t size, const char *data_dir, const char *overlay_dir,
+			const char *model, const char *gpu)
+{
+	if (overlay_dir) {
+		struct stat st;
+		snprintf(buf, size, "%s/%s/%s.json", overlay_dir, model, gpu);
+		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode))
+			return buf;
+	}
+	return sl_profile_path(buf, size, data_dir, model, gpu);
 }
 
 const char *sl_profile_entries_text(const struct sl_profile *prof, char *buf, size_t size)

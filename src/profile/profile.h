@@ -48,6 +48,12 @@ const struct sl_profile_entry *sl_profile_find(const struct sl_profile *prof, in
 char *sl_profile_path(char *buf, size_t size, const char *data_dir, const char *model,
 		      const char *gpu);
 
+/* Where the profile of (model, gpu) is read from: "<overlay_dir>/<model>/<gpu>.json" when
+ * overlay_dir is set and that file exists, else sl_profile_path's. An overlay folder replaces
+ * some shipped profiles and leaves the others in place. */
+char *sl_profile_locate(char *buf, size_t size, const char *data_dir, const char *overlay_dir,
+			const char *model, const char *gpu);
+
 /* Lists the (mbs, tp) pairs present, "mbs 1 tp 1, mbs 1 tp 2, ..." (for error messages). */
 const char *sl_profile_entries_text(const struct sl_profile *prof, char *buf, size_t size);
 

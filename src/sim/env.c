@@ -1,5 +1,6 @@
 /* The simulation environment: loading everything a model needs once, precomputing prefix sums,
  * and the cheap queries of sim.h. Invariants: see internal.h. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,8 +194,9 @@ static int load_profiles(struct sl_sim_env *env, const char *data_dir, struct sl
 	int rc = 0;
 	for (int g = 0; !rc && g < env->catalogue.gpu_count; g++) {
 		char *path = env->tables->profile_path[g];
-		sl_profile_path(path, SL_PROFILE_PATH_MAX, data_dir, env->model.name,
-				env->catalogue.gpus[g].name);
+		const char *overlay = env->tables->profile_overlay_dir;
+		sl_profile_locate(path, SL_PROFILE_PATH_MAX, data_dir, overlay[0] ? overlay : NULL,
+				  env->model.name, env->catalogue.gpus[g].name);
 		if (!env->named_model || !file_exists(path))
 			continue;
 		rc = sl_profile_load(path, 0, &env->profiles[g], err);
@@ -214,8 +216,56 @@ static int load_profiles(struct sl_sim_env *env, const char *data_dir, struct sl
 	return rc;
 }
 
+/* The overlay folder must exist and hold at least one profile of the model, and every file in
+ * <overlay>/<MODEL>/ must be a <GPU>.json of the catalogue: a misspelt folder or GPU name would
+ * otherwise leave the shipped profile in use without a word. */
+static int check_overlay(const struct sl_sim_env *env, const char *overlay, struct sl_err *err)
+{
+	struct stat st;
+	if (stat(overlay, &st) != 0 || !S_ISDIR(st.st_mode))
+		return sl_err_set(err, SL_EINPUT, "--profiles: '%s' is not a folder (expected a folder "
+				  "laid out like data/profiles: <MODEL>/<GPU>.json)", overlay);
+	char dir[SL_PROFILE_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/%s", overlay, env->model.name);
+	DIR *d = opendir(dir);
+	if (!d)
+		return sl_err_set(err, SL_EINPUT, "--profiles: '%s' has no profile of %s (expected "
+				  "files %s/<GPU>.json)", overlay, env->model.name, dir);
+	int found = 0, rc = 0;
+	for (struct dirent *e; !rc && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		size_t n = strlen(e->d_name);
+		int known = 0;
+		for (int g = 0; !known && g < env->catalogue.gpu_count; g++) {
+			const char *gpu = env->catalogue.gpus[g].name;
+			size_t k = strlen(gpu);
+			known = n == k + 5 && !strncmp(e->d_name, gpu, k) && !strcmp(e->d_name + k, ".json");
+		}
+		if (!known) {
+			char names[512];
+			rc = sl_err_set(err, SL_EINPUT, "--profiles: '%s/%s' is not named after a GPU "
+					"type (<GPU>.json with GPU one of %s)", dir, e->d_name,
+					sl_catalogue_gpu_names(&env->catalogue, names, sizeof(names)));
+		}
+		found++;
+	}
+	closedir(d);
+	if (!rc && !found)
+		rc = sl_err_set(err, SL_EINPUT, "--profiles: '%s' is empty (expected <GPU>.json files)",
+				dir);
+	return rc;
+}
+
 int sl_sim_env_load(const char *model, const char *data_dir, struct sl_sim_env **out,
 		    struct sl_err *err)
+{
+	return sl_sim_env_load_overlaid(model, data_dir, NULL, out, err);
+}
+
+int sl_sim_env_load_overlaid(const char *model, const char *data_dir,
+			     const char *profile_overlay_dir, struct sl_sim_env **out,
+			     struct sl_err *err)
 {
 	*out = NULL;
 	if (!data_dir)
@@ -235,6 +285,17 @@ int sl_sim_env_load(const char *model, const char *data_dir, struct sl_sim_env *
 	}
 	if (!rc) {
 		env->tables->L = env->num_layers;
+		if (profile_overlay_dir) {
+			if (!env->named_model)
+				rc = sl_err_set(err, SL_EUSAGE, "--profiles applies to the named models "
+						"only: %s is a hyper-parameter file, whose layer times "
+						"are estimated", model);
+			else if (snprintf(env->tables->profile_overlay_dir, SL_PROFILE_PATH_MAX, "%s",
+					  profile_overlay_dir) >= SL_PROFILE_PATH_MAX)
+				rc = sl_err_set(err, SL_EINPUT, "--profiles: path too long");
+			else
+				rc = check_overlay(env, profile_overlay_dir, err);
+		}
 		env->tables->gpu_count = env->catalogue.gpu_count;
 		env->tables->slots = calloc((size_t)env->catalogue.gpu_count * SL_SIM_MBS_SLOTS *
 						    SL_SIM_MAX_TP, sizeof(struct sl_time_slot));
@@ -290,6 +351,11 @@ void sl_sim_env_free(struct sl_sim_env *env)
 	sl_layer_sizes_free(env->sizes);
 	sl_network_free(env->network);
 	free(env);
+}
+
+const char *sl_sim_env_profile_overlay(const struct sl_sim_env *env)
+{
+	return env->tables->profile_overlay_dir[0] ? env->tables->profile_overlay_dir : NULL;
 }
 
 /* ---- queries ---- */

@@ -122,7 +122,9 @@ static int load_ref(const struct sl_sim_env *env, const char *data_dir, struct r
 	for (int g = 0; !rc && g < env->catalogue.gpu_count; g++) {
 		char path[SL_PROFILE_PATH_MAX];
 		struct stat st;
-		sl_profile_path(path, sizeof(path), data_dir, REF_MODEL, env->catalogue.gpus[g].name);
+		const char *overlay = env->tables->profile_overlay_dir;
+		sl_profile_locate(path, sizeof(path), data_dir, overlay[0] ? overlay : NULL, REF_MODEL,
+				  env->catalogue.gpus[g].name);
 		if (stat(path, &st) != 0)
 			continue;
 		rc = sl_profile_load(path, r->sizes->num_layers, &r->prof[g], err);

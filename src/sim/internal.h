@@ -38,6 +38,7 @@ struct sl_sim_tables {
 	double sosp25_usd_per_hour[SL_MAX_GPU_TYPES];
 	double sosp25_memory_bytes[SL_MAX_GPU_TYPES];
 	char profile_path[SL_MAX_GPU_TYPES][SL_PROFILE_PATH_MAX]; /* where a profile would be */
+	char profile_overlay_dir[SL_PROFILE_PATH_MAX];            /* "" = shipped profiles only */
 };
 
 /* Micro-batch slot of mbs (1 -> 0, 2 -> 1, 4 -> 2, ...), or -1 if not a power of two in range. */

@@ -18,7 +18,7 @@
  * shared by threads.
  *
  * Layer times. For a named model on a GPU type with a shipped profile, times are the profile's
- * (data/profiles/<MODEL>/<GPU>.json); a (micro-batch, TP) the profile lacks is an error naming
+ * (data/profiles/<MODEL>/<GPU>.json, or an overlay folder's); a (micro-batch, TP) the profile lacks is an error naming
  * the profile file and the entry. For a GPU type with no profile of the model, or a model given
  * as a hyper-parameter file, times are estimated (SL_TIME_ESTIMATED): per layer, FLOPs divided
  * by the FLOP rate that GPU achieved on the same kind of layer of a profiled reference model at
@@ -76,7 +76,17 @@ struct sl_sim_env {
  * from data_dir (NULL = sl_data_dir()). Errors name the file that failed. */
 int sl_sim_env_load(const char *model, const char *data_dir, struct sl_sim_env **out,
 		    struct sl_err *err);
+/* As sl_sim_env_load, but profiles found in profile_overlay_dir (laid out like data/profiles:
+ * <MODEL>/<GPU>.json) are used in place of the shipped ones; GPU types it has no file for keep
+ * theirs. NULL: no overlay. The folder must exist and hold a profile of this model, and every
+ * file in <overlay>/<MODEL>/ must be named after a GPU type of the catalogue (SL_EINPUT naming
+ * the folder or file otherwise), so that a typo cannot silently leave the shipped profile in use. */
+int sl_sim_env_load_overlaid(const char *model, const char *data_dir,
+			     const char *profile_overlay_dir, struct sl_sim_env **out,
+			     struct sl_err *err);
 void sl_sim_env_free(struct sl_sim_env *env);
+/* The overlay folder the environment's profiles came from, or NULL for the shipped ones. */
+const char *sl_sim_env_profile_overlay(const struct sl_sim_env *env);
 
 /* Memory of one replica (per GPU), by component. */
 struct sl_sim_memory {

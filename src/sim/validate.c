@@ -169,6 +169,8 @@ json_t *sl_validation_to_json(const struct sl_sim_env *env, const struct sl_vali
 	json_object_set_new(o, "schema", json_string("sailor.validation/1"));
 	json_object_set_new(o, "model", json_string(env->model.name));
 	json_object_set_new(o, "cost_model", json_string(sl_cost_model_name(v->cost_model)));
+	const char *overlay = sl_sim_env_profile_overlay(env);
+	json_object_set_new(o, "profiles_overlay", overlay ? json_string(overlay) : json_null());
 	json_t *runs = json_array();
 	for (int i = 0; i < v->run_count; i++) {
 		const struct sl_validation_run *r = &v->runs[i];
