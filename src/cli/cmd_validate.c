@@ -112,7 +112,8 @@ static int run_validate(int argc, char **argv)
 		printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "peak memory", 100 * v.memory.mean_abs,
 		       100 * v.memory.median_abs, 100 * v.memory.max_abs);
 		if (v.skipped)
-			printf("(%d plan files without real/max_mem skipped)\n", v.skipped);
+			printf("(%d plan files without a measured real and max_mem (missing or 0) "
+			       "skipped)\n", v.skipped);
 	}
 	sl_validation_free(&v);
 	sl_sim_env_free(env);

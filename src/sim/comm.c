@@ -38,6 +38,16 @@ double sl_sosp25_ar_time_buckets(double nbytes, int n, const struct sl_net_fit *
 
 /* ---- sailor ---- */
 
+/* A fit's bandwidth at a message size, GB/s; a non-positive value of the quadratic (messages far
+ * below the sizes measured) falls back to the fit's constant term, else 1 GB/s. */
+static double fit_gbps_at(const struct sl_net_fit *fit, double bytes)
+{
+	double gbps = sl_net_fit_gbps(fit, bytes);
+	if (!(gbps > 0))
+		gbps = fit->a0 > 0 ? fit->a0 : 1.0;
+	return gbps;
+}
+
 /* Achieved all-reduce bandwidth relative to the point-to-point fits. Calibrated from the measured
  * gradient-reduction time (red_grads) of the SOSP'25 GH200 runs with one stage and D >= 2
  * (D = 2: 0.58, D = 16: 0.37, D = 32: 0.57 of the count-4 p2p fit, after the fixed cost below):
@@ -54,18 +64,30 @@ double sl_sosp25_ar_time_buckets(double nbytes, int n, const struct sl_net_fit *
 double sl_sim_p2p_time(const struct sl_sim_env *env, const struct sl_replica *src,
 		       const struct sl_replica *dst, double bytes)
 {
-	/* Megatron-DeepSpeed sends the stage output from every TP rank of the sender to the
-	 * matching rank of the receiver (each rank holds the full activation): streams =
-	 * max(tp_src, tp_dst) messages of `bytes`, over min(tp_src, tp_dst) parallel GPU pairs whose
-	 * aggregate bandwidth the count-c fit gives (SIMULATOR.md 2.5). The SOSP'25 formula sends
-	 * one copy and so undercounts by tp. */
+	/* DeepSpeed's PipelineEngine partitions what it sends between stages when the model is
+	 * tensor-parallel (engine.py: is_pipe_partitioned = is_grad_partitioned =
+	 * is_model_parallel): each TP rank of the sender sends only its 1/tp slice of the stage
+	 * output (or of the gradient), to the matching rank of the receiver, and the receiver's TP
+	 * group all-gathers the slices (PartitionedTensor.full()) before using them. So one copy of
+	 * the tensor crosses the network, over c = min(tp_src, tp_dst) GPU pairs in parallel whose
+	 * aggregate bandwidth the count-c inter-node fit gives (SIMULATOR.md 2.5), then an
+	 * intra-node all-gather over the receiver's NVLink/PCIe (intra-node fit). An earlier
+	 * version of this model sent a full copy from every TP rank; the SOSP'25 RTX runs over a
+	 * 1 Gbit/s link (validation/mit, not used to set any constant) ruled that out: up to 5x
+	 * too slow, where one copy is within about 10%. */
 	int c = src->tp < dst->tp ? src->tp : dst->tp;
-	int streams = src->tp > dst->tp ? src->tp : dst->tp;
 	const struct sl_net_fit *fit = sl_network_fit(env->network, src->zone, src->gpu, c,
 						      dst->zone, dst->gpu, c);
-	/* the fit is the aggregate bandwidth of c pairs sending messages of `bytes` each; the
-	 * streams·bytes in total share it */
-	return (double)streams * sl_net_send_time_s(fit, bytes);
+	/* c pairs each send bytes/c; the count-c fit is their aggregate bandwidth */
+	double net_s = (bytes / 1e9) / fit_gbps_at(fit, bytes / c);
+	double gather_s = 0.0;
+	if (dst->tp > 1) {
+		/* ring all-gather: every GPU receives the (tp-1) slices it lacks */
+		const struct sl_net_fit *intra = sl_network_intra_fit(env->network, dst->gpu, dst->tp);
+		double slice = bytes / dst->tp;
+		gather_s = ((dst->tp - 1) * slice / 1e9) / fit_gbps_at(intra, slice);
+	}
+	return net_s + gather_s;
 }
 
 /* One ring step: every node sends chunk bytes (spread over c GPU pairs) to its successor. */
@@ -76,11 +98,7 @@ static double ring_step(const struct sl_sim_env *env, const struct sl_replica *a
 	const struct sl_net_fit *fit = sl_network_fit(env->network, a->zone, a->gpu, c, b->zone,
 						      b->gpu, c);
 	/* the count-c fit is the aggregate bandwidth of c pairs each sending chunk/c */
-	double per_pair = chunk / c;
-	double gbps = sl_net_fit_gbps(fit, per_pair);
-	if (!(gbps > 0))
-		gbps = fit->a0 > 0 ? fit->a0 : 1.0;
-	return (chunk / 1e9) / gbps;
+	return (chunk / 1e9) / fit_gbps_at(fit, chunk / c);
 }
 
 double sl_sim_allreduce_time(const struct sl_sim_env *env, const struct sl_replica *reps, int D,

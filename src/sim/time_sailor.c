@@ -4,7 +4,8 @@
  *   1. Every pipeline j runs DeepSpeed's 1F1B TrainSchedule (schedule.c) with its own stage
  *      times: per micro-batch forward/backward of its replica of each stage (profile, made
  *      monotone in micro-batch size; see env.c), and blocking activation/gradient transfers
- *      between its consecutive replicas (comm.c: every TP rank sends the full activation).
+ *      between its consecutive replicas (comm.c: partitioned over the TP ranks, all-gathered by the
+ *      receiver).
  *      Pipelines with the same signature (replicas and micro-batch count) are simulated once.
  *   2. Stage k's gradient all-reduce starts when the last of its D replicas has finished its
  *      last backward (stragglers: heterogeneous replicas, uneven micro-batch counts); with P > 1
@@ -191,8 +192,8 @@ int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long
 			usd_per_hour += r->tp * env->catalogue.gpus[r->gpu].usd_per_hour;
 			if (k + 1 < P) {
 				const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
-				int streams = r->tp > n->tp ? r->tp : n->tp;
-				double bytes = (double)M[j] * streams * sz->act_output_bytes[1][last] * b;
+				/* one copy of each activation and gradient crosses (comm.c) */
+				double bytes = (double)M[j] * sz->act_output_bytes[1][last] * b;
 				egress_bytes_usd += bytes * (sl_network_egress_usd_per_gb(env->network, r->zone, n->zone) +
 							     sl_network_egress_usd_per_gb(env->network, n->zone, r->zone));
 			}

@@ -90,7 +90,9 @@ int sl_validation_run(const struct sl_sim_env *env, const char *dir, enum sl_cos
 		rc = sl_plan_load(path, &env->catalogue, &plan, err);
 		if (rc)
 			break;
-		if (!plan.measured.has_real || !plan.measured.has_max_mem) {
+		/* a 0 is how the artifact's files mark a run that was not timed (mit/N1_D1) */
+		if (!plan.measured.has_real || !plan.measured.has_max_mem ||
+		    !(plan.measured.real_s > 0) || !(plan.measured.max_mem_bytes > 0)) {
 			out->skipped++;
 			continue;
 		}

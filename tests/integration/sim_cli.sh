@@ -48,6 +48,9 @@ t, m = v["summary"]["time"]["mean_abs"], v["summary"]["memory"]["mean_abs"]
 assert v["profiles_overlay"] == "data/profiles-sosp25-simulator", v["profiles_overlay"]
 assert abs(t - 0.089) < 0.0005 and abs(m - 0.059) < 0.0005, (t, m)
 PY
+expect validate-gptneo 0 "11 measured runs" -- validate --model GPT-Neo-2.7 data/validation/clariden-gh200-gptneo27
+expect validate-rtx 0 "10 measured runs" "1 plan files without a measured real and max_mem" -- validate --model OPT-350 data/validation/mit-rtx-opt350
+expect validate-rtx-tp8 0 "3 measured runs" -- validate --model OPT-350 --cost-model sosp25 data/validation/mit-rtx-opt350-tp8
 expect profiles-sim 0 "profiles data/profiles-sosp25-simulator" -- simulate --model OPT-350 --plan data/validation/clariden-gh200-opt350/plan_config_N2_D2.json --profiles data/profiles-sosp25-simulator
 mkdir -p "$tmp/ov/OPT-350" "$tmp/ov-typo/OPT-350" "$tmp/ov-bad/OPT-350" "$tmp/ov-empty/OPT-350" "$tmp/ov-other"
 cp data/profiles-sosp25-simulator/OPT-350/GH-96.json "$tmp/ov-typo/OPT-350/GH96.json"

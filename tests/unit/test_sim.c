@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "sim/internal.h"
@@ -257,17 +258,32 @@ static void estimated_times_for_unprofiled_gpus_and_models(void **state)
 	double e40 = sl_sim_stage_compute_s(llama, SL_COST_SAILOR, a40, 1, 4, 1, 1);
 	assert_true(e80 > 0.5 * e40 && e80 < 1.5 * e40);
 	sl_sim_env_free(llama);
-	/* the artifact's GPT-Neo-2.7 profile for GH-96 has OPT-350's 26 layers: not used, estimated */
+	/* GPT-Neo-2.7 on GH-96: the shipped profile (the SOSP'25 simulator's, 34 layers) is used */
 	struct sl_sim_env *neo;
 	assert_int_equal(sl_sim_env_load("GPT-Neo-2.7", "data", &neo, &err), 0);
 	assert_int_equal(neo->num_layers, 34);
 	int ngh = sl_catalogue_gpu_index(&neo->catalogue, "GH-96");
-	assert_null(neo->profiles[ngh]);
-	assert_int_equal(sl_sim_time_source(neo, ngh, 2, 4), SL_TIME_ESTIMATED);
+	assert_non_null(neo->profiles[ngh]);
+	assert_int_equal(sl_sim_time_source(neo, ngh, 2, 4), SL_TIME_PROFILED);
 	assert_int_equal(sl_sim_time_source(neo, a40, 2, 4), SL_TIME_PROFILED);
 	/* A100-80 profiles carry no optimizer time: borrowed from A100-40 */
 	assert_true(sl_sim_stage_update_s(neo, SL_COST_SAILOR, a80, 2, 2, 1, 1) > 0);
 	sl_sim_env_free(neo);
+	/* a profile with another model's layer count (the SOSP'25 planner's GPT-Neo-2.7/GH-96 file
+	 * is OPT-350's, 26 layers) is not used: that GPU's times are estimated, with a warning */
+	char overlay[] = "/tmp/sailor-test-overlay-XXXXXX", dir[128], cmd[512];
+	assert_non_null(mkdtemp(overlay));
+	snprintf(dir, sizeof(dir), "%s/GPT-Neo-2.7", overlay);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(cmd, sizeof(cmd), "cp data/profiles/OPT-350/GH-96.json %s/GH-96.json", dir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(sl_sim_env_load_overlaid("GPT-Neo-2.7", "data", overlay, &neo, &err), 0);
+	assert_null(neo->profiles[ngh]);
+	assert_int_equal(sl_sim_time_source(neo, ngh, 2, 4), SL_TIME_ESTIMATED);
+	assert_string_equal(sl_sim_env_profile_overlay(neo), overlay);
+	sl_sim_env_free(neo);
+	snprintf(cmd, sizeof(cmd), "rm -r %s", overlay);
+	assert_int_equal(system(cmd), 0);
 }
 
 static void json_has_the_documented_fields(void **state)
@@ -301,8 +317,25 @@ static void accuracy_on_the_gh200_runs(void **state)
 					   SL_COST_SAILOR, &v, &err), 0);
 	assert_int_equal(v.run_count, 15);
 	/* regression bounds just above the figures reported in the README */
-	assert_true(v.time.mean_abs < 0.060);
+	assert_true(v.time.mean_abs < 0.080);
 	assert_true(v.memory.mean_abs < 0.040);
+	sl_validation_free(&v);
+	/* the other measured runs shipped (other model; RTX pipelines over slow links), which
+	 * no constant was set from: bounds just above the README's figures */
+	struct sl_sim_env *neo;
+	assert_int_equal(sl_sim_env_load("GPT-Neo-2.7", "data", &neo, &err), 0);
+	assert_int_equal(sl_validation_run(neo, "data/validation/clariden-gh200-gptneo27",
+					   SL_COST_SAILOR, &v, &err), 0);
+	assert_int_equal(v.run_count, 11);
+	assert_true(v.time.mean_abs < 0.075 && v.memory.mean_abs < 0.070);
+	sl_validation_free(&v);
+	sl_sim_env_free(neo);
+	assert_int_equal(sl_validation_run(env, "data/validation/mit-rtx-opt350", SL_COST_SAILOR,
+					   &v, &err), 0);
+	assert_int_equal(v.run_count, 10); /* N1_D1 was not timed (real 0): skipped */
+	assert_int_equal(v.skipped, 1);
+	assert_true(v.time.mean_abs < 0.090 && v.time.max_abs < 0.50);
+	assert_true(v.memory.mean_abs < 0.30);
 	sl_validation_free(&v);
 	assert_int_equal(sl_validation_run(env, "data/validation/clariden-gh200-opt350",
 					   SL_COST_SOSP25, &v, &err), 0);
