@@ -72,9 +72,10 @@ double sl_sim_p2p_time(const struct sl_sim_env *env, const struct sl_replica *sr
 	 * the tensor crosses the network, over c = min(tp_src, tp_dst) GPU pairs in parallel whose
 	 * aggregate bandwidth the count-c inter-node fit gives (SIMULATOR.md 2.5), then an
 	 * intra-node all-gather over the receiver's NVLink/PCIe (intra-node fit). An earlier
-	 * version of this model sent a full copy from every TP rank; the SOSP'25 RTX runs over a
-	 * 1 Gbit/s link (validation/mit, not used to set any constant) ruled that out: up to 5x
-	 * too slow, where one copy is within about 10%. */
+	 * version of this model sent a full copy from every TP rank; the SOSP'25 RTX runs, whose
+	 * nodes share one NIC (data/validation/mit-rtx-*, no constant set from them), ruled that
+	 * out: up to 7.8x the measured time, where with one copy 8 of their 10 timed runs are
+	 * within 4.1%. The GH200 four-stage runs come out 12% short with it (README, validate). */
 	int c = src->tp < dst->tp ? src->tp : dst->tp;
 	const struct sl_net_fit *fit = sl_network_fit(env->network, src->zone, src->gpu, c,
 						      dst->zone, dst->gpu, c);
