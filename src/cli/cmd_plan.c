@@ -33,7 +33,7 @@ static const struct sl_cli_option plan_options[] = {
 	[OPT_UNEVEN] = {"uneven-microbatches", 0, NULL, "also consider giving faster pipelines more micro-batches (the runtime does not execute such plans yet)", NULL},
 	[OPT_JSON] = {"json", 0, NULL, "print one JSON document {\"steps\": [...]} on stdout", NULL},
 	[OPT_OUTPUT] = {"output", 'o', "PLAN.json", "write the best plan (of the last step) to this file", NULL},
-	[OPT_PROFILES] = {"profiles", 0, "DIR", "DIR/<MODEL>/<GPU>.json replace the shipped profiles (e.g. data/profiles-sosp25-simulator)", "none"},
+	[OPT_PROFILES] = {"profiles", 0, "DIR", SL_CLI_PROFILES_HELP, "none"},
 };
 
 const struct sl_cli_command sl_cmd_plan = {

@@ -17,7 +17,7 @@ static const struct sl_cli_option options[] = {
 	{"global-batch", 'g', "N", "samples per iteration", "the plan's, else the model's"},
 	{"cost-model", 'c', "NAME", "sailor (ours) or sosp25 (the SOSP'25 simulator exactly)",
 	 "sailor"},
-	{"profiles", 0, "DIR", "DIR/<MODEL>/<GPU>.json replace the shipped profiles (e.g. data/profiles-sosp25-simulator)", "none"},
+	{"profiles", 0, "DIR", SL_CLI_PROFILES_HELP, "none"},
 	{"json", 0, NULL, "print one JSON object (schema sailor.simulation/1) on stdout", NULL},
 };
 

@@ -12,7 +12,7 @@ static int run_validate(int argc, char **argv);
 static const struct sl_cli_option options[] = {
 	{"model", 'm', "NAME|FILE", "model the runs trained", NULL},
 	{"cost-model", 'c', "NAME", "sailor or sosp25", "sailor"},
-	{"profiles", 0, "DIR", "DIR/<MODEL>/<GPU>.json replace the shipped profiles (e.g. data/profiles-sosp25-simulator)", "none"},
+	{"profiles", 0, "DIR", SL_CLI_PROFILES_HELP, "none"},
 	{"json", 0, NULL, "print one JSON object (schema sailor.validation/1) on stdout", NULL},
 };
 

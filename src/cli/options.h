@@ -44,6 +44,10 @@ enum { SL_CLI_END = -1, SL_CLI_ERROR = -2, SL_CLI_HELP = -3 };
 
 #define SL_CLI_MAX_OPTIONS 48
 
+/* The help of --profiles, which simulate, validate and plan share (sl_sim_env_load_overlaid). */
+#define SL_CLI_PROFILES_HELP \
+	"DIR/<MODEL>/<GPU>.json replace the shipped profiles (e.g. data/profiles-sosp25-simulator)"
+
 struct sl_cli_parser {
 	const struct sl_cli_command *command;
 	int argc;

@@ -194,8 +194,7 @@ static int load_profiles(struct sl_sim_env *env, const char *data_dir, struct sl
 	int rc = 0;
 	for (int g = 0; !rc && g < env->catalogue.gpu_count; g++) {
 		char *path = env->tables->profile_path[g];
-		const char *overlay = env->tables->profile_overlay_dir;
-		sl_profile_locate(path, SL_PROFILE_PATH_MAX, data_dir, overlay[0] ? overlay : NULL,
+		sl_profile_locate(path, SL_PROFILE_PATH_MAX, data_dir, sl_sim_env_profile_overlay(env),
 				  env->model.name, env->catalogue.gpus[g].name);
 		if (!env->named_model || !file_exists(path))
 			continue;

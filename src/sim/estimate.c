@@ -122,9 +122,8 @@ static int load_ref(const struct sl_sim_env *env, const char *data_dir, struct r
 	for (int g = 0; !rc && g < env->catalogue.gpu_count; g++) {
 		char path[SL_PROFILE_PATH_MAX];
 		struct stat st;
-		const char *overlay = env->tables->profile_overlay_dir;
-		sl_profile_locate(path, sizeof(path), data_dir, overlay[0] ? overlay : NULL, REF_MODEL,
-				  env->catalogue.gpus[g].name);
+		sl_profile_locate(path, sizeof(path), data_dir, sl_sim_env_profile_overlay(env),
+				  REF_MODEL, env->catalogue.gpus[g].name);
 		if (stat(path, &st) != 0)
 			continue;
 		rc = sl_profile_load(path, r->sizes->num_layers, &r->prof[g], err);

@@ -18,7 +18,8 @@
  * shared by threads.
  *
  * Layer times. For a named model on a GPU type with a shipped profile, times are the profile's
- * (data/profiles/<MODEL>/<GPU>.json, or an overlay folder's); a (micro-batch, TP) the profile lacks is an error naming
+ * (data/profiles/<MODEL>/<GPU>.json, or an overlay folder's); a (micro-batch, TP) the profile
+ * lacks is an error naming
  * the profile file and the entry. For a GPU type with no profile of the model, or a model given
  * as a hyper-parameter file, times are estimated (SL_TIME_ESTIMATED): per layer, FLOPs divided
  * by the FLOP rate that GPU achieved on the same kind of layer of a profiled reference model at
