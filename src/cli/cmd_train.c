@@ -5,50 +5,17 @@
 #include <string.h>
 
 #include "cli/options.h"
+#include "cli/train_options.h"
 #include "train/trainer.h"
 #include "util/log.h"
 
 static int run_train(int argc, char **argv);
 
-enum {
-	OPT_MODEL, OPT_DATA, OPT_MICRO, OPT_GLOBAL, OPT_STEPS, OPT_THREADS, OPT_SEQ, OPT_LR,
-	OPT_MIN_LR, OPT_WARMUP, OPT_DECAY, OPT_WD, OPT_BETA1, OPT_BETA2, OPT_EPS, OPT_CLIP,
-	OPT_SEED, OPT_SHUFFLE, OPT_CKPT_DIR, OPT_CKPT_EVERY, OPT_CKPT_KEEP, OPT_RESUME, OPT_JSON,
-	OPT_LOG_EVERY, OPT_INIT_FROM, OPT_SAVE_ST, OPT_DUMP,
-};
+enum { OPT_THREADS = SL_TOPT_COUNT, OPT_INIT_FROM, OPT_SAVE_ST, OPT_DUMP };
 
 static const struct sl_cli_option options[] = {
-	[OPT_MODEL] = {"model", 'm', "NAME|FILE", "model: a name in data/models/ or a JSON file", NULL},
-	[OPT_DATA] = {"data", 'd', "FILE", "token file (build one with 'sailor data')", NULL},
-	[OPT_MICRO] = {"micro-batch", 'b', "B", "sequences per micro-batch", "4"},
-	[OPT_GLOBAL] = {"global-batch", 'g', "G", "sequences per optimizer step, a multiple of B",
-			"B"},
-	[OPT_STEPS] = {"steps", 'n', "N", "train until step N, counted from the start", "100"},
+	SL_CLI_TRAIN_OPTIONS,
 	[OPT_THREADS] = {"threads", 't', "T", "CPU threads for BLAS and kernels", "all cores"},
-	[OPT_SEQ] = {"seq-len", 's', "S", "tokens per sequence, at most the model's seq_len",
-		     "the model's"},
-	[OPT_LR] = {"lr", 0, "LR", "peak learning rate", "6e-4"},
-	[OPT_MIN_LR] = {"min-lr", 0, "LR", "learning rate at the end of the cosine", "lr/10"},
-	[OPT_WARMUP] = {"warmup-steps", 0, "N", "linear warm-up steps", "0"},
-	[OPT_DECAY] = {"lr-decay-steps", 0, "N", "step where the cosine reaches --min-lr",
-		       "--steps"},
-	[OPT_WD] = {"weight-decay", 0, "WD", "AdamW weight decay of matrices", "0.1"},
-	[OPT_BETA1] = {"beta1", 0, "B1", "AdamW beta1", "0.9"},
-	[OPT_BETA2] = {"beta2", 0, "B2", "AdamW beta2", "0.95"},
-	[OPT_EPS] = {"eps", 0, "EPS", "AdamW epsilon", "1e-8"},
-	[OPT_CLIP] = {"grad-clip", 0, "NORM", "clip the global gradient norm (0: off)", "1.0"},
-	[OPT_SEED] = {"seed", 0, "S", "seed of the initial weights and the data shuffle", "1337"},
-	[OPT_SHUFFLE] = {"shuffle", 0, NULL, "visit the windows in a new random order each epoch",
-			 NULL},
-	[OPT_CKPT_DIR] = {"ckpt-dir", 0, "DIR", "write checkpoints here: every K steps, at the end, on SIGINT",
-			  NULL},
-	[OPT_CKPT_EVERY] = {"ckpt-every", 0, "K", "checkpoint every K steps (0: only at the end)",
-			    "0"},
-	[OPT_CKPT_KEEP] = {"ckpt-keep", 0, "N", "keep the newest N checkpoints", "2"},
-	[OPT_RESUME] = {"resume", 0, NULL, "continue from the newest valid checkpoint in --ckpt-dir",
-			NULL},
-	[OPT_JSON] = {"json", 0, NULL, "print one JSON object per step (and one at the end)", NULL},
-	[OPT_LOG_EVERY] = {"log-every", 0, "N", "print every N-th step", "1"},
 	[OPT_INIT_FROM] = {"init-from", 0, "FILE", "initial weights from a safetensors file", NULL},
 	[OPT_SAVE_ST] = {"save-safetensors", 0, "FILE", "export the final weights as safetensors",
 			 NULL},
@@ -73,18 +40,6 @@ const struct sl_cli_command sl_cmd_train = {
 	.run = run_train,
 };
 
-static int parse_int(const char *name, const char *text, long long min, int *out)
-{
-	long long v;
-	int rc = sl_cli_parse_long(&sl_cmd_train, name, text, min, &v);
-	if (rc)
-		return rc;
-	if (v > (1LL << 30))
-		return sl_cli_usage_error(&sl_cmd_train, "--%s: %lld is too large", name, v);
-	*out = (int)v;
-	return 0;
-}
-
 static int run_train(int argc, char **argv)
 {
 	struct sl_train_options o;
@@ -97,38 +52,18 @@ static int run_train(int argc, char **argv)
 			return 2;
 		if (idx == SL_CLI_HELP)
 			return 0;
-		const char *arg = parser.arg, *name = options[idx].name;
-		const struct sl_cli_command *c = &sl_cmd_train;
+		const char *arg = parser.arg;
 		int rc = 0;
-		switch (idx) {
-		case OPT_MODEL: o.model = arg; break;
-		case OPT_DATA: o.data = arg; break;
-		case OPT_MICRO: rc = parse_int(name, arg, 1, &o.micro_batch); break;
-		case OPT_GLOBAL: rc = sl_cli_parse_long(c, name, arg, 1, &o.global_batch); break;
-		case OPT_STEPS: rc = sl_cli_parse_long(c, name, arg, 0, &o.steps); break;
-		case OPT_THREADS: rc = parse_int(name, arg, 1, &o.threads); break;
-		case OPT_SEQ: rc = parse_int(name, arg, 1, &o.seq_len); break;
-		case OPT_LR: rc = sl_cli_parse_double(c, name, arg, 0.0, &o.lr); break;
-		case OPT_MIN_LR: rc = sl_cli_parse_double(c, name, arg, 0.0, &o.min_lr); break;
-		case OPT_WARMUP: rc = sl_cli_parse_long(c, name, arg, 0, &o.warmup_steps); break;
-		case OPT_DECAY: rc = sl_cli_parse_long(c, name, arg, 1, &o.lr_decay_steps); break;
-		case OPT_WD: rc = sl_cli_parse_double(c, name, arg, 0.0, &o.weight_decay); break;
-		case OPT_BETA1: rc = sl_cli_parse_double(c, name, arg, 0.0, &o.beta1); break;
-		case OPT_BETA2: rc = sl_cli_parse_double(c, name, arg, 0.0, &o.beta2); break;
-		case OPT_EPS: rc = sl_cli_parse_double(c, name, arg, 0.0, &o.eps); break;
-		case OPT_CLIP: rc = sl_cli_parse_double(c, name, arg, 0.0, &o.grad_clip); break;
-		case OPT_SEED: rc = sl_cli_parse_long(c, name, arg, 0, &seed); break;
-		case OPT_SHUFFLE: o.shuffle = 1; break;
-		case OPT_CKPT_DIR: o.ckpt_dir = arg; break;
-		case OPT_CKPT_EVERY: rc = sl_cli_parse_long(c, name, arg, 0, &o.ckpt_every); break;
-		case OPT_CKPT_KEEP: rc = parse_int(name, arg, 1, &o.ckpt_keep); break;
-		case OPT_RESUME: o.resume = 1; break;
-		case OPT_JSON: o.json = 1; break;
-		case OPT_LOG_EVERY: rc = sl_cli_parse_long(c, name, arg, 1, &o.log_every); break;
-		case OPT_INIT_FROM: o.init_from = arg; break;
-		case OPT_SAVE_ST: o.save_safetensors = arg; break;
-		case OPT_DUMP: o.dump_first_step = arg; break;
-		}
+		if (idx < SL_TOPT_COUNT)
+			rc = sl_cli_train_option(&sl_cmd_train, idx, arg, &o, &seed);
+		else if (idx == OPT_THREADS)
+			rc = sl_cli_parse_int(&sl_cmd_train, options[idx].name, arg, 1, &o.threads);
+		else if (idx == OPT_INIT_FROM)
+			o.init_from = arg;
+		else if (idx == OPT_SAVE_ST)
+			o.save_safetensors = arg;
+		else if (idx == OPT_DUMP)
+			o.dump_first_step = arg;
 		if (rc)
 			return rc;
 	}
@@ -136,23 +71,15 @@ static int run_train(int argc, char **argv)
 	if (parser.next_index < argc)
 		return sl_cli_usage_error(&sl_cmd_train, "unexpected argument '%s'",
 					  argv[parser.next_index]);
-	if (!o.model)
-		return sl_cli_usage_error(&sl_cmd_train, "--model is required (a name such as "
-					  "gpt2-tiny, or a JSON file)");
-	if (!o.data)
-		return sl_cli_usage_error(&sl_cmd_train, "--data is required (a token file from "
-					  "'sailor data')");
-	if (o.beta1 >= 1.0 || o.beta2 >= 1.0)
-		return sl_cli_usage_error(&sl_cmd_train, "--beta1 and --beta2 must be below 1");
-	if ((o.resume || o.ckpt_every) && !o.ckpt_dir)
-		return sl_cli_usage_error(&sl_cmd_train, "--%s needs --ckpt-dir",
-					  o.resume ? "resume" : "ckpt-every");
+	int rc = sl_cli_train_options_check(&sl_cmd_train, &o, 1);
+	if (rc)
+		return rc;
 	if (o.resume && o.dump_first_step)
 		return sl_cli_usage_error(&sl_cmd_train,
 					  "--dump-first-step describes step 1 of a fresh run: drop "
 					  "--resume");
 	struct sl_err err = {0};
-	int rc = sl_train_run(&o, stdout, &err);
+	rc = sl_train_run(&o, stdout, &err);
 	if (rc) {
 		if (rc == SL_EUSAGE)
 			return sl_cli_usage_error(&sl_cmd_train, "%s", err.msg);

@@ -8,6 +8,7 @@ extern const struct sl_cli_command sl_cmd_validate;
 extern const struct sl_cli_command sl_cmd_plan;
 extern const struct sl_cli_command sl_cmd_train;
 extern const struct sl_cli_command sl_cmd_data;
+extern const struct sl_cli_command sl_cmd_run;
 
 const struct sl_cli_command *const sl_cli_commands[] = {
 	&sl_cmd_version,
@@ -16,5 +17,6 @@ const struct sl_cli_command *const sl_cli_commands[] = {
 	&sl_cmd_plan,
 	&sl_cmd_train,
 	&sl_cmd_data,
+	&sl_cmd_run,
 };
 const size_t sl_cli_command_count = sizeof(sl_cli_commands) / sizeof(sl_cli_commands[0]);

@@ -10,8 +10,10 @@
  *   plus the parameter gradients of each product (kernels.h, sl_matmul_backward).
  * Invariants: parameter storage is one block of 4 * P floats (values, grads, exp_avg,
  * exp_avg_sq, each in parameter order), so the optimizer and checkpoints see each array as
- * contiguous per parameter; the activation cache and the workspace are allocated once, at
- * init, for the largest micro-batch, and the step loop never allocates. */
+ * contiguous per parameter; the activation caches (one per slot, side by side) and the
+ * workspace are allocated once, at init, for the largest micro-batch, and the step loop never
+ * allocates (selecting a slot only re-points the views). tp == 1 runs the original kernels
+ * only; the vocabulary-parallel paths (tp > 1) are separate branches. */
 #include "train/gpt_layers.h"
 
 #include <math.h>
@@ -61,7 +63,8 @@ static void describe_params(struct sl_gpt_layer *layer)
 	struct sl_param *p;
 	switch (c->kind) {
 	case SL_GPT_EMBEDDING:
-		add_param(layer, "wte.weight", c->vocab, C, -1, 1);
+		/* vocabulary-parallel by rows (uneven when tp does not divide vocab) */
+		add_param(layer, "wte.weight", c->vocab, C, 0, 1);
 		add_param(layer, "wpe.weight", c->max_seq_len, C, -1, 1);
 		break;
 	case SL_GPT_BLOCK: {
@@ -88,7 +91,7 @@ static void describe_params(struct sl_gpt_layer *layer)
 		set_const(add_param(layer, "ln_f.weight", C, 0, -1, 1), 1.0f);
 		set_const(add_param(layer, "ln_f.bias", C, 0, -1, 1), 0.0f);
 		if (c->own_wte) {
-			p = add_param(layer, "wte.weight", c->vocab, C, -1, 1);
+			p = add_param(layer, "wte.weight", c->vocab, C, 0, 1);
 			snprintf(p->name, sizeof(p->name), "layer0.wte.weight");
 		}
 		break;
@@ -113,10 +116,19 @@ static int validate(const struct sl_gpt_layer_config *c, int max_batch, int seq,
 		return sl_err_set(err, SL_EINPUT,
 				  "layer %d: tp %d must divide heads %d and ffn_hidden %d", c->index,
 				  c->tp, c->heads, c->ffn_hidden);
-	if (c->kind == SL_GPT_BLOCK && c->tp > 1 && !c->comm.allreduce_sum)
+	if (c->kind != SL_GPT_BLOCK && c->vocab < c->tp)
 		return sl_err_set(err, SL_EINPUT,
-				  "layer %d: tp %d needs a tensor-parallel all-reduce (cfg.comm)",
-				  c->index, c->tp);
+				  "layer %d: vocabulary %d is smaller than tp %d: every rank needs "
+				  "rows of the token table",
+				  c->index, c->vocab, c->tp);
+	if (c->tp > 1 && (!c->comm.allreduce_sum ||
+			  (c->kind == SL_GPT_HEAD && !c->comm.allreduce_max)))
+		return sl_err_set(err, SL_EINPUT,
+				  "layer %d: tp %d needs a tensor-parallel all-reduce sum%s (cfg.comm)",
+				  c->index, c->tp, c->kind == SL_GPT_HEAD ? " and max" : "");
+	if (c->slots < 0)
+		return sl_err_set(err, SL_EINPUT, "layer %d: %d activation slots", c->index,
+				  c->slots);
 	if (max_batch <= 0 || seq <= 0)
 		return sl_err_set(err, SL_EINPUT, "layer %d: micro-batch and sequence must be positive",
 				  c->index);
@@ -159,9 +171,11 @@ static size_t layout_cache(struct sl_gpt_layer *l, float *base)
 		VIEW(ln1, n * C);
 		VIEW(ln1_mean, n);
 		VIEW(ln1_rstd, n);
-		VIEW(logits, n * (size_t)l->cfg.vocab);
+		VIEW(logits, n * (size_t)l->local_vocab);
 		VIEW(lse, n);
 		VIEW(losses, n);
+		if (l->cfg.tp > 1)
+			VIEW(ce_sum, 2 * n);
 		break;
 	}
 #undef VIEW
@@ -180,8 +194,13 @@ int sl_gpt_layer_init(struct sl_gpt_layer *layer, const struct sl_gpt_layer_conf
 	layer->local_heads = cfg->kind == SL_GPT_BLOCK ? cfg->heads / cfg->tp : cfg->heads;
 	layer->local_hidden = layer->local_heads * layer->head_size;
 	layer->local_ffn = cfg->kind == SL_GPT_BLOCK ? cfg->ffn_hidden / cfg->tp : cfg->ffn_hidden;
+	long long v0, vl;
+	sl_param_shard_range(cfg->vocab, cfg->tp, cfg->tp_rank, &v0, &vl);
+	layer->vocab_start = (int)v0;
+	layer->local_vocab = (int)vl;
 	layer->max_batch = max_batch;
 	layer->seq = seq;
+	layer->slots = cfg->slots > 0 ? cfg->slots : 1;
 	describe_params(layer);
 
 	size_t total = 0;
@@ -189,7 +208,8 @@ int sl_gpt_layer_init(struct sl_gpt_layer *layer, const struct sl_gpt_layer_conf
 		total += (size_t)layer->params[i].numel;
 	layer->storage_floats = 4 * total;
 	layer->storage = sl_alloc_floats(layer->storage_floats);
-	layer->cache_floats = layout_cache(layer, NULL);
+	layer->slot_floats = layout_cache(layer, NULL);
+	layer->cache_floats = layer->slot_floats * (size_t)layer->slots;
 	layer->cache = layer->cache_floats ? sl_alloc_floats(layer->cache_floats) : NULL;
 	if (!layer->storage || (layer->cache_floats && !layer->cache)) {
 		size_t bytes = (layer->storage_floats + layer->cache_floats) * sizeof(float);
@@ -206,7 +226,7 @@ int sl_gpt_layer_init(struct sl_gpt_layer *layer, const struct sl_gpt_layer_conf
 		p->exp_avg_sq = layer->storage + 3 * total + off;
 		off += (size_t)p->numel;
 	}
-	layout_cache(layer, layer->cache);
+	sl_gpt_layer_select_slot(layer, 0);
 	if (cfg->kind == SL_GPT_HEAD && cfg->own_wte)
 		layer->wte = &layer->params[layer->param_count - 1];
 	return 0;
@@ -224,6 +244,12 @@ void sl_gpt_layer_init_weights(struct sl_gpt_layer *layer, uint64_t seed)
 	memset(layer->storage, 0, layer->storage_floats * sizeof(float));
 	for (int i = 0; i < layer->param_count; i++)
 		sl_param_init(&layer->params[i], seed);
+}
+
+void sl_gpt_layer_select_slot(struct sl_gpt_layer *layer, int slot)
+{
+	layer->slot = slot;
+	layout_cache(layer, layer->cache ? layer->cache + layer->slot_floats * (size_t)slot : NULL);
 }
 
 void sl_gpt_layer_tie(struct sl_gpt_layer *head, struct sl_gpt_layer *embedding)
@@ -355,7 +381,50 @@ static int embedding_forward(struct sl_gpt_layer *l, const struct sl_gpt_microba
 					  "token %d at position %d is outside the model's vocabulary "
 					  "of %d",
 					  (int)mb->tokens[i], i, l->cfg.vocab);
-	sl_embedding_forward(out, mb->tokens, V(WTE), V(WPE), mb->batch, mb->seq, l->cfg.hidden);
+	if (l->cfg.tp == 1) {
+		sl_embedding_forward(out, mb->tokens, V(WTE), V(WPE), mb->batch, mb->seq,
+				     l->cfg.hidden);
+		return 0;
+	}
+	/* Each token's row lives on one rank; the others add zeros, so the sum is exact. */
+	sl_embedding_forward_shard(out, mb->tokens, V(WTE), l->vocab_start, l->local_vocab, n,
+				   l->cfg.hidden);
+	int rc = allreduce(l, out, (long long)n * l->cfg.hidden, err);
+	if (rc)
+		return rc;
+	sl_embedding_add_positions(out, V(WPE), mb->batch, mb->seq, l->cfg.hidden);
+	return 0;
+}
+
+static int allreduce_max(const struct sl_gpt_layer *l, float *buf, long long count,
+			 struct sl_err *err)
+{
+	int rc = l->cfg.comm.allreduce_max(buf, count, l->cfg.comm.ctx);
+	if (rc)
+		return sl_err_set(err, rc, "layer %d: tensor-parallel all-reduce (max) failed",
+				  l->cfg.index);
+	return 0;
+}
+
+/* Cross-entropy over logits split by vocabulary rows across the TP group (crossentropy.c):
+ * lse = M + log(sum of the ranks' exp-sums), M the maximum over every rank's logits. */
+static int vocab_parallel_crossentropy(struct sl_gpt_layer *l, const int32_t *targets, int N,
+				       struct sl_err *err)
+{
+	float *max = l->lse, *sumexp = l->ce_sum, *target_logit = l->ce_sum + N;
+	int rc;
+	sl_crossentropy_rowmax(max, l->logits, N, l->local_vocab);
+	if ((rc = allreduce_max(l, max, N, err)))
+		return rc;
+	sl_crossentropy_shard_partials(sumexp, target_logit, l->logits, max, targets,
+				       l->vocab_start, N, l->local_vocab);
+	/* exp-sums and target logits in one sum: the buffer is contiguous */
+	if ((rc = allreduce(l, l->ce_sum, 2LL * N, err)))
+		return rc;
+	for (int i = 0; i < N; i++) {
+		l->lse[i] = max[i] + logf(sumexp[i]);
+		l->losses[i] = l->lse[i] - target_logit[i];
+	}
 	return 0;
 }
 
@@ -373,8 +442,16 @@ static int head_forward(struct sl_gpt_layer *l, const struct sl_gpt_microbatch *
 					  "vocabulary of %d",
 					  (int)mb->targets[i], i, Vocab);
 	sl_layernorm_forward(l->ln1, l->ln1_mean, l->ln1_rstd, x, V(LNF_W), V(LNF_B), N, C);
-	sl_matmul_forward(l->logits, l->ln1, l->wte->value, NULL, N, C, Vocab);
-	sl_crossentropy_forward(l->losses, l->lse, l->logits, mb->targets, N, Vocab);
+	if (l->cfg.tp == 1) {
+		sl_matmul_forward(l->logits, l->ln1, l->wte->value, NULL, N, C, Vocab);
+		sl_crossentropy_forward(l->losses, l->lse, l->logits, mb->targets, N, Vocab);
+	} else {
+		sl_matmul_forward(l->logits, l->ln1, l->wte->value, NULL, N, C, l->local_vocab);
+		int rc = vocab_parallel_crossentropy(l, mb->targets, N, err);
+		if (rc)
+			return rc;
+	}
+	/* every TP rank holds the same losses[], so sums them to the same loss */
 	double sum = 0.0;
 	for (int i = 0; i < N; i++)
 		sum += l->losses[i];
@@ -383,18 +460,31 @@ static int head_forward(struct sl_gpt_layer *l, const struct sl_gpt_microbatch *
 	return 0;
 }
 
-static void head_backward(struct sl_gpt_layer *l, struct sl_gpt_workspace *ws,
-			  const struct sl_gpt_microbatch *mb, const float *x, float *dx,
-			  float loss_scale)
+static int head_backward(struct sl_gpt_layer *l, struct sl_gpt_workspace *ws,
+			 const struct sl_gpt_microbatch *mb, const float *x, float *dx,
+			 float loss_scale, struct sl_err *err)
 {
 	int N = mb->batch * mb->seq, C = l->cfg.hidden, Vocab = l->cfg.vocab;
-	sl_crossentropy_backward(l->logits, l->logits, l->lse, mb->targets, N, Vocab,
-				 loss_scale / (float)N);
-	sl_matmul_backward(ws->dln, l->wte->grad, NULL, l->logits, l->ln1, l->wte->value, N, C,
-			   Vocab);
+	if (l->cfg.tp == 1) {
+		sl_crossentropy_backward(l->logits, l->logits, l->lse, mb->targets, N, Vocab,
+					 loss_scale / (float)N);
+		sl_matmul_backward(ws->dln, l->wte->grad, NULL, l->logits, l->ln1, l->wte->value,
+				   N, C, Vocab);
+	} else {
+		sl_crossentropy_backward_shard(l->logits, l->logits, l->lse, mb->targets,
+					       l->vocab_start, N, l->local_vocab,
+					       loss_scale / (float)N);
+		sl_matmul_backward(ws->dln, l->wte->grad, NULL, l->logits, l->ln1, l->wte->value,
+				   N, C, l->local_vocab);
+		/* d ln sums the contributions of every rank's vocabulary rows */
+		int rc = allreduce(l, ws->dln, (long long)N * C, err);
+		if (rc)
+			return rc;
+	}
 	memset(dx, 0, (size_t)N * C * sizeof(float));
 	sl_layernorm_backward(dx, G(LNF_W), G(LNF_B), ws->dln, x, V(LNF_W), l->ln1_mean,
 			      l->ln1_rstd, N, C);
+	return 0;
 }
 
 int sl_gpt_layer_forward(struct sl_gpt_layer *layer, struct sl_gpt_workspace *ws,
@@ -426,14 +516,18 @@ int sl_gpt_layer_backward(struct sl_gpt_layer *layer, struct sl_gpt_workspace *w
 	struct sl_gpt_layer *l = layer;
 	switch (layer->cfg.kind) {
 	case SL_GPT_EMBEDDING:
-		sl_embedding_backward(G(WTE), G(WPE), grad_output, mb->tokens, mb->batch, mb->seq,
-				      l->cfg.hidden);
+		if (l->cfg.tp == 1)
+			sl_embedding_backward(G(WTE), G(WPE), grad_output, mb->tokens, mb->batch,
+					      mb->seq, l->cfg.hidden);
+		else
+			sl_embedding_backward_shard(G(WTE), G(WPE), grad_output, mb->tokens,
+						    l->vocab_start, l->local_vocab, mb->batch,
+						    mb->seq, l->cfg.hidden);
 		return 0;
 	case SL_GPT_BLOCK:
 		return block_backward(layer, ws, mb, input, grad_output, grad_input, err);
 	case SL_GPT_HEAD:
-		head_backward(layer, ws, mb, input, grad_input, loss_scale);
-		return 0;
+		return head_backward(layer, ws, mb, input, grad_input, loss_scale, err);
 	}
 	return 0;
 }

@@ -15,7 +15,14 @@
  *              backward starts from loss_scale = d(total loss)/d(this micro-batch's loss) and
  *              produces grad_input.
  * Backward needs the same input pointer, unchanged, that forward was given, and the layer's
- * activation cache from that forward (one micro-batch in flight per layer).
+ * activation cache from that forward.
+ *
+ * Activation slots (for pipeline schedules such as 1F1B, where a stage forwards several
+ * micro-batches before the first backward): a layer has cfg.slots activation caches (0 or 1:
+ * one). sl_gpt_layer_select_slot() chooses the cache that the following forward fills and
+ * backward reads; backward of slot s uses the activations of the last forward into slot s,
+ * whatever ran in other slots in between. The views (ln1, qkv, ..., logits) always point into
+ * the selected slot. The workspace is not per slot: one layer runs at a time.
  *
  * Tied embedding: the head multiplies by the embedding table (logits = x wte^T). When layer 0
  * and layer N+1 are in the same process, sl_gpt_layer_tie() gives the head the embedding's
@@ -32,7 +39,21 @@
  * row-parallel biases are replicated (Megatron-LM, Shoeybi et al. 2019, figure 3). Four sums over
  * the TP group complete a block: after attn.proj and mlp.proj in forward, and on the gradients
  * of the two LayerNorm outputs in backward; they go through cfg.comm, which the distributed
- * runtime provides. The embedding and head are replicated on every TP rank.
+ * runtime provides.
+ * The embedding and the head are vocabulary-parallel (Megatron-LM's VocabParallelEmbedding and
+ * vocab-parallel cross entropy): rank r holds rows [floor(r V/tp), floor((r+1) V/tp)) of the
+ * token table (vocab_start, local_vocab; V need not be divisible by tp, param.h), so no rank
+ * ever computes the full logits.
+ *   embedding forward: each rank looks up the tokens of its rows (0 for the others), one
+ *     all-reduce sum, then the replicated position table wpe is added once; backward: the local
+ *     rows' gradient; wpe's gradient is the same full gradient on every rank.
+ *   head forward: final LayerNorm replicated; logits [B*T, local_vocab] = ln wte_local^T; the
+ *     loss needs one all-reduce max (row maxima) and one all-reduce sum of 2 B*T floats
+ *     (exp-sums and target logits): every rank gets the same per-token losses, so the same
+ *     loss. Backward: local dlogits; d ln = all-reduce sum of dlogits wte_local (one more);
+ *     local rows' gradient; LN_f gradients identical on every rank.
+ * The head's own copy of the table (own_wte) is split the same way; a tied head uses the
+ * embedding's shard (same rows). With tp = 1 none of this runs: the code is today's exactly.
  *
  * Ownership: a layer owns its parameter storage (values, gradients, AdamW moments) and its
  * activation cache; sl_gpt_layer_free() releases both. The workspace is owned by whoever
@@ -49,9 +70,14 @@
 
 enum sl_gpt_layer_kind { SL_GPT_EMBEDDING, SL_GPT_BLOCK, SL_GPT_HEAD };
 
-/* Sum over the layer's tensor-parallel group, in place; returns 0 or a negative SL_E* code. */
+/* Collectives over the layer's tensor-parallel group, in place, element-wise over count floats;
+ * each returns 0 or a negative SL_E* code. Every rank of the group makes the same calls in the
+ * same order, and the result must be identical on every rank (the ranks then compute identical
+ * replicated values). Needed when tp > 1: allreduce_sum by blocks, the embedding and the head;
+ * allreduce_max by the head only (the row maxima of the vocabulary-parallel softmax). */
 struct sl_tp_comm {
 	int (*allreduce_sum)(float *buf, long long count, void *ctx);
+	int (*allreduce_max)(float *buf, long long count, void *ctx);
 	void *ctx;
 };
 
@@ -62,7 +88,8 @@ struct sl_gpt_layer_config {
 	int hidden, heads, ffn_hidden, max_seq_len, vocab;
 	int tp, tp_rank;    /* this layer holds shard tp_rank of tp (tp = 1: the whole layer) */
 	int own_wte;        /* head only: hold a copy of the embedding table (no layer 0 here) */
-	struct sl_tp_comm comm; /* required for blocks when tp > 1 */
+	int slots;          /* activation caches (micro-batches in flight); 0 means 1 */
+	struct sl_tp_comm comm; /* required when tp > 1 (see struct sl_tp_comm) */
 };
 
 /* A micro-batch: batch sequences of seq tokens; targets[i] is the token after tokens[i]. */
@@ -86,24 +113,29 @@ struct sl_gpt_workspace {
 struct sl_gpt_layer {
 	struct sl_gpt_layer_config cfg;
 	int head_size, local_heads, local_hidden, local_ffn;
-	int max_batch, seq;           /* activation cache capacity */
+	int vocab_start, local_vocab; /* embedding and head: rows of the token table held */
+	int max_batch, seq;           /* activation cache capacity (per slot) */
+	int slots, slot;              /* activation caches, and the one in use */
 	struct sl_param params[SL_GPT_MAX_LAYER_PARAMS];
 	int param_count;
 	float *storage;               /* owned: values | grads | exp_avg | exp_avg_sq */
 	size_t storage_floats;
 	struct sl_param *wte;         /* head only: the tied embedding table, borrowed */
-	float *cache;                 /* owned: activations of the micro-batch in flight */
-	size_t cache_floats;
-	/* views into cache (NULL where the kind does not use them) */
+	float *cache;                 /* owned: slots caches of slot_floats, one per slot */
+	size_t slot_floats, cache_floats; /* per slot; all slots (slots * slot_floats) */
+	/* views into the selected slot's cache (NULL where the kind does not use them) */
 	float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res1;
 	float *ln2, *ln2_mean, *ln2_rstd, *fch, *fcg;
-	float *logits, *lse, *losses; /* head (its final LayerNorm uses ln1*) */
+	float *logits, *lse, *losses; /* head (its final LayerNorm uses ln1*); logits are
+				       * [B*T, local_vocab] */
+	float *ce_sum;                /* head, tp > 1: exp-sums | target logits, 2 B*T */
 };
 
-/* Validates cfg (hidden divisible by heads, heads and ffn_hidden divisible by tp, sizes
- * positive), names and shapes the parameters, and allocates storage and an activation cache for
- * micro-batches of up to max_batch sequences of seq tokens (seq <= max_seq_len). Weights are
- * zero until sl_gpt_layer_init_weights(). */
+/* Validates cfg (hidden divisible by heads, heads and ffn_hidden divisible by tp for blocks,
+ * vocab >= tp, sizes positive, the collectives tp > 1 needs), names and shapes the parameters,
+ * and allocates storage and cfg.slots activation caches for micro-batches of up to max_batch
+ * sequences of seq tokens (seq <= max_seq_len). Slot 0 is selected. Weights are zero until
+ * sl_gpt_layer_init_weights(). */
 int sl_gpt_layer_init(struct sl_gpt_layer *layer, const struct sl_gpt_layer_config *cfg,
 		      int max_batch, int seq, struct sl_err *err);
 void sl_gpt_layer_free(struct sl_gpt_layer *layer);
@@ -112,6 +144,9 @@ void sl_gpt_layer_free(struct sl_gpt_layer *layer);
  * weights N(0, 0.02), the two residual projections N(0, 0.02/sqrt(2N)) (GPT-2 section 2.3),
  * biases 0, LayerNorm weights 1. Gradients and moments are zeroed. */
 void sl_gpt_layer_init_weights(struct sl_gpt_layer *layer, uint64_t seed);
+
+/* Makes the following forward/backward use activation cache `slot` (0 <= slot < slots). */
+void sl_gpt_layer_select_slot(struct sl_gpt_layer *layer, int slot);
 
 /* Gives the head the embedding table of layer 0 (tied weights, see above). */
 void sl_gpt_layer_tie(struct sl_gpt_layer *head, struct sl_gpt_layer *embedding);
@@ -124,7 +159,8 @@ int sl_gpt_layer_forward(struct sl_gpt_layer *layer, struct sl_gpt_workspace *ws
 			 const struct sl_gpt_microbatch *mb, const float *input, float *output,
 			 double *loss, struct sl_err *err);
 
-/* Backward of the micro-batch of the last forward: accumulates parameter gradients, writes
+/* Backward of the micro-batch of the last forward into the selected slot: accumulates
+ * parameter gradients, writes
  * grad_input (blocks and head). grad_output is NULL for the head, grad_input NULL for the
  * embedding. grad_input must not alias grad_output. */
 int sl_gpt_layer_backward(struct sl_gpt_layer *layer, struct sl_gpt_workspace *ws,

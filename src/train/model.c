@@ -1,6 +1,7 @@
 /* A stage of GPT layers (model.h): building, initialising, forward and backward of a micro-batch.
- * Invariants: layers[i] is plan layer first + i; acts has one B*T*C buffer per layer that
- * outputs an activation; the head, if present, is layers[layer_count - 1]. */
+ * Invariants: layers[i] is plan layer first + i; acts has, per slot, one B*T*C buffer per layer
+ * that outputs an activation; the head, if present, is layers[layer_count - 1]; every layer's
+ * selected slot equals gpt->slot. */
 #include "train/model.h"
 
 #include <stdlib.h>
@@ -10,11 +11,28 @@ int sl_gpt_init(struct sl_gpt *gpt, const struct sl_model_config *model, int fir
 		int max_batch, int seq, int tp, int tp_rank, const struct sl_tp_comm *comm,
 		int threads, struct sl_err *err)
 {
+	return sl_gpt_init_slots(gpt, model, first, last, max_batch, seq, 1, tp, tp_rank, comm,
+				 threads, err);
+}
+
+int sl_gpt_init_slots(struct sl_gpt *gpt, const struct sl_model_config *model, int first,
+		      int last, int max_batch, int seq, int slots, int tp, int tp_rank,
+		      const struct sl_tp_comm *comm, int threads, struct sl_err *err)
+{
 	memset(gpt, 0, sizeof(*gpt));
 	int n = model->num_blocks;
 	if (first < 0 || last > n + 1 || first > last)
 		return sl_err_set(err, SL_EINPUT, "stage layers %d..%d: must lie within 0..%d", first,
 				  last, n + 1);
+	if (slots < 1)
+		return sl_err_set(err, SL_EINPUT, "stage %d..%d: %d activation slots, need 1 or more",
+				  first, last, slots);
+	/* Checked here first so that the message names the model's shape rather than whichever
+	 * layer's missing collective validation would meet first. */
+	if (tp > 1 && first <= n && last >= 1 && (model->heads % tp || model->ffn_hidden % tp))
+		return sl_err_set(err, SL_EINPUT,
+				  "model '%s': tp %d must divide heads %d and ffn_hidden %d",
+				  model->name, tp, model->heads, model->ffn_hidden);
 	if (model->hidden % model->heads)
 		return sl_err_set(err, SL_EINPUT,
 				  "model '%s': hidden %d is not divisible by heads %d: choose heads "
@@ -32,10 +50,12 @@ int sl_gpt_init(struct sl_gpt *gpt, const struct sl_model_config *model, int fir
 	gpt->seq = seq;
 	gpt->tp = tp;
 	gpt->tp_rank = tp_rank;
+	gpt->slots = slots;
 	gpt->layer_count = last - first + 1;
 	gpt->layers = calloc((size_t)gpt->layer_count, sizeof(*gpt->layers));
-	gpt->acts = calloc((size_t)gpt->layer_count, sizeof(*gpt->acts));
-	if (!gpt->layers || !gpt->acts) {
+	gpt->acts = calloc((size_t)gpt->layer_count * slots, sizeof(*gpt->acts));
+	gpt->stage_inputs = calloc((size_t)slots, sizeof(*gpt->stage_inputs));
+	if (!gpt->layers || !gpt->acts || !gpt->stage_inputs) {
 		sl_gpt_free(gpt);
 		return sl_err_set(err, SL_ENOMEM, "cannot allocate the model's layers");
 	}
@@ -56,6 +76,7 @@ int sl_gpt_init(struct sl_gpt *gpt, const struct sl_model_config *model, int fir
 			.tp = tp,
 			.tp_rank = tp_rank,
 			.own_wte = index == n + 1 && first > 0,
+			.slots = slots,
 		};
 		if (comm)
 			cfg.comm = *comm;
@@ -70,18 +91,21 @@ int sl_gpt_init(struct sl_gpt *gpt, const struct sl_model_config *model, int fir
 	}
 	if (first == 0 && last == n + 1)
 		sl_gpt_layer_tie(&gpt->layers[gpt->layer_count - 1], &gpt->layers[0]);
-	/* Activation buffers between layers, plus two gradient buffers. */
+	/* Activation buffers between layers (per slot), plus two gradient buffers. */
 	size_t act = (size_t)max_batch * seq * model->hidden;
 	act = (act + 15) / 16 * 16;
-	gpt->act_block = sl_alloc_floats(act * (size_t)(gpt->layer_count + 2));
+	size_t nacts = (size_t)gpt->layer_count * slots;
+	gpt->act_block = sl_alloc_floats(act * (nacts + 2));
 	if (!gpt->act_block) {
 		sl_gpt_free(gpt);
 		return sl_err_set(err, SL_ENOMEM, "cannot allocate activations for micro-batch %d x %d",
 				  max_batch, seq);
 	}
-	for (int i = 0; i < gpt->layer_count; i++)
-		gpt->acts[i] = gpt->layers[i].cfg.kind == SL_GPT_HEAD ? NULL : gpt->act_block + act * i;
-	gpt->grad_a = gpt->act_block + act * gpt->layer_count;
+	for (size_t k = 0; k < nacts; k++)
+		gpt->acts[k] = gpt->layers[k % gpt->layer_count].cfg.kind == SL_GPT_HEAD
+				       ? NULL
+				       : gpt->act_block + act * k;
+	gpt->grad_a = gpt->act_block + act * nacts;
 	gpt->grad_b = gpt->grad_a + act;
 	rc = sl_gpt_workspace_init(&gpt->ws, gpt->layers, gpt->layer_count, threads, err);
 	if (rc) {
@@ -112,6 +136,7 @@ void sl_gpt_free(struct sl_gpt *gpt)
 			sl_gpt_layer_free(&gpt->layers[i]);
 	free(gpt->layers);
 	free(gpt->acts);
+	free(gpt->stage_inputs);
 	free(gpt->act_block);
 	free(gpt->params);
 	sl_gpt_workspace_free(&gpt->ws);
@@ -144,20 +169,35 @@ struct sl_gpt_layer *sl_gpt_head(struct sl_gpt *gpt)
 	return last->cfg.kind == SL_GPT_HEAD ? last : NULL;
 }
 
+void sl_gpt_select_slot(struct sl_gpt *gpt, int slot)
+{
+	if (slot == gpt->slot)
+		return;
+	gpt->slot = slot;
+	for (int i = 0; i < gpt->layer_count; i++)
+		sl_gpt_layer_select_slot(&gpt->layers[i], slot);
+}
+
+/* The selected slot's activations: acts of layer i is slot_acts(gpt)[i]. */
+static float **slot_acts(const struct sl_gpt *gpt)
+{
+	return gpt->acts + (size_t)gpt->slot * gpt->layer_count;
+}
+
 int sl_gpt_forward(struct sl_gpt *gpt, const struct sl_gpt_microbatch *mb, const float *input,
 		   double *loss, struct sl_err *err)
 {
 	if (gpt->first > 0 && !input)
 		return sl_err_set(err, SL_EINPUT, "stage %d..%d: forward needs an input activation",
 				  gpt->first, gpt->last);
-	gpt->stage_input = (float *)input;
+	gpt->stage_inputs[gpt->slot] = input;
+	float **acts = slot_acts(gpt);
 	const float *x = input;
 	for (int i = 0; i < gpt->layer_count; i++) {
-		int rc = sl_gpt_layer_forward(&gpt->layers[i], &gpt->ws, mb, x, gpt->acts[i], loss,
-					      err);
+		int rc = sl_gpt_layer_forward(&gpt->layers[i], &gpt->ws, mb, x, acts[i], loss, err);
 		if (rc)
 			return rc;
-		x = gpt->acts[i];
+		x = acts[i];
 	}
 	return 0;
 }
@@ -167,10 +207,11 @@ int sl_gpt_backward(struct sl_gpt *gpt, const struct sl_gpt_microbatch *mb,
 {
 	const float *dout = grad_output;
 	float *bufs[2] = {gpt->grad_a, gpt->grad_b};
+	float **acts = slot_acts(gpt);
 	int which = 0;
 	for (int i = gpt->layer_count - 1; i >= 0; i--) {
 		struct sl_gpt_layer *layer = &gpt->layers[i];
-		const float *input = i > 0 ? gpt->acts[i - 1] : gpt->stage_input;
+		const float *input = i > 0 ? acts[i - 1] : gpt->stage_inputs[gpt->slot];
 		float *din = layer->cfg.kind == SL_GPT_EMBEDDING ? NULL : bufs[which];
 		int rc = sl_gpt_layer_backward(layer, &gpt->ws, mb, input, dout, din, loss_scale,
 					       err);
@@ -182,7 +223,10 @@ int sl_gpt_backward(struct sl_gpt *gpt, const struct sl_gpt_microbatch *mb,
 	return 0;
 }
 
-const float *sl_gpt_output(const struct sl_gpt *gpt) { return gpt->acts[gpt->layer_count - 1]; }
+const float *sl_gpt_output(const struct sl_gpt *gpt)
+{
+	return slot_acts(gpt)[gpt->layer_count - 1];
+}
 
 const float *sl_gpt_grad_input(const struct sl_gpt *gpt)
 {
@@ -201,7 +245,8 @@ void sl_gpt_memory(const struct sl_gpt *gpt, struct sl_gpt_memory *out)
 	out->optimizer_bytes = 2 * numel * sizeof(float);
 	size_t act = (size_t)gpt->max_batch * gpt->seq * gpt->model.hidden;
 	act = (act + 15) / 16 * 16;
-	out->activations_bytes = act * (size_t)gpt->layer_count * sizeof(float);
+	/* the head outputs no activation, but its buffer is allocated all the same */
+	out->activations_bytes = act * (size_t)gpt->layer_count * gpt->slots * sizeof(float);
 	for (int i = 0; i < gpt->layer_count; i++)
 		out->activations_bytes += gpt->layers[i].cache_floats * sizeof(float);
 	out->workspace_bytes = (gpt->ws.floats + 2 * act) * sizeof(float);

@@ -9,6 +9,17 @@
  *   backward: grad_output (or the loss scale) -> ... -> grad_input (absent for layer 0),
  *             two ping-pong gradient buffers between layers.
  *
+ * Activation slots (1F1B and other schedules with several micro-batches in flight): a stage
+ * built with S slots has S sets of inter-layer activations, each layer S activation caches, and
+ * remembers S stage inputs. sl_gpt_select_slot(gpt, s) chooses the slot that the following
+ * sl_gpt_forward() fills and sl_gpt_backward() consumes, and that sl_gpt_output() reads:
+ *   select(0) forward(A); select(1) forward(B); select(1) backward(B); select(0) backward(A)
+ * gives what forward(A) backward(A) forward(B) backward(B) gives with one slot. A slot's
+ * output and remembered input stay valid until the next forward into that slot (the caller
+ * keeps its input buffer unchanged until the slot's backward). The workspace and the two
+ * gradient buffers are shared by all slots: sl_gpt_grad_input() is the result of the last
+ * backward, whatever its slot, valid until the next backward.
+ *
  * Ownership: sl_gpt_init() allocates the layers, the activation buffers and the workspace;
  * sl_gpt_free() releases them. params[] borrows the layers' parameters (stage order: layer by
  * layer, each in declaration order); the tied embedding table appears once, under layer 0, or
@@ -29,13 +40,16 @@ struct sl_gpt {
 	int first, last;            /* plan layers held: first..last inclusive */
 	int max_batch, seq;         /* micro-batch capacity */
 	int tp, tp_rank;
+	int slots, slot;            /* activation slots, and the one selected */
 	struct sl_gpt_layer *layers; /* last - first + 1, owned */
 	int layer_count;
 	struct sl_gpt_workspace ws;
-	float **acts;               /* acts[i]: output of layers[i], B*T*C floats (owned) */
+	float **acts;               /* acts[s * layer_count + i]: output of layers[i] in slot s,
+				     * B*T*C floats (NULL for the head) */
 	float *act_block;           /* the allocation acts point into (owned) */
 	float *grad_a, *grad_b;     /* backward ping-pong buffers, B*T*C each (in act_block) */
-	float *stage_input;         /* input of layers[0] from the last forward (borrowed) */
+	const float **stage_inputs; /* per slot: input of layers[0] at its last forward
+				     * (owned array, borrowed buffers) */
 	struct sl_param **params;   /* every parameter of the stage (owned array, borrowed items) */
 	int param_count;
 	long long param_numel;      /* elements over all params */
@@ -44,12 +58,19 @@ struct sl_gpt {
 /* Memory the stage holds, in bytes, by purpose. */
 struct sl_gpt_memory {
 	size_t params_bytes, grads_bytes, optimizer_bytes; /* values, gradients, AdamW m and v */
-	size_t activations_bytes;   /* layer caches and the activations between layers */
+	size_t activations_bytes;   /* layer caches and the activations between layers, all
+				     * slots */
 	size_t workspace_bytes;     /* backward scratch shared by the layers */
 };
 
-/* Builds a stage of plan layers [first, last] for micro-batches of up to max_batch x seq.
- * Checks: seq <= model seq_len, 0 <= first <= last <= N+1. tp > 1 needs comm. */
+/* Builds a stage of plan layers [first, last] for micro-batches of up to max_batch x seq, with
+ * `slots` activation slots (>= 1; slot 0 selected). Checks: seq <= model seq_len,
+ * 0 <= first <= last <= N+1, tp divides heads and ffn_hidden, vocab >= tp. tp > 1 needs comm
+ * with allreduce_sum, and allreduce_max when the stage holds the head (gpt_layers.h). */
+int sl_gpt_init_slots(struct sl_gpt *gpt, const struct sl_model_config *model, int first,
+		      int last, int max_batch, int seq, int slots, int tp, int tp_rank,
+		      const struct sl_tp_comm *comm, int threads, struct sl_err *err);
+/* sl_gpt_init_slots() with one slot (the single-process trainer). */
 int sl_gpt_init(struct sl_gpt *gpt, const struct sl_model_config *model, int first, int last,
 		int max_batch, int seq, int tp, int tp_rank, const struct sl_tp_comm *comm,
 		int threads, struct sl_err *err);
@@ -63,16 +84,22 @@ struct sl_param *sl_gpt_find_param(const struct sl_gpt *gpt, const char *name);
 /* The head layer, or NULL if the stage has none. */
 struct sl_gpt_layer *sl_gpt_head(struct sl_gpt *gpt);
 
-/* Forward of one micro-batch through the stage. input: the previous stage's output (NULL when
+/* Selects activation slot s (0 <= s < slots) for the following forward, backward and
+ * sl_gpt_output(); see above. Cheap (re-points views), never allocates. */
+void sl_gpt_select_slot(struct sl_gpt *gpt, int slot);
+
+/* Forward of one micro-batch through the stage, into the selected slot. input: the previous
+ * stage's output (NULL when
  * the stage starts at layer 0, which reads mb->tokens). loss: set when the stage ends with the
  * head. The stage's output activation is sl_gpt_output() otherwise. */
 int sl_gpt_forward(struct sl_gpt *gpt, const struct sl_gpt_microbatch *mb, const float *input,
 		   double *loss, struct sl_err *err);
-/* Backward of the micro-batch of the last forward. grad_output: NULL when the stage ends with
- * the head (loss_scale is then d total/d loss). The gradient for the previous stage is
- * sl_gpt_grad_input() afterwards (NULL when the stage starts at layer 0). */
+/* Backward of the micro-batch of the last forward into the selected slot. grad_output: NULL
+ * when the stage ends with the head (loss_scale is then d total/d loss). The gradient for the
+ * previous stage is sl_gpt_grad_input() afterwards (NULL when the stage starts at layer 0). */
 int sl_gpt_backward(struct sl_gpt *gpt, const struct sl_gpt_microbatch *mb,
 		    const float *grad_output, float loss_scale, struct sl_err *err);
+/* The selected slot's output activation (NULL when the stage ends with the head). */
 const float *sl_gpt_output(const struct sl_gpt *gpt);
 const float *sl_gpt_grad_input(const struct sl_gpt *gpt);
 

@@ -20,9 +20,19 @@ void sl_param_describe(struct sl_param *p, const char *name, long long full0, lo
 	p->tp_rank = tp_rank;
 	p->shape[0] = p->full_shape[0];
 	p->shape[1] = p->full_shape[1];
-	if (p->shard_dim >= 0)
-		p->shape[p->shard_dim] /= p->tp;
+	if (p->shard_dim >= 0) {
+		long long part = p->full_shape[p->shard_dim] / p->shard_parts;
+		sl_param_shard_range(part, p->tp, tp_rank, &p->shard_start, &p->shard_len);
+		p->shape[p->shard_dim] = p->shard_len * p->shard_parts;
+	}
 	p->numel = p->shape[0] * p->shape[1];
+}
+
+void sl_param_shard_range(long long n, int tp, int rank, long long *start, long long *len)
+{
+	long long a = n * rank / tp, b = n * (rank + 1) / tp;
+	*start = a;
+	*len = b - a;
 }
 
 long long sl_param_full_index(const struct sl_param *p, long long local)
@@ -32,9 +42,8 @@ long long sl_param_full_index(const struct sl_param *p, long long local)
 	long long coord[2] = {local / p->shape[1], local % p->shape[1]};
 	int d = p->shard_dim;
 	long long part_full = p->full_shape[d] / p->shard_parts;
-	long long part_local = part_full / p->tp;
-	long long part = coord[d] / part_local, offset = coord[d] % part_local;
-	coord[d] = part * part_full + (long long)p->tp_rank * part_local + offset;
+	long long part = coord[d] / p->shard_len, offset = coord[d] % p->shard_len;
+	coord[d] = part * part_full + p->shard_start + offset;
 	return coord[0] * p->full_shape[1] + coord[1];
 }
 

@@ -100,6 +100,17 @@ void sl_embedding_forward(float *out, const int32_t *tokens, const float *wte, c
 void sl_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens,
 			   int B, int T, int C);
 
+/* Vocabulary-parallel shard of the table holding rows [v0, v0 + vlen) (wte is vlen x C):
+ * out[i,:] = wte[tokens[i] - v0,:] for tokens in the shard, else 0 (no positions: the caller
+ * sums over the TP group first, then calls sl_embedding_add_positions). */
+void sl_embedding_forward_shard(float *out, const int32_t *tokens, const float *wte, int v0,
+				int vlen, int rows, int C);
+/* out[b,t,:] += wpe[t,:]. */
+void sl_embedding_add_positions(float *out, const float *wpe, int B, int T, int C);
+/* dwte[tokens[b,t] - v0,:] += dout[b,t,:] for tokens in the shard; dwpe[t,:] += dout[b,t,:]. */
+void sl_embedding_backward_shard(float *dwte, float *dwpe, const float *dout,
+				 const int32_t *tokens, int v0, int vlen, int B, int T, int C);
+
 /* --- softmax cross-entropy (crossentropy.c) --- */
 
 /* losses[r] = logsumexp(logits[r,:]) - logits[r,targets[r]]; lse[r] = logsumexp. */
@@ -109,6 +120,20 @@ void sl_crossentropy_forward(float *losses, float *lse, const float *logits,
  * (computed in place). scale is d total_loss / d losses[r], e.g. 1/(rows * micro-batches). */
 void sl_crossentropy_backward(float *dlogits, const float *logits, const float *lse,
 			      const int32_t *targets, int rows, int V, float scale);
+
+/* Vocabulary-parallel pieces (logits [rows, V] hold vocabulary entries [v0, v0 + V); see
+ * crossentropy.c for how the caller combines them over the TP group):
+ * max[r] = max_j logits[r,j] (-inf when V = 0). */
+void sl_crossentropy_rowmax(float *max, const float *logits, int rows, int V);
+/* sumexp[r] = sum_j exp(logits[r,j] - max[r]); target_logit[r] = logits[r, targets[r] - v0]
+ * when the target is in this shard, else 0. */
+void sl_crossentropy_shard_partials(float *sumexp, float *target_logit, const float *logits,
+				    const float *max, const int32_t *targets, int v0, int rows,
+				    int V);
+/* dlogits[r,j] = scale * (exp(logits[r,j] - lse[r]) - [j + v0 == targets[r]]); may be in
+ * place. */
+void sl_crossentropy_backward_shard(float *dlogits, const float *logits, const float *lse,
+				    const int32_t *targets, int v0, int rows, int V, float scale);
 
 /* --- optimizer (adamw.c) --- */
 

@@ -1,0 +1,389 @@
+/* `sailor run`: trains across processes (and hosts) the way a plan says.
+ *
+ * Two roles in one binary:
+ *   launcher  started by a person: checks the plan, the model, the data and the cluster, places
+ *             every replica on a host (placement.h), and starts the ranks with mpirun
+ *             (launch.h), which runs this same command line in each; it forwards their output,
+ *             and when a rank dies it stops the job and says which rank, role, host and step.
+ *   worker    started by mpirun (or by hand with `mpirun -np R sailor run ...`, or by Slurm's
+ *             srun): it finds itself inside an MPI job and runs its rank (runner.h).
+ * Nothing is started when a check fails; mpirun ends every rank when one dies. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/options.h"
+#include "cli/train_options.h"
+#include "cluster/catalogue.h"
+#include "dist/cluster_file.h"
+#include "dist/comm.h"
+#include "dist/launch.h"
+#include "dist/placement.h"
+#include "dist/roles.h"
+#include "dist/runner.h"
+#include "util/log.h"
+
+static int run_run(int argc, char **argv);
+
+enum { OPT_PLAN = SL_TOPT_COUNT, OPT_CLUSTER, OPT_THREADS_PER_RANK, OPT_DRY_RUN };
+
+static const struct sl_cli_option options[] = {
+	SL_CLI_TRAIN_OPTIONS,
+	[OPT_PLAN] = {"plan", 'p', "FILE", "the plan to execute (sailor.plan/1, e.g. from sailor "
+		      "plan -o)", NULL},
+	[OPT_CLUSTER] = {"cluster", 'c', "FILE", "hosts with their GPU type, zone and slots "
+			 "(sailor.cluster/1)", "every rank on this host"},
+	[OPT_THREADS_PER_RANK] = {"threads-per-rank", 't', "T", "CPU threads of each rank", "1"},
+	[OPT_DRY_RUN] = {"dry-run", 0, NULL, "print the ranks' roles and the mpirun command, start "
+			 "nothing", NULL},
+};
+
+const struct sl_cli_command sl_cmd_run = {
+	.name = "run",
+	.synopsis = "--plan PLAN --data FILE [--model M] [--cluster FILE] [--threads-per-rank T] "
+		    "[--steps N] [options]",
+	.summary = "train across processes and hosts as a plan says (MPI)",
+	.description =
+		"Executes a plan: one rank per GPU of the plan (a replica of TP degree t is t ranks "
+		"on one\nhost), pipeline stages with the 1F1B schedule, tensor parallelism per "
+		"replica, data-parallel\nreplicas of different TP degrees, uneven micro-batch "
+		"counts. Each step trains exactly the\nsamples single-process `sailor train` trains "
+		"with the same global batch and seed. Started\nby a person it launches the ranks with "
+		"mpirun; inside an MPI job (mpirun -np R, srun) it\nruns as that rank. The micro-batch "
+		"and global batch come from the plan (--global-batch\noverrides a plan that gives "
+		"none). Checkpoints are plan-independent: resume under any plan\nor with sailor "
+		"train.",
+	.options = options,
+	.option_count = sizeof(options) / sizeof(options[0]),
+	.run = run_run,
+};
+
+static const char *host_name(const struct sl_cluster *cluster, int host)
+{
+	return host < 0 || !cluster ? "this host" : cluster->hosts[host].name;
+}
+
+/* The launcher's watch over mpirun: output passes through; the last step printed and the death
+ * report of mpirun are remembered to name the failing rank. */
+struct watch {
+	long long last_step;
+	int dead_rank, dead_signal, dead_exit;
+	char line[2][4096];
+	size_t used[2];
+};
+
+static void scan_line(struct watch *w, const char *line)
+{
+	long long step;
+	const char *p = strstr(line, "\"event\":\"step\",\"step\":");
+	if (p && sscanf(p + 23, "%lld", &step) == 1)
+		w->last_step = step;
+	else if (sscanf(line, "step %lld/", &step) == 1)
+		w->last_step = step;
+	int rank, pid, sig;
+	/* OpenMPI 4: "mpirun noticed that process rank 1 with PID 123 on node x exited on signal 9" */
+	p = strstr(line, "process rank ");
+	if (p && w->dead_rank < 0) {
+		const char *on = strstr(p, "exited on signal ");
+		if (sscanf(p, "process rank %d with PID %d", &rank, &pid) == 2) {
+			w->dead_rank = rank;
+			if (on && sscanf(on, "exited on signal %d", &sig) == 1)
+				w->dead_signal = sig;
+		}
+	}
+	/* "Primary job terminated normally, but 1 process returned a non-zero exit code" comes with
+	 * "Process name: [[x,y],R]" and "Exit code: N" */
+	p = strstr(line, "Process name: [[");
+	if (p && w->dead_rank < 0) {
+		const char *comma = strrchr(p, ',');
+		if (comma && sscanf(comma + 1, "%d]", &rank) == 1)
+			w->dead_rank = rank;
+	}
+}
+
+static void pass_through(struct watch *w, int which, const char *buf, size_t n, FILE *to)
+{
+	fwrite(buf, 1, n, to);
+	fflush(to);
+	for (size_t i = 0; i < n; i++) {
+		char c = buf[i];
+		if (c == '\n' || w->used[which] + 1 >= sizeof(w->line[which])) {
+			w->line[which][w->used[which]] = 0;
+			scan_line(w, w->line[which]);
+			w->used[which] = 0;
+		} else {
+			w->line[which][w->used[which]++] = c;
+		}
+	}
+}
+
+static volatile sig_atomic_t launcher_signal;
+static void on_launcher_signal(int sig) { launcher_signal = sig; }
+
+/* Starts mpirun and waits for it; returns its exit status (or 128 + signal). */
+static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, struct sl_err *err)
+{
+	int out_pipe[2], err_pipe[2];
+	if (pipe(out_pipe) || pipe(err_pipe))
+		return sl_err_set(err, SL_EIO, "cannot create pipes: %s", strerror(errno));
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return sl_err_set(err, SL_EIO, "cannot fork mpirun: %s", strerror(errno));
+	if (pid == 0) {
+		/* mpirun (and through it every rank) ends when the launcher dies */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(127);
+		dup2(out_pipe[1], STDOUT_FILENO);
+		dup2(err_pipe[1], STDERR_FILENO);
+		close(out_pipe[0]);
+		close(err_pipe[0]);
+		close(out_pipe[1]);
+		close(err_pipe[1]);
+		struct sl_err e = {0};
+		if (sl_launch_setenv(cmd, &e)) {
+			fprintf(stderr, "sailor run: %s\n", e.msg);
+			_exit(127);
+		}
+		execvp(cmd->argv[0], cmd->argv);
+		fprintf(stderr, "sailor run: cannot start '%s': %s\n", cmd->argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(out_pipe[1]);
+	close(err_pipe[1]);
+	struct sigaction sa = {0}, old_int, old_term;
+	sa.sa_handler = on_launcher_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+	int open_count = 2, forwarded = 0;
+	char buf[8192];
+	while (open_count > 0) {
+		if (launcher_signal && !forwarded) {
+			kill(pid, SIGTERM); /* mpirun forwards it to every rank */
+			forwarded = 1;
+		}
+		int n = poll(fds, 2, 200);
+		if (n < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < 2 && n > 0; i++) {
+			if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			ssize_t got = read(fds[i].fd, buf, sizeof(buf));
+			if (got > 0) {
+				pass_through(w, i, buf, (size_t)got, i == 0 ? stdout : stderr);
+			} else if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+				close(fds[i].fd);
+				fds[i].fd = -1;
+				open_count--;
+			}
+		}
+	}
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		if (launcher_signal && !forwarded) {
+			kill(pid, SIGTERM);
+			forwarded = 1;
+		}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int launch(const struct sl_run_options *o, int argc, char **argv, int dry_run)
+{
+	struct sl_err err = {0};
+	struct sl_role_table table;
+	struct sl_catalogue cat;
+	struct sl_cluster cluster;
+	struct sl_launch_cmd cmd;
+	memset(&cluster, 0, sizeof(cluster));
+	memset(&cmd, 0, sizeof(cmd));
+	char mpirun[PATH_MAX];
+	char rundir[] = "/tmp/sailor-run-XXXXXX";
+	int rc = sl_dist_validate(o, &table, &cat, &err);
+	if (rc) {
+		if (rc == SL_EUSAGE)
+			return sl_cli_usage_error(&sl_cmd_run, "%s", err.msg);
+		sl_log_error("%s", err.msg);
+		return 1;
+	}
+	if (o->cluster)
+		rc = sl_cluster_load(o->cluster, &cat, &cluster, &err);
+	else
+		sl_log_info("no --cluster: all %d ranks run on this host", table.world_size);
+	if (!rc)
+		rc = sl_place_roles(&table, o->cluster ? &cluster : NULL, &cat, &err);
+	if (!rc)
+		rc = sl_launch_find_mpirun(mpirun, sizeof(mpirun), &err);
+	/* each rank runs this same command line, from this binary */
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[len > 0 ? len : 0] = 0;
+	char **worker = calloc((size_t)argc + 2, sizeof(char *));
+	if (!rc && !worker)
+		rc = sl_err_set(&err, SL_ENOMEM, "out of memory");
+	if (!rc) {
+		worker[0] = len > 0 ? self : argv[-1];
+		for (int i = 0; i < argc; i++)
+			worker[i + 1] = argv[i];
+		/* the hostfile and rankfile of a cluster run live in a folder of their own */
+		if (o->cluster && !mkdtemp(rundir))
+			rc = sl_err_set(&err, SL_EIO, "cannot create '%s': %s", rundir,
+					strerror(errno));
+	}
+	if (!rc) {
+		struct sl_launch_opts lo = {.mpirun = mpirun,
+					    .dir = o->cluster ? rundir : NULL,
+					    .threads_per_rank = o->threads_per_rank > 0
+									? o->threads_per_rank : 1};
+		rc = sl_launch_build(&table, o->cluster ? &cluster : NULL, &lo,
+				     (const char *const *)worker, &cmd, &err);
+	}
+	if (rc) {
+		sl_log_error("%s", err.msg);
+		goto out;
+	}
+	if (dry_run) {
+		printf("ranks (stage, pipeline, tp rank / tp, layers, gpu, zone, host):\n");
+		for (int r = 0; r < table.world_size; r++) {
+			const struct sl_role *x = &table.roles[r];
+			printf("  rank %-4d stage %d pipeline %d tp %d/%d layers %d-%d %s %s %s\n", r,
+			       x->stage, x->pipeline, x->tp_rank, x->tp, x->first_layer,
+			       x->last_layer, cat.gpus[x->gpu].name, cat.zones[x->zone].name,
+			       host_name(o->cluster ? &cluster : NULL, x->host));
+		}
+		printf("command:");
+		for (int i = 0; i < cmd.argc; i++)
+			printf(" %s", cmd.argv[i]);
+		printf("\n");
+		goto out;
+	}
+	struct watch w = {.last_step = -1, .dead_rank = -1};
+	int status = start_and_watch(&cmd, &w, &err);
+	if (status < 0) {
+		sl_log_error("%s", err.msg);
+		rc = status;
+	} else if (status != 0) {
+		rc = SL_EIO;
+		if (w.dead_rank >= 0 && w.dead_rank < table.world_size) {
+			const struct sl_role *x = &table.roles[w.dead_rank];
+			char how[64] = "failed";
+			if (w.dead_signal > 0)
+				snprintf(how, sizeof(how), "died (signal %d, %s)", w.dead_signal,
+					 strsignal(w.dead_signal));
+			sl_log_error("rank %d (stage %d, pipeline %d, tp rank %d of %d, layers %d-%d, %s "
+				     "in %s, on %s) %s during step %lld; the job was stopped%s%s",
+				     w.dead_rank, x->stage, x->pipeline, x->tp_rank, x->tp,
+				     x->first_layer, x->last_layer, cat.gpus[x->gpu].name,
+				     cat.zones[x->zone].name,
+				     host_name(o->cluster ? &cluster : NULL, x->host), how,
+				     w.last_step + 1 > 0 ? w.last_step + 1 : 1,
+				     o->train.ckpt_dir ? "; resume from the newest checkpoint with "
+							 "--resume --ckpt-dir "
+						       : "",
+				     o->train.ckpt_dir ? o->train.ckpt_dir : "");
+		} else if (launcher_signal) {
+			sl_log_error("stopped by signal %d", (int)launcher_signal);
+		} else {
+			sl_log_error("the job failed (mpirun exit status %d)", status);
+		}
+	}
+out:
+	if (cmd.hostfile[0])
+		unlink(cmd.hostfile);
+	if (cmd.rankfile[0])
+		unlink(cmd.rankfile);
+	if (o->cluster && strcmp(rundir, "/tmp/sailor-run-XXXXXX"))
+		rmdir(rundir);
+	free(worker);
+	sl_launch_cmd_free(&cmd);
+	if (o->cluster)
+		sl_cluster_free(&cluster);
+	sl_role_table_free(&table);
+	return sl_err_exit_status(rc);
+}
+
+static int work(const struct sl_run_options *o, int argc, char **argv)
+{
+	struct sl_comm comm;
+	struct sl_err err = {0};
+	int rc = sl_comm_mpi_init(&comm, &argc, &argv, &err);
+	if (rc) {
+		sl_log_error("%s", err.msg);
+		return 1;
+	}
+	rc = sl_dist_worker_run(o, &comm, stdout, &err);
+	if (rc) {
+		/* errors of the input are the same on every rank: rank 0 says it once */
+		int same_everywhere = rc == SL_EUSAGE || rc == SL_EINPUT || rc == SL_ENOTFOUND;
+		if (comm.rank == 0 || !same_everywhere)
+			sl_log_error("rank %d: %s", comm.rank, err.msg);
+		fflush(stdout);
+		fflush(stderr);
+		/* the other ranks may be waiting on this one: end the whole job */
+		sl_comm_abort(&comm, sl_err_exit_status(rc));
+	}
+	sl_comm_finalize(&comm);
+	return 0;
+}
+
+static int run_run(int argc, char **argv)
+{
+	struct sl_run_options o;
+	memset(&o, 0, sizeof(o));
+	sl_train_options_defaults(&o.train);
+	struct sl_cli_parser parser;
+	sl_cli_parser_init(&parser, &sl_cmd_run, argc, argv);
+	long long seed = (long long)o.train.seed;
+	int dry_run = 0;
+	for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
+		if (idx == SL_CLI_ERROR)
+			return 2;
+		if (idx == SL_CLI_HELP)
+			return 0;
+		int rc = 0;
+		if (idx < SL_TOPT_COUNT)
+			rc = sl_cli_train_option(&sl_cmd_run, idx, parser.arg, &o.train, &seed);
+		if (idx == SL_TOPT_MICRO)
+			o.micro_batch_given = 1;
+		else if (idx == OPT_PLAN)
+			o.plan = parser.arg;
+		else if (idx == OPT_CLUSTER)
+			o.cluster = parser.arg;
+		else if (idx == OPT_THREADS_PER_RANK)
+			rc = sl_cli_parse_int(&sl_cmd_run, options[idx].name, parser.arg, 1,
+					      &o.threads_per_rank);
+		else if (idx == OPT_DRY_RUN)
+			dry_run = 1;
+		if (rc)
+			return rc;
+	}
+	o.train.seed = (unsigned long long)seed;
+	if (parser.next_index < argc)
+		return sl_cli_usage_error(&sl_cmd_run, "unexpected argument '%s'",
+					  argv[parser.next_index]);
+	if (!o.plan)
+		return sl_cli_usage_error(&sl_cmd_run, "--plan is required (a plan file, e.g. from "
+					  "'sailor plan -o plan.json')");
+	int rc = sl_cli_train_options_check(&sl_cmd_run, &o.train, 0);
+	if (rc)
+		return rc;
+	if (o.threads_per_rank > 256)
+		return sl_cli_usage_error(&sl_cmd_run, "--threads-per-rank %d: at most 256",
+					  o.threads_per_rank);
+	int size = 0, rank = 0;
+	if (sl_launch_in_mpi_job(&size, &rank) && !dry_run)
+		return work(&o, argc, argv);
+	return launch(&o, argc, argv, dry_run);
+}

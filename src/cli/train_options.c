@@ -1,0 +1,63 @@
+/* Parsing of the training options shared by `sailor train` and `sailor run` (train_options.h). */
+#include "cli/train_options.h"
+
+int sl_cli_parse_int(const struct sl_cli_command *c, const char *name, const char *text,
+		     long long min, int *out)
+{
+	long long v;
+	int rc = sl_cli_parse_long(c, name, text, min, &v);
+	if (rc)
+		return rc;
+	if (v > (1LL << 30))
+		return sl_cli_usage_error(c, "--%s: %lld is too large", name, v);
+	*out = (int)v;
+	return 0;
+}
+
+int sl_cli_train_option(const struct sl_cli_command *c, int idx, const char *arg,
+			struct sl_train_options *o, long long *seed)
+{
+	const char *name = c->options[idx].name;
+	switch (idx) {
+	case SL_TOPT_MODEL: o->model = arg; return 0;
+	case SL_TOPT_DATA: o->data = arg; return 0;
+	case SL_TOPT_MICRO: return sl_cli_parse_int(c, name, arg, 1, &o->micro_batch);
+	case SL_TOPT_GLOBAL: return sl_cli_parse_long(c, name, arg, 1, &o->global_batch);
+	case SL_TOPT_STEPS: return sl_cli_parse_long(c, name, arg, 0, &o->steps);
+	case SL_TOPT_SEQ: return sl_cli_parse_int(c, name, arg, 1, &o->seq_len);
+	case SL_TOPT_LR: return sl_cli_parse_double(c, name, arg, 0.0, &o->lr);
+	case SL_TOPT_MIN_LR: return sl_cli_parse_double(c, name, arg, 0.0, &o->min_lr);
+	case SL_TOPT_WARMUP: return sl_cli_parse_long(c, name, arg, 0, &o->warmup_steps);
+	case SL_TOPT_DECAY: return sl_cli_parse_long(c, name, arg, 1, &o->lr_decay_steps);
+	case SL_TOPT_WD: return sl_cli_parse_double(c, name, arg, 0.0, &o->weight_decay);
+	case SL_TOPT_BETA1: return sl_cli_parse_double(c, name, arg, 0.0, &o->beta1);
+	case SL_TOPT_BETA2: return sl_cli_parse_double(c, name, arg, 0.0, &o->beta2);
+	case SL_TOPT_EPS: return sl_cli_parse_double(c, name, arg, 0.0, &o->eps);
+	case SL_TOPT_CLIP: return sl_cli_parse_double(c, name, arg, 0.0, &o->grad_clip);
+	case SL_TOPT_SEED: return sl_cli_parse_long(c, name, arg, 0, seed);
+	case SL_TOPT_SHUFFLE: o->shuffle = 1; return 0;
+	case SL_TOPT_CKPT_DIR: o->ckpt_dir = arg; return 0;
+	case SL_TOPT_CKPT_EVERY: return sl_cli_parse_long(c, name, arg, 0, &o->ckpt_every);
+	case SL_TOPT_CKPT_KEEP: return sl_cli_parse_int(c, name, arg, 1, &o->ckpt_keep);
+	case SL_TOPT_RESUME: o->resume = 1; return 0;
+	case SL_TOPT_JSON: o->json = 1; return 0;
+	case SL_TOPT_LOG_EVERY: return sl_cli_parse_long(c, name, arg, 1, &o->log_every);
+	}
+	return 0;
+}
+
+int sl_cli_train_options_check(const struct sl_cli_command *c, const struct sl_train_options *o,
+			       int model_required)
+{
+	if (!o->model && model_required)
+		return sl_cli_usage_error(c, "--model is required (a name such as gpt2-tiny, or a "
+					  "JSON file)");
+	if (!o->data)
+		return sl_cli_usage_error(c, "--data is required (a token file from 'sailor data')");
+	if (o->beta1 >= 1.0 || o->beta2 >= 1.0)
+		return sl_cli_usage_error(c, "--beta1 and --beta2 must be below 1");
+	if ((o->resume || o->ckpt_every) && !o->ckpt_dir)
+		return sl_cli_usage_error(c, "--%s needs --ckpt-dir", o->resume ? "resume" :
+					  "ckpt-every");
+	return 0;
+}

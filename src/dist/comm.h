@@ -1,0 +1,136 @@
+/* The communication interface of the distributed runtime: point-to-point transfers between
+ * ranks and collectives on groups of ranks. The schedule, the gradient sync, the checkpoint
+ * gather and the layers call only this; a backend implements it (comm_mpi.c: OpenMPI for the
+ * CPU path; NCCL is meant to be a second backend behind the same table for GPUs).
+ *
+ * A job has `size` ranks numbered 0..size-1 (the role table's numbering, roles.h). Transfers
+ * name world ranks and carry a tag; a receive matches the send of the same source and tag, in
+ * order. Sends and receives are non-blocking and return a request to wait on; the buffer must
+ * stay untouched until the wait returns. Collectives act on a group (struct sl_comm_group) and
+ * block until every member called them; every member must call the same collectives in the same
+ * order.
+ *
+ * Groups are made by splitting the world: every rank calls sl_comm_split() with a colour (ranks
+ * of equal colour form one group, SL_COMM_NO_GROUP for ranks that join none) and a key (the
+ * order inside the group). Every rank of the job must make the same splits in the same order.
+ *
+ * Errors: every function returns 0 or a negative SL_E* code; a backend failure is SL_EIO with
+ * the backend's message in err. After a failed collective the job cannot continue; the caller
+ * reports and calls abort(), which ends every rank.
+ *
+ * Ownership: sl_comm_init() sets up the backend and the world group; sl_comm_split() returns a
+ * group the caller frees with sl_comm_group_free() before sl_comm_finalize().
+ */
+#ifndef SL_DIST_COMM_H
+#define SL_DIST_COMM_H
+
+#include <stddef.h>
+
+#include "util/err.h"
+
+#define SL_COMM_NO_GROUP (-1)
+
+enum sl_comm_dtype { SL_COMM_FLOAT, SL_COMM_DOUBLE, SL_COMM_INT32, SL_COMM_BYTE };
+enum sl_comm_op { SL_COMM_SUM, SL_COMM_MAX };
+
+/* Opaque room for a backend's request handle (an MPI_Request, an event). */
+struct sl_comm_request {
+	long long storage[2];
+	int active;
+};
+
+struct sl_comm_group {
+	int rank, size;          /* this rank's index in the group, members */
+	void *impl;              /* backend's communicator */
+};
+
+struct sl_comm;
+
+struct sl_comm_backend {
+	const char *name;
+	int (*split)(struct sl_comm *comm, int colour, int key, struct sl_comm_group *out,
+		     struct sl_err *err);
+	void (*group_free)(struct sl_comm *comm, struct sl_comm_group *group);
+	int (*isend)(struct sl_comm *comm, const void *buf, long long count,
+		     enum sl_comm_dtype dtype, int dest, int tag, struct sl_comm_request *req,
+		     struct sl_err *err);
+	int (*irecv)(struct sl_comm *comm, void *buf, long long count, enum sl_comm_dtype dtype,
+		     int source, int tag, struct sl_comm_request *req, struct sl_err *err);
+	int (*wait)(struct sl_comm *comm, struct sl_comm_request *req, struct sl_err *err);
+	int (*allreduce)(struct sl_comm *comm, const struct sl_comm_group *group, void *buf,
+			 long long count, enum sl_comm_dtype dtype, enum sl_comm_op op,
+			 struct sl_err *err);
+	/* out holds group->size * count elements: member i's `in` at i * count */
+	int (*allgather)(struct sl_comm *comm, const struct sl_comm_group *group, const void *in,
+			 void *out, long long count, enum sl_comm_dtype dtype, struct sl_err *err);
+	int (*broadcast)(struct sl_comm *comm, const struct sl_comm_group *group, void *buf,
+			 long long count, enum sl_comm_dtype dtype, int root, struct sl_err *err);
+	int (*barrier)(struct sl_comm *comm, const struct sl_comm_group *group,
+		       struct sl_err *err);
+	void (*abort)(struct sl_comm *comm, int status);
+	void (*finalize)(struct sl_comm *comm);
+};
+
+struct sl_comm {
+	const struct sl_comm_backend *backend;
+	int rank, size;               /* world */
+	struct sl_comm_group world;
+	void *impl;
+};
+
+/* Backends. sl_comm_mpi_init() initialises MPI (thread level FUNNELED: only the thread that
+ * runs the schedule calls MPI; OpenMP threads compute). */
+int sl_comm_mpi_init(struct sl_comm *comm, int *argc, char ***argv, struct sl_err *err);
+
+static inline int sl_comm_split(struct sl_comm *c, int colour, int key, struct sl_comm_group *out,
+				struct sl_err *err)
+{
+	return c->backend->split(c, colour, key, out, err);
+}
+static inline void sl_comm_group_free(struct sl_comm *c, struct sl_comm_group *g)
+{
+	c->backend->group_free(c, g);
+}
+static inline int sl_comm_isend(struct sl_comm *c, const void *buf, long long count,
+				enum sl_comm_dtype t, int dest, int tag, struct sl_comm_request *r,
+				struct sl_err *err)
+{
+	return c->backend->isend(c, buf, count, t, dest, tag, r, err);
+}
+static inline int sl_comm_irecv(struct sl_comm *c, void *buf, long long count,
+				enum sl_comm_dtype t, int source, int tag,
+				struct sl_comm_request *r, struct sl_err *err)
+{
+	return c->backend->irecv(c, buf, count, t, source, tag, r, err);
+}
+/* Waits for r if it is active (an inactive request returns at once). */
+static inline int sl_comm_wait(struct sl_comm *c, struct sl_comm_request *r, struct sl_err *err)
+{
+	return r->active ? c->backend->wait(c, r, err) : 0;
+}
+static inline int sl_comm_allreduce(struct sl_comm *c, const struct sl_comm_group *g, void *buf,
+				    long long count, enum sl_comm_dtype t, enum sl_comm_op op,
+				    struct sl_err *err)
+{
+	return g->size <= 1 ? 0 : c->backend->allreduce(c, g, buf, count, t, op, err);
+}
+int sl_comm_allgather(struct sl_comm *c, const struct sl_comm_group *g, const void *in, void *out,
+		      long long count, enum sl_comm_dtype t, struct sl_err *err);
+static inline int sl_comm_broadcast(struct sl_comm *c, const struct sl_comm_group *g, void *buf,
+				    long long count, enum sl_comm_dtype t, int root,
+				    struct sl_err *err)
+{
+	return g->size <= 1 ? 0 : c->backend->broadcast(c, g, buf, count, t, root, err);
+}
+static inline int sl_comm_barrier(struct sl_comm *c, const struct sl_comm_group *g,
+				  struct sl_err *err)
+{
+	return g->size <= 1 ? 0 : c->backend->barrier(c, g, err);
+}
+static inline void sl_comm_abort(struct sl_comm *c, int status) { c->backend->abort(c, status); }
+static inline void sl_comm_finalize(struct sl_comm *c) { c->backend->finalize(c); }
+
+/* Bytes of one element of dtype. */
+size_t sl_comm_dtype_bytes(enum sl_comm_dtype t);
+
+#endif

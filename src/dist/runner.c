@@ -1,0 +1,703 @@
+/* The worker of `sailor run` (runner.h).
+ * Invariants: every rank runs the same sequence of collectives per step (gradient sync, norm,
+ * loss and stop flag, checkpoint) so they can never be mismatched; the data loader of every rank
+ * that reads data sits at the step's first sample at each step boundary (each rank skips the
+ * micro-batches of the other pipelines), so checkpoints taken from rank 0 hold the position an
+ * uninterrupted single-process run would have; no buffer handed to a non-blocking send is written
+ * before that send completed (activations per slot, gradients per slot). */
+#include "dist/runner.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster/catalogue.h"
+#include "dist/dist_checkpoint.h"
+#include "dist/grad_sync.h"
+#include "dist/groups.h"
+#include "dist/roles.h"
+#include "dist/schedule.h"
+#include "model/model_config.h"
+#include "plan/plan.h"
+#include "train/checkpoint.h"
+#include "train/cpu/kernels.h"
+#include "train/data.h"
+#include "train/lr_schedule.h"
+#include "train/model.h"
+#include "train/optimizer.h"
+#include "util/log.h"
+
+static volatile sig_atomic_t stop_signal;
+static void on_signal(int sig) { stop_signal = sig; }
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double peak_rss_bytes(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_maxrss * 1024.0;
+}
+
+/* Time per rank, summed over the steps run. */
+enum { T_COMPUTE, T_P2P, T_SYNC, T_OPTIM, T_STEP, T_COUNT };
+
+struct tp_ctx {
+	struct sl_comm *comm;
+	const struct sl_comm_group *group;
+};
+
+static int tp_sum(float *buf, long long count, void *ctx)
+{
+	struct tp_ctx *c = ctx;
+	return sl_comm_allreduce(c->comm, c->group, buf, count, SL_COMM_FLOAT, SL_COMM_SUM, NULL);
+}
+
+static int tp_max(float *buf, long long count, void *ctx)
+{
+	struct tp_ctx *c = ctx;
+	return sl_comm_allreduce(c->comm, c->group, buf, count, SL_COMM_FLOAT, SL_COMM_MAX, NULL);
+}
+
+struct worker {
+	const struct sl_run_options *o;
+	struct sl_comm *comm;
+	FILE *out;
+	struct sl_catalogue cat;
+	struct sl_plan plan;
+	struct sl_model_config model;
+	struct sl_role_table table;
+	struct sl_role me;
+	struct sl_dist_groups groups;
+	struct tp_ctx tp;
+	struct sl_schedule sched;
+	struct sl_gpt gpt;
+	struct sl_gpt whole;         /* rank 0 with checkpoints: the assembly area */
+	struct sl_grad_sync sync;
+	int has_data;                /* first or last stage: reads tokens/targets */
+	struct sl_token_file file;
+	struct sl_data_loader loader;
+	int32_t *tokens, *targets;   /* this pipeline's micro-batches of the step */
+	int32_t *skip;               /* scratch for the other pipelines' samples */
+	float **act_in;              /* per slot: the received input activation */
+	float **grad_out;            /* per slot: a copy of the input gradient being sent */
+	float *grad_in;              /* the received output gradient */
+	struct sl_comm_request *act_send, *grad_send; /* per slot x peers */
+	int max_peers;
+	int seq, nmb_total, nmb;     /* sequence length, micro-batches of the step, of my pipeline */
+	long long global;
+	double times[T_COUNT];
+	double *step_times;
+	char resumed_from[4200];
+};
+
+static long long mb_tokens(const struct worker *w) { return (long long)w->plan.micro_batch * w->seq; }
+
+static int setup_plan(struct worker *w, struct sl_err *err)
+{
+	const struct sl_run_options *o = w->o;
+	int rc = sl_catalogue_load(NULL, &w->cat, err);
+	if (rc)
+		return rc;
+	sl_plan_init(&w->plan);
+	if ((rc = sl_plan_load(o->plan, &w->cat, &w->plan, err)))
+		return rc;
+	const char *model = o->train.model ? o->train.model : w->plan.model;
+	if (!model || !model[0])
+		return sl_err_set(err, SL_EUSAGE, "plan '%s' names no model: give --model", o->plan);
+	if ((rc = sl_model_config_load(model, &w->model, err)))
+		return rc;
+	w->seq = o->train.seq_len > 0 ? o->train.seq_len : w->model.seq_len;
+	if (w->seq > w->model.seq_len)
+		return sl_err_set(err, SL_EUSAGE, "--seq-len %d is longer than model '%s' allows (%d)",
+				  w->seq, w->model.name, w->model.seq_len);
+	if (o->micro_batch_given && o->train.micro_batch != w->plan.micro_batch)
+		return sl_err_set(err, SL_EUSAGE,
+				  "--micro-batch %d differs from the plan's micro_batch %d: the plan "
+				  "decides it (leave --micro-batch out)",
+				  o->train.micro_batch, w->plan.micro_batch);
+	w->global = o->train.global_batch > 0 ? o->train.global_batch : w->plan.global_batch;
+	if (w->global <= 0)
+		return sl_err_set(err, SL_EUSAGE, "plan '%s' gives no global_batch: give "
+				  "--global-batch", o->plan);
+	if ((rc = sl_plan_check(&w->plan, sl_model_plan_layers(&w->model), w->global, &w->cat,
+				err)))
+		return rc;
+	if ((rc = sl_role_table_build(&w->plan, w->global, &w->table, err)))
+		return rc;
+	w->nmb_total = (int)(w->global / w->plan.micro_batch);
+	return 0;
+}
+
+static int setup_rank(struct worker *w, struct sl_err *err)
+{
+	struct sl_comm *comm = w->comm;
+	if (comm->size != w->table.world_size)
+		return sl_err_set(err, SL_EUSAGE,
+				  "this MPI job has %d ranks, but plan '%s' needs %d (one per GPU: "
+				  "the sum of tp over its replicas): start it with mpirun -np %d",
+				  comm->size, w->o->plan, w->table.world_size, w->table.world_size);
+	w->me = w->table.roles[comm->rank];
+	int rc = sl_dist_groups_build(comm, &w->table, &w->groups, err);
+	if (rc)
+		return rc;
+	w->tp = (struct tp_ctx){comm, &w->groups.tp};
+	if ((rc = sl_schedule_build(&w->table, comm->rank, &w->sched, err)))
+		return rc;
+	w->nmb = w->table.microbatches[w->me.pipeline];
+	int threads = w->o->threads_per_rank > 0 ? w->o->threads_per_rank : 1;
+	sl_cpu_set_threads(threads);
+	struct sl_tp_comm hooks = {.allreduce_sum = tp_sum, .allreduce_max = tp_max, .ctx = &w->tp};
+	rc = sl_gpt_init_slots(&w->gpt, &w->model, w->me.first_layer, w->me.last_layer,
+			       w->plan.micro_batch, w->seq, w->sched.slots, w->me.tp, w->me.tp_rank,
+			       &hooks, sl_cpu_threads(), err);
+	if (rc)
+		return sl_err_prefix(err, "stage %d (layers %d-%d, tp %d)", w->me.stage,
+				     w->me.first_layer, w->me.last_layer, w->me.tp);
+	sl_gpt_init_weights(&w->gpt, w->o->train.seed);
+	if ((rc = sl_grad_sync_init(&w->sync, comm, &w->groups, &w->table, w->gpt.params,
+				    w->gpt.param_count, err)))
+		return rc;
+	if (comm->rank == 0 && w->o->train.ckpt_dir &&
+	    (rc = sl_dist_whole_model_init(&w->whole, &w->model, err)))
+		return rc;
+	/* buffers of the transfers */
+	size_t act = (size_t)mb_tokens(w) * w->model.hidden;
+	int S = w->sched.slots;
+	w->max_peers = 1;
+	for (int i = 0; i < w->sched.count; i++)
+		if (w->sched.instrs[i].peer_count > w->max_peers)
+			w->max_peers = w->sched.instrs[i].peer_count;
+	w->act_in = calloc((size_t)S, sizeof(float *));
+	w->grad_out = calloc((size_t)S, sizeof(float *));
+	w->act_send = calloc((size_t)(S * w->max_peers), sizeof(*w->act_send));
+	w->grad_send = calloc((size_t)(S * w->max_peers), sizeof(*w->grad_send));
+	w->grad_in = sl_alloc_floats(act);
+	if (!w->act_in || !w->grad_out || !w->act_send || !w->grad_send || !w->grad_in)
+		return sl_err_set(err, SL_ENOMEM, "out of memory for transfer buffers");
+	for (int s = 0; s < S; s++) {
+		w->act_in[s] = w->me.stage > 0 ? sl_alloc_floats(act) : NULL;
+		w->grad_out[s] = w->me.stage > 0 ? sl_alloc_floats(act) : NULL;
+		if (w->me.stage > 0 && (!w->act_in[s] || !w->grad_out[s]))
+			return sl_err_set(err, SL_ENOMEM, "out of memory for transfer buffers");
+	}
+	w->step_times = calloc((size_t)(w->o->train.steps > 0 ? w->o->train.steps : 1),
+			       sizeof(double));
+	if (!w->step_times)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	return 0;
+}
+
+static int setup_data(struct worker *w, struct sl_err *err)
+{
+	/* every rank opens the data: the first and last stages read it, and every rank checks the
+	 * same file so a bad one stops the job before it starts */
+	w->has_data = w->me.stage == 0 || w->me.stage == w->table.num_stages - 1;
+	int rc = sl_token_file_open(&w->file, w->o->train.data, err);
+	if (rc)
+		return rc;
+	if ((rc = sl_data_loader_init(&w->loader, &w->file, w->plan.micro_batch, w->seq,
+				      w->model.vocab, w->o->train.shuffle, w->o->train.seed, err)))
+		return rc;
+	size_t n = (size_t)mb_tokens(w);
+	w->tokens = malloc(n * (size_t)w->nmb * sizeof(int32_t));
+	w->targets = malloc(n * (size_t)w->nmb * sizeof(int32_t));
+	w->skip = malloc(2 * n * sizeof(int32_t));
+	if (!w->tokens || !w->targets || !w->skip)
+		return sl_err_set(err, SL_ENOMEM, "out of memory for the micro-batches");
+	return 0;
+}
+
+/* Reads this pipeline's micro-batches of the step, skipping the other pipelines' ones. */
+static void load_step(struct worker *w)
+{
+	if (!w->has_data)
+		return;
+	size_t n = (size_t)mb_tokens(w);
+	int first = w->table.first_microbatch[w->me.pipeline];
+	for (int m = 0; m < w->nmb_total; m++) {
+		int local = m - first;
+		if (local >= 0 && local < w->nmb)
+			sl_data_loader_next(&w->loader, w->tokens + (size_t)local * n,
+					    w->targets + (size_t)local * n);
+		else
+			sl_data_loader_next(&w->loader, w->skip, w->skip + n);
+	}
+}
+
+static int wait_all(struct worker *w, struct sl_comm_request *reqs, int count, struct sl_err *err)
+{
+	for (int i = 0; i < count; i++) {
+		int rc = sl_comm_wait(w->comm, &reqs[i], err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static const char *op_name(enum sl_instr_op op) { return sl_instr_op_name(op); }
+
+/* Executes one instruction; accumulates the micro-batch losses of the last stage. */
+static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum,
+		   struct sl_err *err)
+{
+	struct sl_comm *comm = w->comm;
+	size_t n = (size_t)mb_tokens(w);
+	long long act = (long long)n * w->model.hidden;
+	int m = in->microbatch, s = in->slot, rc = 0;
+	struct sl_gpt_microbatch mb = {w->plan.micro_batch, w->seq,
+				       w->tokens ? w->tokens + (size_t)m * n : NULL,
+				       w->targets ? w->targets + (size_t)m * n : NULL};
+	double t0 = now_s();
+	switch (in->op) {
+	case SL_INSTR_LOAD_MICROBATCH:
+		return 0; /* the step's micro-batches were read at its start (load_step) */
+	case SL_INSTR_RECV_ACTIVATION: {
+		struct sl_comm_request req = {0};
+		rc = sl_comm_irecv(comm, w->act_in[s], act, SL_COMM_FLOAT, in->peers[0],
+				   sl_schedule_tag(SL_MSG_ACTIVATION, m), &req, err);
+		if (!rc)
+			rc = sl_comm_wait(comm, &req, err);
+		w->times[T_P2P] += now_s() - t0;
+		return rc;
+	}
+	case SL_INSTR_FORWARD: {
+		/* the slot's output buffer may still be on its way to the next stage */
+		if ((rc = wait_all(w, &w->act_send[s * w->max_peers], w->max_peers, err)))
+			return rc;
+		double t1 = now_s();
+		w->times[T_P2P] += t1 - t0;
+		double loss = 0.0;
+		sl_gpt_select_slot(&w->gpt, s);
+		rc = sl_gpt_forward(&w->gpt, &mb, w->me.stage > 0 ? w->act_in[s] : NULL, &loss, err);
+		*loss_sum += loss;
+		w->times[T_COMPUTE] += now_s() - t1;
+		return rc;
+	}
+	case SL_INSTR_SEND_ACTIVATION:
+		sl_gpt_select_slot(&w->gpt, s);
+		for (int p = 0; p < in->peer_count && !rc; p++)
+			rc = sl_comm_isend(comm, sl_gpt_output(&w->gpt), act, SL_COMM_FLOAT,
+					   in->peers[p], sl_schedule_tag(SL_MSG_ACTIVATION, m),
+					   &w->act_send[s * w->max_peers + p], err);
+		w->times[T_P2P] += now_s() - t0;
+		return rc;
+	case SL_INSTR_RECV_GRADIENT: {
+		struct sl_comm_request req = {0};
+		rc = sl_comm_irecv(comm, w->grad_in, act, SL_COMM_FLOAT, in->peers[0],
+				   sl_schedule_tag(SL_MSG_GRADIENT, m), &req, err);
+		if (!rc)
+			rc = sl_comm_wait(comm, &req, err);
+		w->times[T_P2P] += now_s() - t0;
+		return rc;
+	}
+	case SL_INSTR_BACKWARD: {
+		int last = w->me.stage == w->table.num_stages - 1;
+		sl_gpt_select_slot(&w->gpt, s);
+		rc = sl_gpt_backward(&w->gpt, &mb, last ? NULL : w->grad_in,
+				     1.0f / (float)w->nmb_total, err);
+		w->times[T_COMPUTE] += now_s() - t0;
+		return rc;
+	}
+	case SL_INSTR_SEND_GRADIENT: {
+		if ((rc = wait_all(w, &w->grad_send[s * w->max_peers], w->max_peers, err)))
+			return rc;
+		memcpy(w->grad_out[s], sl_gpt_grad_input(&w->gpt), (size_t)act * sizeof(float));
+		for (int p = 0; p < in->peer_count && !rc; p++)
+			rc = sl_comm_isend(comm, w->grad_out[s], act, SL_COMM_FLOAT, in->peers[p],
+					   sl_schedule_tag(SL_MSG_GRADIENT, m),
+					   &w->grad_send[s * w->max_peers + p], err);
+		w->times[T_P2P] += now_s() - t0;
+		return rc;
+	}
+	case SL_INSTR_REDUCE_GRADIENTS:
+	case SL_INSTR_OPTIMIZER_STEP:
+		return 0; /* run by step() with the step's scalars */
+	}
+	return 0;
+}
+
+static void print_step(struct worker *w, long long step, double loss, double lr, double norm,
+		       double dt)
+{
+	double tps = (double)(w->global * w->seq) / dt;
+	if (w->o->train.json)
+		fprintf(w->out,
+			"{\"event\":\"step\",\"step\":%lld,\"loss\":%.17g,\"lr\":%.17g,"
+			"\"grad_norm\":%.17g,\"step_time_s\":%.6f,\"tokens_per_s\":%.1f}\n",
+			step, loss, lr, norm, dt, tps);
+	else
+		fprintf(w->out,
+			"step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.4f | %8.1f ms/step | "
+			"%9.0f tokens/s\n",
+			step, w->o->train.steps, loss, lr, norm, 1e3 * dt, tps);
+	fflush(w->out);
+}
+
+static int save(struct worker *w, long long step, json_t *train, char *path, size_t size,
+		struct sl_err *err)
+{
+	struct sl_ckpt_state st = {
+		.step = step,
+		.data_epoch = w->loader.epoch,
+		.data_next = w->loader.next,
+		.data_seq = w->seq,
+		.data_tokens = w->file.count,
+		.seed = w->o->train.seed,
+		.train = train,
+	};
+	snprintf(st.data_path, sizeof(st.data_path), "%s", w->o->train.data);
+	return sl_dist_checkpoint_save(w->comm, &w->table, &w->gpt, &w->whole, w->o->train.ckpt_dir,
+				       &st, w->o->train.ckpt_keep, path, size, err);
+}
+
+static int resume(struct worker *w, long long *start, struct sl_err *err)
+{
+	struct sl_ckpt_state st;
+	int rc = sl_dist_checkpoint_load(w->comm, &w->gpt, w->o->train.ckpt_dir, &st,
+					 w->resumed_from, sizeof(w->resumed_from), err);
+	if (rc)
+		return rc;
+	json_decref(st.train);
+	if (st.data_tokens != w->file.count)
+		return sl_err_set(err, SL_EINPUT,
+				  "checkpoint '%s' was trained on %lld tokens, but '%s' has %lld: "
+				  "resume with the same data",
+				  w->resumed_from, st.data_tokens, w->o->train.data, w->file.count);
+	if (st.data_seq != w->seq)
+		return sl_err_set(err, SL_EINPUT,
+				  "checkpoint '%s' was trained with sequence length %d, not %d: resume "
+				  "with --seq-len %d",
+				  w->resumed_from, st.data_seq, w->seq, st.data_seq);
+	w->loader.seed = st.seed;
+	if ((rc = sl_data_loader_seek(&w->loader, st.data_epoch, st.data_next, err)))
+		return rc;
+	*start = st.step;
+	return 0;
+}
+
+static json_t *train_json(const struct worker *w)
+{
+	const struct sl_train_options *o = &w->o->train;
+	double min_lr = o->min_lr >= 0 ? o->min_lr : o->lr / 10.0;
+	long long decay = o->lr_decay_steps > 0 ? o->lr_decay_steps : o->steps;
+	return json_pack("{s:i, s:I, s:i, s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:b}",
+			 "micro_batch", w->plan.micro_batch, "global_batch", (json_int_t)w->global,
+			 "seq_len", w->seq, "lr", o->lr, "min_lr", min_lr, "warmup_steps",
+			 (json_int_t)o->warmup_steps, "lr_decay_steps", (json_int_t)decay,
+			 "weight_decay", o->weight_decay, "beta1", o->beta1, "beta2", o->beta2,
+			 "eps", o->eps, "grad_clip", o->grad_clip, "shuffle", o->shuffle);
+}
+
+static void print_header(struct worker *w, long long start)
+{
+	const struct sl_train_options *o = &w->o->train;
+	fprintf(w->out, "model %s: %d blocks, hidden %d, %d heads, vocab %d\n", w->model.name,
+		w->model.num_blocks, w->model.hidden, w->model.heads, w->model.vocab);
+	fprintf(w->out, "plan '%s': %d stage%s x %d pipeline%s, %d ranks, %d thread%s each\n",
+		w->o->plan, w->table.num_stages, w->table.num_stages > 1 ? "s" : "",
+		w->table.num_pipelines, w->table.num_pipelines > 1 ? "s" : "", w->table.world_size,
+		sl_cpu_threads(), sl_cpu_threads() > 1 ? "s" : "");
+	for (int k = 0; k < w->table.num_stages; k++) {
+		fprintf(w->out, "  stage %d  layers %d-%d:", k, w->plan.stages[k].first_layer,
+			w->plan.stages[k].last_layer);
+		for (int j = 0; j < w->table.num_pipelines; j++) {
+			const struct sl_role *r = sl_role_of(&w->table, k, j, 0);
+			fprintf(w->out, "%s %s tp%d %s (ranks %d-%d)", j ? "," : "",
+				w->cat.gpus[r->gpu].name, r->tp, w->cat.zones[r->zone].name, r->rank,
+				r->rank + r->tp - 1);
+		}
+		fprintf(w->out, "\n");
+	}
+	fprintf(w->out, "batch: micro-batch %d x %d tokens, global batch %lld = %d micro-batches "
+		"(per pipeline:", w->plan.micro_batch, w->seq, w->global, w->nmb_total);
+	for (int j = 0; j < w->table.num_pipelines; j++)
+		fprintf(w->out, " %d", w->table.microbatches[j]);
+	fprintf(w->out, "), %lld tokens per step\n", w->global * w->seq);
+	fprintf(w->out, "data '%s': %lld tokens, %lld windows of %d+1 tokens%s\n", o->data,
+		w->file.count, w->loader.windows, w->seq, o->shuffle ? ", shuffled" : "");
+	if (w->resumed_from[0])
+		fprintf(w->out, "resumed from '%s' after step %lld\n", w->resumed_from, start);
+	fflush(w->out);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Rank 0 prints the summary; every rank contributes its timings and memory. */
+static int print_end(struct worker *w, long long ran, double last_loss, const char *ckpt,
+		     struct sl_err *err)
+{
+	enum { F = T_COUNT + 2 };
+	double mine[F];
+	for (int i = 0; i < T_COUNT; i++)
+		mine[i] = ran > 0 ? w->times[i] / (double)ran : 0.0;
+	mine[T_COUNT] = peak_rss_bytes();
+	mine[T_COUNT + 1] = (double)w->me.stage;
+	double *all = calloc((size_t)w->comm->size * F, sizeof(double));
+	if (!all)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	int rc = sl_comm_allgather(w->comm, &w->comm->world, mine, all, F, SL_COMM_DOUBLE, err);
+	if (rc || w->comm->rank != 0) {
+		free(all);
+		return rc;
+	}
+	double median = 0.0;
+	if (ran > 0) {
+		qsort(w->step_times, (size_t)ran, sizeof(double), cmp_double);
+		median = ran % 2 ? w->step_times[ran / 2]
+				 : 0.5 * (w->step_times[ran / 2 - 1] + w->step_times[ran / 2]);
+	}
+	double tokens = (double)(w->global * w->seq);
+	int P = w->table.num_stages;
+	if (w->o->train.json) {
+		char loss_text[32] = "null";
+		if (ran > 0)
+			snprintf(loss_text, sizeof(loss_text), "%.17g", last_loss);
+		fprintf(w->out,
+			"{\"event\":\"end\",\"steps_run\":%lld,\"final_loss\":%s,"
+			"\"median_step_time_s\":%.6f,\"tokens_per_step\":%.0f,\"tokens_per_s\":%.1f,"
+			"\"flops_per_step\":%.6g,\"ranks\":%d,\"threads_per_rank\":%d,"
+			"\"blas_core\":\"%s\",\"stages\":[",
+			ran, loss_text, median, tokens, median > 0 ? tokens / median : 0.0,
+			tokens * sl_train_flops_per_token(&w->model, w->seq), w->comm->size,
+			sl_cpu_threads(), sl_cpu_blas_core());
+	} else if (ran > 0) {
+		fprintf(w->out, "time per step by stage (mean over the stage's ranks; ms)\n"
+				"  stage   compute  p2p-wait   dp-sync optimizer      step  peak RSS MiB\n");
+	}
+	for (int k = 0; k < P; k++) {
+		double sum[T_COUNT] = {0}, rss = 0.0;
+		int count = 0;
+		for (int r = 0; r < w->comm->size; r++) {
+			const double *v = all + (size_t)r * F;
+			if ((int)v[T_COUNT + 1] != k)
+				continue;
+			for (int i = 0; i < T_COUNT; i++)
+				sum[i] += v[i];
+			rss = v[T_COUNT] > rss ? v[T_COUNT] : rss;
+			count++;
+		}
+		for (int i = 0; i < T_COUNT; i++)
+			sum[i] /= count > 0 ? count : 1;
+		if (w->o->train.json)
+			fprintf(w->out,
+				"%s{\"stage\":%d,\"layers\":[%d,%d],\"ranks\":%d,\"compute_s\":%.6f,"
+				"\"p2p_wait_s\":%.6f,\"dp_sync_s\":%.6f,\"optimizer_s\":%.6f,"
+				"\"step_s\":%.6f,\"peak_rss_bytes\":%.0f}",
+				k ? "," : "", k, w->plan.stages[k].first_layer,
+				w->plan.stages[k].last_layer, count, sum[T_COMPUTE], sum[T_P2P],
+				sum[T_SYNC], sum[T_OPTIM], sum[T_STEP], rss);
+		else if (ran > 0)
+			fprintf(w->out, "  %-5d %9.1f %9.1f %9.1f %9.1f %9.1f %13.1f\n", k,
+				1e3 * sum[T_COMPUTE], 1e3 * sum[T_P2P], 1e3 * sum[T_SYNC],
+				1e3 * sum[T_OPTIM], 1e3 * sum[T_STEP], rss / (1 << 20));
+	}
+	if (w->o->train.json)
+		fprintf(w->out, "]}\n");
+	else if (ran > 0)
+		fprintf(w->out, "done: %lld steps, final loss %.4f, median %.1f ms/step (%.0f "
+			"tokens/s)\n", ran, last_loss, 1e3 * median, tokens / median);
+	if (ckpt && !w->o->train.json)
+		fprintf(w->out, "checkpoint '%s'\n", ckpt);
+	fflush(w->out);
+	free(all);
+	return 0;
+}
+
+static int run_step(struct worker *w, long long step, const struct sl_lr_schedule *sched,
+		    const struct sl_adamw_config *adamw, double *loss, double *lr, double *norm,
+		    struct sl_err *err)
+{
+	load_step(w);
+	sl_gpt_zero_grad(&w->gpt);
+	double loss_sum = 0.0;
+	int rc = 0;
+	for (int i = 0; i < w->sched.count && !rc; i++) {
+		rc = execute(w, &w->sched.instrs[i], &loss_sum, err);
+		if (rc)
+			return sl_err_prefix(err, "step %lld, %s of micro-batch %d", step + 1,
+					     op_name(w->sched.instrs[i].op),
+					     w->sched.instrs[i].microbatch);
+	}
+	double t0 = now_s();
+	int S = w->sched.slots;
+	if ((rc = wait_all(w, w->act_send, S * w->max_peers, err)) ||
+	    (rc = wait_all(w, w->grad_send, S * w->max_peers, err)))
+		return rc;
+	double t1 = now_s();
+	w->times[T_P2P] += t1 - t0;
+	if ((rc = sl_grad_sync_run(&w->sync, w->gpt.params, w->gpt.param_count, err)))
+		return rc;
+	double t2 = now_s();
+	w->times[T_SYNC] += t2 - t1;
+	/* the loss: the last stage's TP rank 0 of each pipeline contributes its micro-batches;
+	 * the stop flag travels with it so every rank stops after the same step */
+	int last = w->me.stage == w->table.num_stages - 1 && w->me.tp_rank == 0;
+	double shared[2] = {last ? loss_sum : 0.0, stop_signal ? 1.0 : 0.0};
+	if ((rc = sl_comm_allreduce(w->comm, &w->comm->world, shared, 2, SL_COMM_DOUBLE,
+				    SL_COMM_SUM, err)))
+		return rc;
+	*loss = shared[0] / w->nmb_total;
+	if (shared[1] > 0 && !stop_signal)
+		stop_signal = SIGTERM;
+	if (!isfinite(*loss))
+		return sl_err_set(err, SL_EINFEASIBLE,
+				  "loss became %f at step %lld: training diverged (try a lower --lr "
+				  "or --grad-clip); no checkpoint was written for it",
+				  *loss, step + 1);
+	if ((rc = sl_grad_sync_norm(&w->sync, w->gpt.params, w->gpt.param_count, norm, err)))
+		return rc;
+	*lr = sl_lr_at(sched, step);
+	sl_adamw_apply(w->gpt.params, w->gpt.param_count, adamw, *lr, step + 1, *norm);
+	w->times[T_OPTIM] += now_s() - t2;
+	return 0;
+}
+
+static int train_loop(struct worker *w, long long start, json_t *train, struct sl_err *err)
+{
+	const struct sl_train_options *o = &w->o->train;
+	double min_lr = o->min_lr >= 0 ? o->min_lr : o->lr / 10.0;
+	long long decay = o->lr_decay_steps > 0 ? o->lr_decay_steps : o->steps;
+	struct sl_lr_schedule sched = {o->lr, min_lr, o->warmup_steps,
+				       decay > o->warmup_steps ? decay : o->warmup_steps};
+	struct sl_adamw_config adamw = {o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip};
+	char ckpt[4300] = "";
+	double loss = NAN;
+	long long ran = 0;
+	int rc = 0;
+	int rank0 = w->comm->rank == 0;
+	for (long long step = start; step < o->steps; step++) {
+		double t0 = now_s(), lr = 0.0, norm = 0.0;
+		if ((rc = run_step(w, step, &sched, &adamw, &loss, &lr, &norm, err)))
+			break;
+		double dt = now_s() - t0;
+		w->times[T_STEP] += dt;
+		w->step_times[ran++] = dt;
+		if (rank0 && ((step + 1) % o->log_every == 0 || step + 1 == o->steps || step == start))
+			print_step(w, step + 1, loss, lr, norm, dt);
+		int last = step + 1 == o->steps || stop_signal;
+		if (o->ckpt_dir && (last || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0))) {
+			if ((rc = save(w, step + 1, train, ckpt, sizeof(ckpt), err)))
+				break;
+			if (rank0 && !o->json && !last)
+				fprintf(w->out, "checkpoint '%s'\n", ckpt);
+		}
+		if (stop_signal) {
+			rc = sl_err_set(err, SL_EIO, "stopped by signal %d after step %lld%s%s%s",
+					(int)stop_signal, step + 1, o->ckpt_dir ? " (checkpoint '" : "",
+					o->ckpt_dir ? ckpt : "", o->ckpt_dir ? "')" : "");
+			break;
+		}
+	}
+	if (rc)
+		return rc;
+	if (rank0 && start >= o->steps && !o->json)
+		fprintf(w->out, "nothing to do: training already reached step %lld of %lld\n", start,
+			o->steps);
+	return print_end(w, ran, loss, ckpt[0] ? ckpt : NULL, err);
+}
+
+int sl_dist_validate(const struct sl_run_options *o, struct sl_role_table *table,
+		     struct sl_catalogue *cat, struct sl_err *err)
+{
+	struct worker *w = calloc(1, sizeof(*w));
+	if (!w)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	w->o = o;
+	int rc = setup_plan(w, err);
+	if (!rc) {
+		/* the data must exist and fit the model before any rank starts */
+		rc = sl_token_file_open(&w->file, o->train.data, err);
+		if (!rc)
+			rc = sl_data_loader_init(&w->loader, &w->file, w->plan.micro_batch, w->seq,
+						 w->model.vocab, o->train.shuffle, o->train.seed, err);
+	}
+	if (!rc) {
+		*table = w->table;
+		*cat = w->cat;
+		memset(&w->table, 0, sizeof(w->table));
+	}
+	sl_data_loader_free(&w->loader);
+	sl_token_file_close(&w->file);
+	sl_role_table_free(&w->table);
+	sl_plan_free(&w->plan);
+	free(w);
+	return rc;
+}
+
+static void teardown(struct worker *w)
+{
+	for (int s = 0; w->act_in && s < w->sched.slots; s++) {
+		free(w->act_in[s]);
+		free(w->grad_out[s]);
+	}
+	free(w->act_in);
+	free(w->grad_out);
+	free(w->act_send);
+	free(w->grad_send);
+	free(w->grad_in);
+	free(w->tokens);
+	free(w->targets);
+	free(w->skip);
+	free(w->step_times);
+	sl_data_loader_free(&w->loader);
+	sl_token_file_close(&w->file);
+	sl_grad_sync_free(&w->sync);
+	sl_gpt_free(&w->gpt);
+	sl_gpt_free(&w->whole);
+	sl_schedule_free(&w->sched);
+	if (w->groups.tp.impl || w->groups.stage_sync.impl)
+		sl_dist_groups_free(w->comm, &w->groups);
+	sl_role_table_free(&w->table);
+	sl_plan_free(&w->plan);
+}
+
+int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *out,
+		       struct sl_err *err)
+{
+	if (o->train.resume && !o->train.ckpt_dir)
+		return sl_err_set(err, SL_EUSAGE, "--resume needs --ckpt-dir");
+	struct worker *w = calloc(1, sizeof(*w));
+	if (!w)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	w->o = o;
+	w->comm = comm;
+	w->out = out;
+	long long start = 0;
+	int rc = setup_plan(w, err);
+	if (!rc)
+		rc = setup_rank(w, err);
+	if (!rc)
+		rc = setup_data(w, err);
+	if (!rc && o->train.resume)
+		rc = resume(w, &start, err);
+	json_t *train = rc ? NULL : train_json(w);
+	if (!rc && comm->rank == 0 && !o->train.json)
+		print_header(w, start);
+	if (!rc) {
+		struct sigaction sa = {0};
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		stop_signal = 0;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		rc = train_loop(w, start, train, err);
+	}
+	json_decref(train);
+	teardown(w);
+	free(w);
+	return rc;
+}

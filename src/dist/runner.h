@@ -1,0 +1,47 @@
+/* The worker of `sailor run`: one rank of a distributed training job executing its part of a
+ * plan (roles.h) step by step, and the per-step output of rank 0.
+ *
+ * A step is the rank's instruction list (schedule.h: load, receive, forward, send, backward,
+ * ... in 1F1B order), then the gradient sync (grad_sync.h), the global gradient norm, and AdamW
+ * on the rank's own shards with the learning rate of the step: the arithmetic of single-process
+ * training (trainer.h) on the same global batch, partitioned. Every micro-batch's loss is scaled
+ * by 1 / (micro-batches of the step), and the pipelines' gradients summed, so uneven micro-batch
+ * counts weigh every sample equally.
+ *
+ * Output (rank 0, to `out`): `sailor train`'s header, step and summary lines; with json its
+ * "step" events and an "end" event that adds "ranks", "plan" and "stages": per stage the time
+ * measured on its ranks (mean over them, seconds per step): compute (forward + backward),
+ * p2p_wait (waiting for activations and gradients, and for sends to finish), dp_sync (gradient
+ * all-reduces), optimizer (norm + AdamW), and the largest peak resident memory of its ranks.
+ */
+#ifndef SL_DIST_RUNNER_H
+#define SL_DIST_RUNNER_H
+
+#include <stdio.h>
+
+#include "dist/comm.h"
+#include "train/trainer.h"
+#include "util/err.h"
+
+struct sl_run_options {
+	struct sl_train_options train; /* model, data, hyper-parameters, steps, checkpoints */
+	const char *plan;               /* sailor.plan/1 (or SOSP'25) plan file */
+	const char *cluster;            /* sailor.cluster/1, or NULL: every rank on this host */
+	int threads_per_rank;           /* CPU threads of each rank (0: 1) */
+	int micro_batch_given;          /* --micro-batch was on the command line */
+};
+
+/* Runs rank comm->rank of the job. Every rank must call it with the same options. Returns 0 or a
+ * negative SL_E* with err filled (the caller reports it, naming the rank, and aborts the job). */
+int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *out,
+		       struct sl_err *err);
+
+/* What the launcher checks before starting anything: the plan against the model and the
+ * catalogue, the global batch, the data file; fills the role table (caller frees it) and the
+ * catalogue. */
+struct sl_catalogue;
+struct sl_role_table;
+int sl_dist_validate(const struct sl_run_options *o, struct sl_role_table *table,
+		     struct sl_catalogue *cat, struct sl_err *err);
+
+#endif

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `sailor run` refuses what cannot run with one clear message, exit 1 (2 for usage), nothing on
+# stdout and nothing started: more ranks than the cluster's slots, no host of a replica's GPU type
+# and zone, a TP group larger than its host, layers that do not match the model, a global batch
+# the pipelines cannot share, mpirun missing (naming the package), an MPI launch of the wrong size.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+: "${SAILOR:?set SAILOR to the sailor binary}"
+command -v mpirun >/dev/null || { echo "mpirun is missing (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+fails=0
+expect() { # name, expected exit status, text the message must contain, command...
+  local name=$1 want=$2 text=$3; shift 3
+  "$@" > "$work/out" 2> "$work/err"
+  local got=$?
+  if [ "$got" -ne "$want" ] || ! grep -qF -- "$text" "$work/err" || [ -s "$work/out" ]; then
+    echo "FAIL $name: exit $got (want $want), stderr:"; sed 's/^/    /' "$work/err"
+    [ -s "$work/out" ] && { echo "  stdout:"; sed 's/^/    /' "$work/out"; }
+    fails=$((fails + 1))
+  else
+    echo "ok   $name: $(grep -F -- "$text" "$work/err" | head -n 1)"
+  fi
+}
+run=("$SAILOR" run --data "$work/tokens.bin" --seq-len 32 --steps 2)
+cat > "$work/cluster-small.json" <<'JSON'
+{"schema": "sailor.cluster/1",
+ "hosts": [{"name": "a", "address": "localhost", "gpu": "A100-40", "zone": "us-central1-a", "slots": 2},
+           {"name": "b", "address": "localhost", "gpu": "V100-16", "zone": "us-central1-b", "slots": 1}]}
+JSON
+cat > "$work/cluster-novoo.json" <<'JSON'
+{"schema": "sailor.cluster/1",
+ "hosts": [{"name": "a", "address": "localhost", "gpu": "A100-40", "zone": "us-central1-a", "slots": 4}]}
+JSON
+expect "more ranks than slots" 1 "the plan needs 4 ranks of A100-40 in zone us-central1-a" \
+  "${run[@]}" --plan tests/dist/plans/06-pp2-dp2-mixed-tp-two-zones.json --cluster "$work/cluster-small.json"
+expect "no host of a replica's type and zone" 1 'no host has "gpu": "V100-16"' \
+  "${run[@]}" --plan tests/dist/plans/06-pp2-dp2-mixed-tp-two-zones.json --cluster "$work/cluster-novoo.json"
+expect "TP group larger than its host" 1 "a TP group runs on one host" \
+  "${run[@]}" --plan tests/dist/plans/05-tp4.json --cluster "$work/cluster-small.json"
+expect "layers that do not match the model" 1 "layers" \
+  "${run[@]}" --plan tests/dist/plans/03-pp2.json --model gpt2-small
+sed 's/"global_batch":8/"global_batch":6/' tests/dist/plans/02-dp2.json > "$work/odd.json"
+expect "a global batch the pipelines cannot share" 1 "microbatches_per_pipeline" \
+  "${run[@]}" --plan "$work/odd.json"
+expect "a missing data file" 1 "missing.bin" \
+  "$SAILOR" run --data "$work/missing.bin" --plan tests/dist/plans/02-dp2.json
+expect "a plan file that is not JSON" 1 "$work/tokens.bin" \
+  "${run[@]}" --plan "$work/tokens.bin"
+expect "no --plan" 2 "--plan is required" "${run[@]}"
+expect "--micro-batch against the plan" 2 "differs from the plan's micro_batch" \
+  "${run[@]}" --plan tests/dist/plans/02-dp2.json --micro-batch 4
+mkdir -p "$work/bin"
+for tool in "$SAILOR"; do ln -sf "$tool" "$work/bin/"; done
+expect "mpirun missing" 1 "openmpi-bin" \
+  env PATH="$work/bin" "${run[@]}" --plan tests/dist/plans/02-dp2.json
+expect "an MPI launch of the wrong size" 2 "this MPI job has 3 ranks, but plan" \
+  timeout 60 mpirun -np 3 --oversubscribe --bind-to none "${run[@]}" --plan tests/dist/plans/02-dp2.json
+echo "$fails failed"
+[ "$fails" -eq 0 ]
