@@ -221,7 +221,7 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 	if (o->cluster)
 		rc = sl_cluster_load(o->cluster, &cat, &cluster, &err);
 	else
-		sl_log_info("no --cluster: all %d ranks run on this host", table.world_size);
+		sl_log_note("no --cluster: all %d ranks run on this host", table.world_size);
 	if (!rc)
 		rc = sl_place_roles(&table, o->cluster ? &cluster : NULL, &cat, &err);
 	if (!rc)

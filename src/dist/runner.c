@@ -11,8 +11,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cluster/catalogue.h"
@@ -29,24 +27,11 @@
 #include "train/lr_schedule.h"
 #include "train/model.h"
 #include "train/optimizer.h"
+#include "train/progress.h"
 #include "util/log.h"
 
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static double peak_rss_bytes(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_maxrss * 1024.0;
-}
 
 /* Time per rank, summed over the steps run. */
 enum { T_COMPUTE, T_P2P, T_SYNC, T_OPTIM, T_STEP, T_COUNT };
@@ -257,7 +242,7 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 	struct sl_gpt_microbatch mb = {w->plan.micro_batch, w->seq,
 				       w->tokens ? w->tokens + (size_t)m * n : NULL,
 				       w->targets ? w->targets + (size_t)m * n : NULL};
-	double t0 = now_s();
+	double t0 = sl_now_s();
 	switch (in->op) {
 	case SL_INSTR_LOAD_MICROBATCH:
 		return 0; /* the step's micro-batches were read at its start (load_step) */
@@ -267,20 +252,20 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 				   sl_schedule_tag(SL_MSG_ACTIVATION, m), &req, err);
 		if (!rc)
 			rc = sl_comm_wait(comm, &req, err);
-		w->times[T_P2P] += now_s() - t0;
+		w->times[T_P2P] += sl_now_s() - t0;
 		return rc;
 	}
 	case SL_INSTR_FORWARD: {
 		/* the slot's output buffer may still be on its way to the next stage */
 		if ((rc = wait_all(w, &w->act_send[s * w->max_peers], w->max_peers, err)))
 			return rc;
-		double t1 = now_s();
+		double t1 = sl_now_s();
 		w->times[T_P2P] += t1 - t0;
 		double loss = 0.0;
 		sl_gpt_select_slot(&w->gpt, s);
 		rc = sl_gpt_forward(&w->gpt, &mb, w->me.stage > 0 ? w->act_in[s] : NULL, &loss, err);
 		*loss_sum += loss;
-		w->times[T_COMPUTE] += now_s() - t1;
+		w->times[T_COMPUTE] += sl_now_s() - t1;
 		return rc;
 	}
 	case SL_INSTR_SEND_ACTIVATION:
@@ -289,7 +274,7 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 			rc = sl_comm_isend(comm, sl_gpt_output(&w->gpt), act, SL_COMM_FLOAT,
 					   in->peers[p], sl_schedule_tag(SL_MSG_ACTIVATION, m),
 					   &w->act_send[s * w->max_peers + p], err);
-		w->times[T_P2P] += now_s() - t0;
+		w->times[T_P2P] += sl_now_s() - t0;
 		return rc;
 	case SL_INSTR_RECV_GRADIENT: {
 		struct sl_comm_request req = {0};
@@ -297,7 +282,7 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 				   sl_schedule_tag(SL_MSG_GRADIENT, m), &req, err);
 		if (!rc)
 			rc = sl_comm_wait(comm, &req, err);
-		w->times[T_P2P] += now_s() - t0;
+		w->times[T_P2P] += sl_now_s() - t0;
 		return rc;
 	}
 	case SL_INSTR_BACKWARD: {
@@ -305,7 +290,7 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 		sl_gpt_select_slot(&w->gpt, s);
 		rc = sl_gpt_backward(&w->gpt, &mb, last ? NULL : w->grad_in,
 				     1.0f / (float)w->nmb_total, err);
-		w->times[T_COMPUTE] += now_s() - t0;
+		w->times[T_COMPUTE] += sl_now_s() - t0;
 		return rc;
 	}
 	case SL_INSTR_SEND_GRADIENT: {
@@ -316,7 +301,7 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 			rc = sl_comm_isend(comm, w->grad_out[s], act, SL_COMM_FLOAT, in->peers[p],
 					   sl_schedule_tag(SL_MSG_GRADIENT, m),
 					   &w->grad_send[s * w->max_peers + p], err);
-		w->times[T_P2P] += now_s() - t0;
+		w->times[T_P2P] += sl_now_s() - t0;
 		return rc;
 	}
 	case SL_INSTR_REDUCE_GRADIENTS:
@@ -324,23 +309,6 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 		return 0; /* run by step() with the step's scalars */
 	}
 	return 0;
-}
-
-static void print_step(struct worker *w, long long step, double loss, double lr, double norm,
-		       double dt)
-{
-	double tps = (double)(w->global * w->seq) / dt;
-	if (w->o->train.json)
-		fprintf(w->out,
-			"{\"event\":\"step\",\"step\":%lld,\"loss\":%.17g,\"lr\":%.17g,"
-			"\"grad_norm\":%.17g,\"step_time_s\":%.6f,\"tokens_per_s\":%.1f}\n",
-			step, loss, lr, norm, dt, tps);
-	else
-		fprintf(w->out,
-			"step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.4f | %8.1f ms/step | "
-			"%9.0f tokens/s\n",
-			step, w->o->train.steps, loss, lr, norm, 1e3 * dt, tps);
-	fflush(w->out);
 }
 
 static int save(struct worker *w, long long step, json_t *train, char *path, size_t size,
@@ -385,19 +353,6 @@ static int resume(struct worker *w, long long *start, struct sl_err *err)
 	return 0;
 }
 
-static json_t *train_json(const struct worker *w)
-{
-	const struct sl_train_options *o = &w->o->train;
-	double min_lr = o->min_lr >= 0 ? o->min_lr : o->lr / 10.0;
-	long long decay = o->lr_decay_steps > 0 ? o->lr_decay_steps : o->steps;
-	return json_pack("{s:i, s:I, s:i, s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:b}",
-			 "micro_batch", w->plan.micro_batch, "global_batch", (json_int_t)w->global,
-			 "seq_len", w->seq, "lr", o->lr, "min_lr", min_lr, "warmup_steps",
-			 (json_int_t)o->warmup_steps, "lr_decay_steps", (json_int_t)decay,
-			 "weight_decay", o->weight_decay, "beta1", o->beta1, "beta2", o->beta2,
-			 "eps", o->eps, "grad_clip", o->grad_clip, "shuffle", o->shuffle);
-}
-
 static void print_header(struct worker *w, long long start)
 {
 	const struct sl_train_options *o = &w->o->train;
@@ -430,12 +385,6 @@ static void print_header(struct worker *w, long long start)
 	fflush(w->out);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Rank 0 prints the summary; every rank contributes its timings and memory. */
 static int print_end(struct worker *w, long long ran, double last_loss, const char *ckpt,
 		     struct sl_err *err)
@@ -444,7 +393,7 @@ static int print_end(struct worker *w, long long ran, double last_loss, const ch
 	double mine[F];
 	for (int i = 0; i < T_COUNT; i++)
 		mine[i] = ran > 0 ? w->times[i] / (double)ran : 0.0;
-	mine[T_COUNT] = peak_rss_bytes();
+	mine[T_COUNT] = (double)sl_peak_rss_bytes();
 	mine[T_COUNT + 1] = (double)w->me.stage;
 	double *all = calloc((size_t)w->comm->size * F, sizeof(double));
 	if (!all)
@@ -454,12 +403,7 @@ static int print_end(struct worker *w, long long ran, double last_loss, const ch
 		free(all);
 		return rc;
 	}
-	double median = 0.0;
-	if (ran > 0) {
-		qsort(w->step_times, (size_t)ran, sizeof(double), cmp_double);
-		median = ran % 2 ? w->step_times[ran / 2]
-				 : 0.5 * (w->step_times[ran / 2 - 1] + w->step_times[ran / 2]);
-	}
+	double median = sl_median_sort(w->step_times, ran);
 	double tokens = (double)(w->global * w->seq);
 	int P = w->table.num_stages;
 	if (w->o->train.json) {
@@ -532,16 +476,16 @@ static int run_step(struct worker *w, long long step, const struct sl_lr_schedul
 					     op_name(w->sched.instrs[i].op),
 					     w->sched.instrs[i].microbatch);
 	}
-	double t0 = now_s();
+	double t0 = sl_now_s();
 	int S = w->sched.slots;
 	if ((rc = wait_all(w, w->act_send, S * w->max_peers, err)) ||
 	    (rc = wait_all(w, w->grad_send, S * w->max_peers, err)))
 		return rc;
-	double t1 = now_s();
+	double t1 = sl_now_s();
 	w->times[T_P2P] += t1 - t0;
 	if ((rc = sl_grad_sync_run(&w->sync, w->gpt.params, w->gpt.param_count, err)))
 		return rc;
-	double t2 = now_s();
+	double t2 = sl_now_s();
 	w->times[T_SYNC] += t2 - t1;
 	/* the loss: the last stage's TP rank 0 of each pipeline contributes its micro-batches;
 	 * the stop flag travels with it so every rank stops after the same step */
@@ -562,32 +506,30 @@ static int run_step(struct worker *w, long long step, const struct sl_lr_schedul
 		return rc;
 	*lr = sl_lr_at(sched, step);
 	sl_adamw_apply(w->gpt.params, w->gpt.param_count, adamw, *lr, step + 1, *norm);
-	w->times[T_OPTIM] += now_s() - t2;
+	w->times[T_OPTIM] += sl_now_s() - t2;
 	return 0;
 }
 
 static int train_loop(struct worker *w, long long start, json_t *train, struct sl_err *err)
 {
 	const struct sl_train_options *o = &w->o->train;
-	double min_lr = o->min_lr >= 0 ? o->min_lr : o->lr / 10.0;
-	long long decay = o->lr_decay_steps > 0 ? o->lr_decay_steps : o->steps;
-	struct sl_lr_schedule sched = {o->lr, min_lr, o->warmup_steps,
-				       decay > o->warmup_steps ? decay : o->warmup_steps};
-	struct sl_adamw_config adamw = {o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip};
+	struct sl_lr_schedule sched = sl_train_lr_schedule(o);
+	struct sl_adamw_config adamw = sl_train_adamw_config(o);
 	char ckpt[4300] = "";
 	double loss = NAN;
 	long long ran = 0;
 	int rc = 0;
 	int rank0 = w->comm->rank == 0;
 	for (long long step = start; step < o->steps; step++) {
-		double t0 = now_s(), lr = 0.0, norm = 0.0;
+		double t0 = sl_now_s(), lr = 0.0, norm = 0.0;
 		if ((rc = run_step(w, step, &sched, &adamw, &loss, &lr, &norm, err)))
 			break;
-		double dt = now_s() - t0;
+		double dt = sl_now_s() - t0;
 		w->times[T_STEP] += dt;
 		w->step_times[ran++] = dt;
 		if (rank0 && ((step + 1) % o->log_every == 0 || step + 1 == o->steps || step == start))
-			print_step(w, step + 1, loss, lr, norm, dt);
+			sl_print_step(w->out, o->json, step + 1, o->steps, loss, lr, norm, dt,
+				      (double)(w->global * w->seq));
 		int last = step + 1 == o->steps || stop_signal;
 		if (o->ckpt_dir && (last || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0))) {
 			if ((rc = save(w, step + 1, train, ckpt, sizeof(ckpt), err)))
@@ -596,10 +538,14 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 				fprintf(w->out, "checkpoint '%s'\n", ckpt);
 		}
 		if (stop_signal) {
-			rc = sl_err_set(err, SL_EIO, "stopped by signal %d after step %lld%s%s%s",
-					(int)stop_signal, step + 1, o->ckpt_dir ? " (checkpoint '" : "",
-					o->ckpt_dir ? ckpt : "", o->ckpt_dir ? "')" : "");
-			break;
+			/* a requested stop, agreed by every rank after the same step: not a failure
+			 * of the job; rank 0 says where it stopped and every rank ends cleanly */
+			if (rank0)
+				sl_log_warn("stopped by signal %d after step %lld%s%s%s",
+					    (int)stop_signal, step + 1,
+					    o->ckpt_dir ? " (checkpoint '" : "",
+					    o->ckpt_dir ? ckpt : "", o->ckpt_dir ? "')" : "");
+			return 0;
 		}
 	}
 	if (rc)
@@ -684,7 +630,8 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 		rc = setup_data(w, err);
 	if (!rc && o->train.resume)
 		rc = resume(w, &start, err);
-	json_t *train = rc ? NULL : train_json(w);
+	json_t *train = rc ? NULL : sl_train_hparams_json(&o->train, w->plan.micro_batch,
+								   w->global, w->seq);
 	if (!rc && comm->rank == 0 && !o->train.json)
 		print_header(w, start);
 	if (!rc) {

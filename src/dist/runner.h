@@ -32,7 +32,9 @@ struct sl_run_options {
 };
 
 /* Runs rank comm->rank of the job. Every rank must call it with the same options. Returns 0 or a
- * negative SL_E* with err filled (the caller reports it, naming the rank, and aborts the job). */
+ * negative SL_E* with err filled (the caller reports it, naming the rank, and aborts the job).
+ * SIGINT or SIGTERM on any rank (mpirun forwards them) stops every rank after the step in
+ * progress, with a checkpoint when --ckpt-dir is given; that returns 0 (a stop, not a failure). */
 int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *out,
 		       struct sl_err *err);
 

@@ -11,8 +11,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -24,6 +22,7 @@
 #include "train/lr_schedule.h"
 #include "train/model.h"
 #include "train/optimizer.h"
+#include "train/progress.h"
 #include "train/safetensors.h"
 #include "util/log.h"
 
@@ -48,44 +47,13 @@ static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig) { stop_signal = sig; }
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static size_t peak_rss_bytes(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (size_t)ru.ru_maxrss * 1024;
-}
-
 static double mib(size_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 double sl_train_flops_per_token(const struct sl_model_config *m, int seq)
 {
 	double C = m->hidden, F = m->ffn_hidden, L = m->num_blocks;
 	double matmul_weights = L * (4.0 * C * C + 2.0 * C * F) + (double)m->vocab * C;
 	return 6.0 * matmul_weights + 12.0 * L * C * seq;
-}
-
-static json_t *train_json(const struct sl_train_options *o, int seq, long long global,
-			  long long decay_steps, double min_lr)
-{
-	return json_pack("{s:i, s:I, s:i, s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:b}",
-			 "micro_batch", o->micro_batch, "global_batch", (json_int_t)global,
-			 "seq_len", seq, "lr", o->lr, "min_lr", min_lr, "warmup_steps",
-			 (json_int_t)o->warmup_steps, "lr_decay_steps", (json_int_t)decay_steps,
-			 "weight_decay", o->weight_decay, "beta1", o->beta1, "beta2", o->beta2,
-			 "eps", o->eps, "grad_clip", o->grad_clip, "shuffle", o->shuffle);
 }
 
 /* Warns about hyper-parameters that differ from the checkpoint's (the run continues with the
@@ -243,18 +211,8 @@ static void print_header(struct run *r, long long start)
 static void print_step(struct run *r, long long step, double loss, double lr, double norm,
 		       double dt)
 {
-	double tps = (double)(r->global * r->seq) / dt;
-	if (r->o->json)
-		fprintf(r->out,
-			"{\"event\":\"step\",\"step\":%lld,\"loss\":%.17g,\"lr\":%.17g,"
-			"\"grad_norm\":%.17g,\"step_time_s\":%.6f,\"tokens_per_s\":%.1f}\n",
-			step, loss, lr, norm, dt, tps);
-	else
-		fprintf(r->out,
-			"step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.4f | %8.1f ms/step | "
-			"%9.0f tokens/s\n",
-			step, r->o->steps, loss, lr, norm, 1e3 * dt, tps);
-	fflush(r->out);
+	sl_print_step(r->out, r->o->json, step, r->o->steps, loss, lr, norm, dt,
+		      (double)(r->global * r->seq));
 }
 
 static void print_end(struct run *r, long long ran, double last_loss, const char *ckpt)
@@ -264,15 +222,10 @@ static void print_end(struct run *r, long long ran, double last_loss, const char
 	size_t batch_bytes = 2 * (size_t)r->o->micro_batch * r->seq * sizeof(int32_t);
 	size_t total = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes +
 		       mem.activations_bytes + mem.workspace_bytes + batch_bytes;
-	double median = 0.0;
-	if (ran > 0) {
-		qsort(r->step_times, (size_t)ran, sizeof(double), cmp_double);
-		median = ran % 2 ? r->step_times[ran / 2]
-				 : 0.5 * (r->step_times[ran / 2 - 1] + r->step_times[ran / 2]);
-	}
+	double median = sl_median_sort(r->step_times, ran);
 	double tokens = (double)(r->global * r->seq);
 	double flops = tokens * sl_train_flops_per_token(&r->model, r->seq);
-	size_t rss = peak_rss_bytes();
+	size_t rss = sl_peak_rss_bytes();
 	char loss_text[32] = "null"; /* JSON has no NaN: no step ran */
 	if (ran > 0)
 		snprintf(loss_text, sizeof(loss_text), "%.17g", last_loss);
@@ -385,18 +338,15 @@ static int resume(struct run *r, json_t *train, long long *start, struct sl_err 
 static int train_loop(struct run *r, long long start, json_t *train, struct sl_err *err)
 {
 	const struct sl_train_options *o = r->o;
-	double min_lr = o->min_lr >= 0 ? o->min_lr : o->lr / 10.0;
-	long long decay = o->lr_decay_steps > 0 ? o->lr_decay_steps : o->steps;
-	struct sl_lr_schedule sched = {o->lr, min_lr, o->warmup_steps,
-				       decay > o->warmup_steps ? decay : o->warmup_steps};
-	struct sl_adamw_config adamw = {o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip};
+	struct sl_lr_schedule sched = sl_train_lr_schedule(o);
+	struct sl_adamw_config adamw = sl_train_adamw_config(o);
 	struct sl_gpt_microbatch mb = {o->micro_batch, r->seq, r->tokens, r->targets};
 	char ckpt[4300] = "";
 	double loss = NAN;
 	long long ran = 0;
 	int rc = 0;
 	for (long long step = start; step < o->steps; step++) {
-		double t0 = now_s();
+		double t0 = sl_now_s();
 		sl_gpt_zero_grad(&r->gpt);
 		double loss_sum = 0.0;
 		for (int m = 0; m < r->nmb && !rc; m++) {
@@ -428,7 +378,7 @@ static int train_loop(struct run *r, long long start, json_t *train, struct sl_e
 			break;
 		double lr = sl_lr_at(&sched, step);
 		sl_adamw_apply(r->gpt.params, r->gpt.param_count, &adamw, lr, step + 1, norm);
-		double dt = now_s() - t0;
+		double dt = sl_now_s() - t0;
 		r->step_times[ran++] = dt;
 		if ((step + 1) % o->log_every == 0 || step + 1 == o->steps || step == start)
 			print_step(r, step + 1, loss, lr, norm, dt);
@@ -468,9 +418,7 @@ int sl_train_run(const struct sl_train_options *o, FILE *out, struct sl_err *err
 	struct run r = {.o = o, .out = out};
 	int rc = setup(&r, err);
 	long long start = 0;
-	double min_lr = o->min_lr >= 0 ? o->min_lr : o->lr / 10.0;
-	json_t *train = train_json(o, r.seq, r.global,
-				   o->lr_decay_steps > 0 ? o->lr_decay_steps : o->steps, min_lr);
+	json_t *train = sl_train_hparams_json(o, o->micro_batch, r.global, r.seq);
 	if (!rc) {
 		sl_gpt_init_weights(&r.gpt, o->seed);
 		if (o->init_from)

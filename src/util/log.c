@@ -32,6 +32,14 @@ void sl_log_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+void sl_log_note(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_line("note", fmt, ap);
+	va_end(ap);
+}
+
 void sl_log_info(const char *fmt, ...)
 {
 	if (verbose_enabled < 0) {
