@@ -72,7 +72,8 @@ int sl_place_roles(struct sl_role_table *table, const struct sl_cluster *cluster
 	/* per (GPU type, zone): hosts, the widest host, slots offered and ranks the plan needs */
 	static const int G = SL_MAX_GPU_TYPES, Z = SL_MAX_ZONES;
 	int hosts[SL_MAX_GPU_TYPES][SL_MAX_ZONES] = {{0}}, widest[SL_MAX_GPU_TYPES][SL_MAX_ZONES] = {{0}};
-	long long have[SL_MAX_GPU_TYPES][SL_MAX_ZONES] = {{0}}, need[SL_MAX_GPU_TYPES][SL_MAX_ZONES] = {{0}};
+	long long have[SL_MAX_GPU_TYPES][SL_MAX_ZONES] = {{0}};
+	long long need[SL_MAX_GPU_TYPES][SL_MAX_ZONES] = {{0}};
 	for (int h = 0; h < cluster->host_count; h++) {
 		const struct sl_host *host = &cluster->hosts[h];
 		if (host->gpu < 0 || host->gpu >= G || host->zone < 0 || host->zone >= Z)

@@ -81,11 +81,15 @@ struct worker {
 	int seq, nmb_total, nmb;     /* sequence length, micro-batches of the step, of my pipeline */
 	long long global;
 	double times[T_COUNT];
-	double *step_times;
+	double *step_times;          /* one per step run, grown as steps run (not sized by --steps) */
+	long long step_times_cap;
 	char resumed_from[4200];
 };
 
-static long long mb_tokens(const struct worker *w) { return (long long)w->plan.micro_batch * w->seq; }
+static long long mb_tokens(const struct worker *w)
+{
+	return (long long)w->plan.micro_batch * w->seq;
+}
 
 static int setup_plan(struct worker *w, struct sl_err *err)
 {
@@ -175,10 +179,6 @@ static int setup_rank(struct worker *w, struct sl_err *err)
 		if (w->me.stage > 0 && (!w->act_in[s] || !w->grad_out[s]))
 			return sl_err_set(err, SL_ENOMEM, "out of memory for transfer buffers");
 	}
-	w->step_times = calloc((size_t)(w->o->train.steps > 0 ? w->o->train.steps : 1),
-			       sizeof(double));
-	if (!w->step_times)
-		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -526,6 +526,16 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 			break;
 		double dt = sl_now_s() - t0;
 		w->times[T_STEP] += dt;
+		if (ran == w->step_times_cap) {
+			long long cap = w->step_times_cap ? 2 * w->step_times_cap : 1024;
+			double *grown = realloc(w->step_times, (size_t)cap * sizeof(double));
+			if (!grown) {
+				rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+				break;
+			}
+			w->step_times = grown;
+			w->step_times_cap = cap;
+		}
 		w->step_times[ran++] = dt;
 		if (rank0 && ((step + 1) % o->log_every == 0 || step + 1 == o->steps || step == start))
 			sl_print_step(w->out, o->json, step + 1, o->steps, loss, lr, norm, dt,
