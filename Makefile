@@ -19,8 +19,11 @@ BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas
 # OpenMPI (the distributed runtime's processes and collectives): Debian's libopenmpi-dev.
 MPI_CFLAGS  := $(shell pkg-config --cflags ompi-c 2>/dev/null || echo -I/usr/lib/x86_64-linux-gnu/openmpi/include)
 MPI_LIBS    := $(shell pkg-config --libs ompi-c 2>/dev/null || echo -lmpi)
-ALL_CFLAGS  := -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) -fopenmp -MMD -MP -Isrc $(BLAS_CFLAGS) $(MPI_CFLAGS) $(SANITIZE) $(CFLAGS)
-LDLIBS      := -ljansson $(BLAS_LIBS) $(MPI_LIBS) -fopenmp -lpthread -lm $(SANITIZE)
+# libmicrohttpd (the controller's /status and /metrics): Debian's libmicrohttpd-dev.
+MHD_CFLAGS  := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS    := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+ALL_CFLAGS  := -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) -fopenmp -MMD -MP -Isrc $(BLAS_CFLAGS) $(MPI_CFLAGS) $(MHD_CFLAGS) $(SANITIZE) $(CFLAGS)
+LDLIBS      := -ljansson $(BLAS_LIBS) $(MPI_LIBS) $(MHD_LIBS) -fopenmp -lpthread -lm $(SANITIZE)
 
 LIB_SRCS  := $(sort $(filter-out src/cli/main.c,$(wildcard src/*/*.c src/*/*/*.c)))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)

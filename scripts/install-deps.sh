@@ -7,7 +7,8 @@
 set -euo pipefail
 
 packages=(build-essential pkg-config libjansson-dev libcmocka-dev libopenblas-dev
-          openmpi-bin libopenmpi-dev)
+          openmpi-bin libopenmpi-dev libmicrohttpd-dev gnuplot-nox
+          jq iproute2)  # jq, iproute2: scripts/testbed (JSON descriptions; ip netns, tc)
 for arg in "$@"; do
   case "$arg" in
     --with-torch) packages+=(python3 python3-torch python3-numpy) ;;

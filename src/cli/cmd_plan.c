@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/options.h"
+#include "cluster/catalogue.h"
 #include "cluster/pool.h"
 #include "search/search.h"
 #include "sim/sim.h"
@@ -15,7 +16,7 @@ static int run_plan(int argc, char **argv);
 enum {
 	OPT_MODEL, OPT_POOL, OPT_TRACE, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT,
 	OPT_GLOBAL_BATCH, OPT_TOP, OPT_PARETO, OPT_COST_MODEL, OPT_MAX_STAGES, OPT_UNEVEN, OPT_JSON,
-	OPT_OUTPUT, OPT_PROFILES,
+	OPT_OUTPUT, OPT_PROFILES, OPT_GPUS,
 };
 
 static const struct sl_cli_option plan_options[] = {
@@ -34,6 +35,7 @@ static const struct sl_cli_option plan_options[] = {
 	[OPT_JSON] = {"json", 0, NULL, "print one JSON document {\"steps\": [...]} on stdout", NULL},
 	[OPT_OUTPUT] = {"output", 'o', "PLAN.json", "write the best plan (of the last step) to this file", NULL},
 	[OPT_PROFILES] = {"profiles", 0, "DIR", SL_CLI_PROFILES_HELP, "none"},
+	[OPT_GPUS] = {"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
 };
 
 const struct sl_cli_command sl_cmd_plan = {
@@ -266,6 +268,12 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_TRACE: a->trace = parser.arg; break;
 		case OPT_OUTPUT: a->output = parser.arg; break;
 		case OPT_PROFILES: a->profiles = parser.arg; break;
+		case OPT_GPUS:
+			if (sl_catalogue_set_overlay(parser.arg, &err)) {
+				fprintf(stderr, "sailor plan: %s\n", err.msg);
+				return 1;
+			}
+			break;
 		case OPT_JSON: a->json = 1; break;
 		case OPT_PARETO: a->req.pareto = 1; break;
 		case OPT_UNEVEN: a->req.uneven_microbatches = 1; break;

@@ -33,7 +33,7 @@
 
 static int run_run(int argc, char **argv);
 
-enum { OPT_PLAN = SL_TOPT_COUNT, OPT_CLUSTER, OPT_THREADS_PER_RANK, OPT_DRY_RUN };
+enum { OPT_PLAN = SL_TOPT_COUNT, OPT_CLUSTER, OPT_THREADS_PER_RANK, OPT_DRY_RUN, OPT_GPUS };
 
 static const struct sl_cli_option options[] = {
 	SL_CLI_TRAIN_OPTIONS,
@@ -44,6 +44,9 @@ static const struct sl_cli_option options[] = {
 	[OPT_THREADS_PER_RANK] = {"threads-per-rank", 't', "T", "CPU threads of each rank", "1"},
 	[OPT_DRY_RUN] = {"dry-run", 0, NULL, "print the ranks' roles and the mpirun command, start "
 			 "nothing", NULL},
+	/* a setting of the process (catalogue.h): the launcher's checks and every rank, which
+	 * runs this same command line, load the catalogue with it */
+	[OPT_GPUS] = {"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
 };
 
 const struct sl_cli_command sl_cmd_run = {
@@ -366,6 +369,13 @@ static int run_run(int argc, char **argv)
 					      &o.threads_per_rank);
 		else if (idx == OPT_DRY_RUN)
 			dry_run = 1;
+		else if (idx == OPT_GPUS) {
+			struct sl_err err = {0};
+			if (sl_catalogue_set_overlay(parser.arg, &err)) {
+				sl_log_error("%s", err.msg);
+				return 1;
+			}
+		}
 		if (rc)
 			return rc;
 	}

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/options.h"
+#include "cluster/catalogue.h"
 #include "sim/sim.h"
 #include "util/json.h"
 
@@ -18,13 +19,14 @@ static const struct sl_cli_option options[] = {
 	{"cost-model", 'c', "NAME", "sailor (ours) or sosp25 (the SOSP'25 simulator exactly)",
 	 "sailor"},
 	{"profiles", 0, "DIR", SL_CLI_PROFILES_HELP, "none"},
+	{"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
 	{"json", 0, NULL, "print one JSON object (schema sailor.simulation/1) on stdout", NULL},
 };
 
 const struct sl_cli_command sl_cmd_simulate = {
 	.name = "simulate",
 	.synopsis = "--model M --plan FILE [--global-batch G] [--cost-model sailor|sosp25]\n"
-		    "           [--profiles DIR] [--json]",
+		    "           [--profiles DIR] [--gpus FILE] [--json]",
 	.summary = "iteration time, peak memory and $ per iteration of a plan",
 	.description =
 		"Simulates one training iteration of the plan: per stage compute, point-to-point,\n"
@@ -68,6 +70,9 @@ static int run_simulate(int argc, char **argv)
 				return sl_cli_usage_error(&sl_cmd_simulate, "--cost-model: %s", err.msg);
 		} else if (!strcmp(name, "profiles")) {
 			profiles = parser.arg;
+		} else if (!strcmp(name, "gpus")) {
+			if (sl_catalogue_set_overlay(parser.arg, &err))
+				return fail(&err);
 		} else if (!strcmp(name, "json")) {
 			json = 1;
 		}

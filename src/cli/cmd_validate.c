@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/options.h"
+#include "cluster/catalogue.h"
 #include "sim/validate.h"
 #include "util/json.h"
 
@@ -13,12 +14,14 @@ static const struct sl_cli_option options[] = {
 	{"model", 'm', "NAME|FILE", "model the runs trained", NULL},
 	{"cost-model", 'c', "NAME", "sailor or sosp25", "sailor"},
 	{"profiles", 0, "DIR", SL_CLI_PROFILES_HELP, "none"},
+	{"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
 	{"json", 0, NULL, "print one JSON object (schema sailor.validation/1) on stdout", NULL},
 };
 
 const struct sl_cli_command sl_cmd_validate = {
 	.name = "validate",
-	.synopsis = "--model M DIR [--cost-model sailor|sosp25] [--profiles DIR] [--json]",
+	.synopsis = "--model M DIR [--cost-model sailor|sosp25] [--profiles DIR] [--gpus FILE]\n"
+		    "           [--json]",
 	.summary = "compare the simulator with measured runs (files with real and max_mem)",
 	.description = "DIR holds plan files that carry the measured iteration time (\"real\", s)\n"
 		       "and peak GPU memory (\"max_mem\", bytes), like the SOSP'25 validation files.",
@@ -52,8 +55,14 @@ static int run_validate(int argc, char **argv)
 				if (sl_cost_model_parse(parser.arg, &cm, &err))
 					return sl_cli_usage_error(&sl_cmd_validate, "--cost-model: %s",
 								  err.msg);
-			} else if (!strcmp(name, "profiles"))
+			} else if (!strcmp(name, "profiles")) {
 				profiles = parser.arg;
+			} else if (!strcmp(name, "gpus")) {
+				if (sl_catalogue_set_overlay(parser.arg, &err)) {
+					fprintf(stderr, "sailor validate: %s\n", err.msg);
+					return 1;
+				}
+			}
 			else if (!strcmp(name, "json"))
 				json = 1;
 		}

@@ -9,6 +9,9 @@ extern const struct sl_cli_command sl_cmd_plan;
 extern const struct sl_cli_command sl_cmd_train;
 extern const struct sl_cli_command sl_cmd_data;
 extern const struct sl_cli_command sl_cmd_run;
+extern const struct sl_cli_command sl_cmd_profile;
+extern const struct sl_cli_command sl_cmd_control;
+extern const struct sl_cli_command sl_cmd_report;
 
 const struct sl_cli_command *const sl_cli_commands[] = {
 	&sl_cmd_version,
@@ -18,5 +21,8 @@ const struct sl_cli_command *const sl_cli_commands[] = {
 	&sl_cmd_train,
 	&sl_cmd_data,
 	&sl_cmd_run,
+	&sl_cmd_profile,
+	&sl_cmd_control,
+	&sl_cmd_report,
 };
 const size_t sl_cli_command_count = sizeof(sl_cli_commands) / sizeof(sl_cli_commands[0]);

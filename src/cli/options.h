@@ -48,6 +48,10 @@ enum { SL_CLI_END = -1, SL_CLI_ERROR = -2, SL_CLI_HELP = -3 };
 #define SL_CLI_PROFILES_HELP \
 	"DIR/<MODEL>/<GPU>.json replace the shipped profiles (e.g. data/profiles-sosp25-simulator)"
 
+/* The help of --gpus, which simulate, validate, plan and run share (sl_catalogue_set_overlay). */
+#define SL_CLI_GPUS_HELP \
+	"more device types (sailor.gpus/1, e.g. data/testbed/gpus-cpu.json) beside data/gpus.json"
+
 struct sl_cli_parser {
 	const struct sl_cli_command *command;
 	int argc;

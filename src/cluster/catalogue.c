@@ -1,5 +1,6 @@
-/* GPU catalogue and zones: loading data/gpus.json and the zone list (see catalogue.h).
- * Invariants: names unique; indices stable (file order for GPUs, sorted names for zones). */
+/* GPU catalogue and zones: loading data/gpus.json, the --gpus overlay and the zone list (see
+ * catalogue.h). Invariants: names unique across shipped and overlay types; indices stable (file
+ * order for GPUs, the overlay's after the shipped ones; sorted names for zones). */
 #include "cluster/catalogue.h"
 
 #include <stdio.h>
@@ -73,36 +74,100 @@ static void region_of(const char *zone, char *out, size_t size)
 		*dash = '\0';
 }
 
+/* Fields a sailor.gpus/1 file may hold: a typo ("usd_per_hr") would otherwise leave a default
+ * in place without a word. */
+static const char *const top_fields[] = {"schema", "note", "sources", "gpus"};
+static const char *const gpu_fields[] = {"name", "memory_bytes", "gpus_per_node", "usd_per_hour",
+					 "peak_fp32_flops", "peak_tensor_flops",
+					 "memory_bandwidth_bps", "runtime_overhead_bytes",
+					 "nccl_buffer_bytes", "network_as", "estimate_from", "note"};
+
+static int check_fields(const json_t *obj, const char *ctx, const char *const *allowed, size_t n,
+			struct sl_err *err)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		size_t i = 0;
+		while (i < n && strcmp(allowed[i], key))
+			i++;
+		if (i == n) {
+			char list[512];
+			size_t used = 0;
+			list[0] = 0;
+			for (size_t k = 0; k < n && used + 1 < sizeof(list); k++) {
+				int w = snprintf(list + used, sizeof(list) - used, "%s%s", k ? ", " : "",
+						 allowed[k]);
+				if (w < 0)
+					break;
+				used += (size_t)w;
+			}
+			return sl_err_set(err, SL_EINPUT, "%s%s%s: unknown field (allowed: %s)", ctx,
+					  ctx[0] ? "." : "", key, list);
+		}
+	}
+	return 0;
+}
+
+/* Reads the GPU types of one sailor.gpus/1 file into cat->gpus[cat->gpu_count ...]: the shipped
+ * catalogue first, then an overlay, whose names must differ from every type before them. */
 static int load_gpus(const char *path, struct sl_catalogue *cat, struct sl_err *err)
 {
 	json_t *root = sl_json_load_file(path, "GPU catalogue", err);
 	if (!root)
 		return err ? err->code : SL_EINPUT;
+	int base = cat->gpu_count;
 	json_t *gpus = NULL;
-	int rc = sl_json_get_array(root, "", "gpus", &gpus, err);
-	if (!rc && (json_array_size(gpus) == 0 || json_array_size(gpus) > SL_MAX_GPU_TYPES))
-		rc = sl_err_set(err, SL_EINPUT, "gpus: expected 1 to %d GPU types, got %zu",
-				SL_MAX_GPU_TYPES, json_array_size(gpus));
+	int rc = 0;
+	if (!json_is_object(root))
+		rc = sl_err_set(err, SL_EINPUT, "top level: expected {\"schema\": \"sailor.gpus/1\", "
+				"\"gpus\": [...]}");
+	if (!rc)
+		rc = check_fields(root, "", top_fields, sizeof(top_fields) / sizeof(top_fields[0]), err);
+	json_t *schema = json_object_get(root, "schema");
+	if (!rc && schema && (!json_is_string(schema) ||
+			      strcmp(json_string_value(schema), SL_GPUS_SCHEMA)))
+		rc = sl_err_set(err, SL_EINPUT, "schema: expected \"%s\"", SL_GPUS_SCHEMA);
+	if (!rc)
+		rc = sl_json_get_array(root, "", "gpus", &gpus, err);
+	if (!rc && (json_array_size(gpus) == 0 ||
+		    json_array_size(gpus) > (size_t)(SL_MAX_GPU_TYPES - base)))
+		rc = sl_err_set(err, SL_EINPUT, "gpus: expected 1 to %d GPU types%s, got %zu",
+				SL_MAX_GPU_TYPES - base,
+				base ? " (the catalogue holds at most " SL_STR(SL_MAX_GPU_TYPES)
+				       " with the shipped ones)" : "",
+				json_array_size(gpus));
 	/* names of stand-ins, resolved once every type is known */
 	const char *network_as[SL_MAX_GPU_TYPES] = {0}, *estimate_from[SL_MAX_GPU_TYPES] = {0};
 	for (size_t i = 0; !rc && i < json_array_size(gpus); i++) {
 		json_t *g = json_array_get(gpus, i);
 		char ctx[64];
 		snprintf(ctx, sizeof(ctx), "gpus[%zu]", i);
-		struct sl_gpu_type *t = &cat->gpus[i];
+		struct sl_gpu_type *t = &cat->gpus[base + (int)i];
 		memset(t, 0, sizeof(*t));
 		const char *name = NULL;
 		long long per_node = 0;
-		rc = sl_json_get_string(g, ctx, "name", &name, err);
-		if (!rc && (strlen(name) == 0 || strlen(name) >= SL_GPU_NAME_MAX))
-			rc = sl_err_set(err, SL_EINPUT, "%s.name: must be 1 to %d characters", ctx,
+		if (!json_is_object(g)) {
+			rc = sl_err_set(err, SL_EINPUT, "%s: expected an object", ctx);
+			break;
+		}
+		rc = check_fields(g, ctx, gpu_fields, sizeof(gpu_fields) / sizeof(gpu_fields[0]), err);
+		if (!rc) rc = sl_json_get_string(g, ctx, "name", &name, err);
+		if (!rc && (strlen(name) == 0 || strlen(name) >= SL_GPU_NAME_MAX ||
+			    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+					 "0123456789-_.") != strlen(name)))
+			rc = sl_err_set(err, SL_EINPUT, "%s.name: '%s': must be 1 to %d of "
+					"[A-Za-z0-9-_.] (it names profile files)", ctx, name,
 					SL_GPU_NAME_MAX - 1);
 		if (!rc) {
 			snprintf(t->name, sizeof(t->name), "%s", name);
-			for (size_t k = 0; k < i; k++)
+			for (int k = 0; k < base + (int)i && !rc; k++)
 				if (!strcmp(cat->gpus[k].name, name))
-					rc = sl_err_set(err, SL_EINPUT, "%s.name: '%s' is listed twice",
-							ctx, name);
+					rc = sl_err_set(err, SL_EINPUT, "%s.name: '%s' is %s; give it "
+							"another name", ctx, name,
+							k < base ? "a GPU type of the shipped catalogue"
+								 : "listed twice");
 		}
 		if (!rc) rc = sl_json_get_number(g, ctx, "memory_bytes", &t->memory_bytes, err);
 		if (!rc) rc = sl_json_get_int(g, ctx, "gpus_per_node", &per_node, err);
@@ -112,13 +177,18 @@ static int load_gpus(const char *path, struct sl_catalogue *cat, struct sl_err *
 		if (!rc) rc = sl_json_opt_number(g, ctx, "memory_bandwidth_bps", &t->memory_bandwidth_bps, err);
 		if (!rc) rc = sl_json_opt_number(g, ctx, "runtime_overhead_bytes", &t->runtime_overhead_bytes, err);
 		if (!rc) rc = sl_json_opt_number(g, ctx, "nccl_buffer_bytes", &t->nccl_buffer_bytes, err);
-		if (!rc && (t->memory_bytes <= 0 || t->usd_per_hour < 0 || per_node < 1 || per_node > 64 ||
-			    t->peak_fp32_flops < 0 || t->peak_tensor_flops < 0 ||
+		if (!rc && t->memory_bytes <= 0)
+			rc = sl_err_set(err, SL_EINPUT, "%s.memory_bytes: %g: must be positive", ctx,
+					t->memory_bytes);
+		if (!rc && (per_node < 1 || per_node > 64))
+			rc = sl_err_set(err, SL_EINPUT, "%s.gpus_per_node: %lld: must be 1 to 64", ctx,
+					per_node);
+		if (!rc && (t->usd_per_hour < 0 || t->peak_fp32_flops < 0 || t->peak_tensor_flops < 0 ||
 			    t->memory_bandwidth_bps < 0 || t->runtime_overhead_bytes < 0 ||
 			    t->nccl_buffer_bytes < 0))
 			rc = sl_err_set(err, SL_EINPUT,
-					"%s: memory_bytes must be positive, gpus_per_node 1 to 64, and "
-					"prices, FLOP/s, bandwidths and overheads not negative", ctx);
+					"%s: prices, FLOP/s, bandwidths and overheads must not be "
+					"negative", ctx);
 		t->gpus_per_node = (int)per_node;
 		json_t *v = json_object_get(g, "network_as");
 		if (!rc && v && !json_is_string(v))
@@ -128,30 +198,61 @@ static int load_gpus(const char *path, struct sl_catalogue *cat, struct sl_err *
 		if (!rc && v && !json_is_string(v))
 			rc = sl_err_set(err, SL_EINPUT, "%s.estimate_from: expected a GPU name", ctx);
 		estimate_from[i] = v ? json_string_value(v) : NULL;
-		cat->gpu_count = (int)i + 1;
+		if (!rc)
+			cat->gpu_count = base + (int)i + 1;
 	}
-	for (int i = 0; !rc && i < cat->gpu_count; i++) {
-		cat->gpus[i].network_as = i;
-		cat->gpus[i].estimate_from = i;
+	for (int i = 0; !rc && i < cat->gpu_count - base; i++) {
+		struct sl_gpu_type *t = &cat->gpus[base + i];
+		t->network_as = base + i;
+		t->estimate_from = base + i;
 		if (network_as[i]) {
 			int k = sl_catalogue_gpu_index(cat, network_as[i]);
 			if (k < 0)
 				rc = sl_err_set(err, SL_EINPUT, "gpus[%d].network_as: unknown GPU '%s'", i,
 						network_as[i]);
-			cat->gpus[i].network_as = k;
+			t->network_as = k;
 		}
 		if (!rc && estimate_from[i]) {
 			int k = sl_catalogue_gpu_index(cat, estimate_from[i]);
 			if (k < 0)
 				rc = sl_err_set(err, SL_EINPUT, "gpus[%d].estimate_from: unknown GPU '%s'",
 						i, estimate_from[i]);
-			cat->gpus[i].estimate_from = k;
+			t->estimate_from = k;
 		}
 	}
 	json_decref(root);
-	if (rc)
-		sl_err_prefix(err, "GPU catalogue '%s'", path);
+	if (rc) {
+		cat->gpu_count = base;
+		sl_err_prefix(err, "%s '%s'", base ? "GPU types" : "GPU catalogue", path);
+	}
 	return rc;
+}
+
+/* The --gpus file of this process (see catalogue.h); "" = none. */
+static char overlay_path[4096];
+
+int sl_catalogue_set_overlay(const char *path, struct sl_err *err)
+{
+	if (!path || !path[0]) {
+		overlay_path[0] = 0;
+		return 0;
+	}
+	if (strlen(path) >= sizeof(overlay_path))
+		return sl_err_set(err, SL_EINPUT, "--gpus: path too long");
+	/* checked now, against the shipped catalogue, so a bad file fails before any work */
+	char saved[sizeof(overlay_path)];
+	memcpy(saved, overlay_path, sizeof(saved));
+	snprintf(overlay_path, sizeof(overlay_path), "%s", path);
+	struct sl_catalogue cat;
+	int rc = sl_catalogue_load(NULL, &cat, err);
+	if (rc)
+		memcpy(overlay_path, saved, sizeof(saved));
+	return rc;
+}
+
+const char *sl_catalogue_overlay(void)
+{
+	return overlay_path[0] ? overlay_path : NULL;
 }
 
 static int load_zones(const char *path, struct sl_catalogue *cat, struct sl_err *err)
@@ -209,6 +310,8 @@ int sl_catalogue_load(const char *data_dir, struct sl_catalogue *out, struct sl_
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/gpus.json", data_dir);
 	int rc = load_gpus(path, out, err);
+	if (!rc && overlay_path[0])
+		rc = load_gpus(overlay_path, out, err);
 	if (rc)
 		return rc;
 	snprintf(path, sizeof(path), "%s/network/egress_usd_per_gb.json", data_dir);

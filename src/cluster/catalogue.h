@@ -59,9 +59,25 @@ struct sl_catalogue {
 	char regions[SL_MAX_ZONES][SL_ZONE_NAME_MAX];
 };
 
-/* Loads data/gpus.json and the zone list from data/network/egress_usd_per_gb.json under
+/* Loads data/gpus.json (then the overlay's types, if one is set) and the zone list from data/network/egress_usd_per_gb.json under
  * data_dir (NULL = sl_data_dir()). Errors name the file and the JSON path. */
 int sl_catalogue_load(const char *data_dir, struct sl_catalogue *out, struct sl_err *err);
+
+#define SL_GPUS_SCHEMA "sailor.gpus/1"
+#define SL_STR_(x) #x
+#define SL_STR(x) SL_STR_(x)
+
+/* Device types beyond the shipped catalogue (`--gpus FILE` of simulate, validate, plan, run).
+ * FILE has data/gpus.json's format (schema "sailor.gpus/1", "gpus": [...], the same fields;
+ * unknown fields are errors) and its types come after the shipped ones, with names of their
+ * own (data/testbed/gpus-cpu.json: the testbed's CPU device classes "cpu-fast", "cpu-slow").
+ * The overlay is a setting of the process, like $SAILOR_DATA: once set, every
+ * sl_catalogue_load() includes it, so the simulator, the planner and the runtime, which each
+ * load the catalogue themselves, all see the same types. sl_catalogue_set_overlay loads it once
+ * to check it (errors name the file and the JSON path) and keeps the previous setting on error;
+ * NULL or "" clears it. sl_catalogue_overlay returns the path, or NULL. */
+int sl_catalogue_set_overlay(const char *path, struct sl_err *err);
+const char *sl_catalogue_overlay(void);
 
 /* Index of a GPU type / zone by exact name, or -1 if unknown. */
 int sl_catalogue_gpu_index(const struct sl_catalogue *cat, const char *name);

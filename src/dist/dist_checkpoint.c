@@ -6,8 +6,12 @@
  * waited for before the gradient sync). */
 #include "dist/dist_checkpoint.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "train/gpt_layers.h"
 
@@ -65,10 +69,9 @@ static int receive_shards(struct sl_comm *comm, const struct sl_role_table *tabl
 	return rc;
 }
 
-int sl_dist_checkpoint_save(struct sl_comm *comm, const struct sl_role_table *table,
-			    const struct sl_gpt *local, struct sl_gpt *whole, const char *dir,
-			    const struct sl_ckpt_state *st, int keep, char *path_out,
-			    size_t path_size, struct sl_err *err)
+/* Every rank of pipeline 0 sends its shards to rank 0, which places them in whole. */
+static int gather(struct sl_comm *comm, const struct sl_role_table *table,
+		  const struct sl_gpt *local, struct sl_gpt *whole, struct sl_err *err)
 {
 	const struct sl_role *me = &table->roles[comm->rank];
 	int n = local->param_count, rc = 0;
@@ -89,22 +92,164 @@ int sl_dist_checkpoint_save(struct sl_comm *comm, const struct sl_role_table *ta
 		for (int k = 0; k < table->num_stages && !rc; k++)
 			for (int t = 0; t < sl_role_of(table, k, 0, 0)->tp && !rc; t++)
 				rc = receive_shards(comm, table, whole, k, t, err);
-		if (!rc)
-			rc = sl_checkpoint_save(dir, whole, st, keep, path_out, path_size, err);
 	}
 	for (int i = 0; reqs && i < 3 * n; i++) {
 		struct sl_err ignored;
 		sl_comm_wait(comm, &reqs[i], rc ? &ignored : err);
 	}
 	free(reqs);
-	/* every rank learns the outcome (a failure on one rank fails the save everywhere) */
+	return rc;
+}
+
+/* every rank learns the outcome (a failure on one rank fails the save everywhere) */
+static int agree(struct sl_comm *comm, int rc, const char *what, struct sl_err *err)
+{
 	int failed = rc != 0;
 	struct sl_err e2 = {0};
 	if (sl_comm_allreduce(comm, &comm->world, &failed, 1, SL_COMM_INT32, SL_COMM_MAX, &e2))
 		return sl_err_set(err, SL_EIO, "%s", e2.msg);
 	if (failed && !rc)
-		rc = sl_err_set(err, SL_EIO, "checkpoint save failed on rank 0 (see its message)");
+		rc = sl_err_set(err, SL_EIO, "%s failed on rank 0 (see its message)", what);
 	return rc;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The one persist of this process (only rank 0 persists). Fields other than done are touched
+ * by the background thread only between pthread_create and done = 1; the main thread reads
+ * them after seeing done (or after joining). */
+static struct {
+	pthread_t thread;
+	int in_flight;            /* started and not joined */
+	atomic_int done;          /* the thread has finished writing */
+	int reported;             /* sl_dist_checkpoint_persisted told about it */
+	const struct sl_gpt *whole;
+	char dir[4096];
+	struct sl_ckpt_state st;  /* st.train: a deep copy owned here */
+	int keep;
+	int rc;
+	struct sl_err err;
+	char path[4300];
+	double seconds;
+} persist = {.reported = 1};
+
+static void *persist_main(void *arg)
+{
+	(void)arg;
+	double t0 = now_s();
+	persist.rc = sl_checkpoint_save(persist.dir, persist.whole, &persist.st, persist.keep,
+					persist.path, sizeof(persist.path), &persist.err);
+	persist.seconds = now_s() - t0;
+	atomic_store(&persist.done, 1);
+	return NULL;
+}
+
+/* Rank 0: waits for the persist in flight; returns its outcome (0 when none). */
+static int join_persist(char *path_out, size_t path_size, struct sl_err *err)
+{
+	if (!persist.in_flight)
+		return 0;
+	pthread_join(persist.thread, NULL);
+	persist.in_flight = 0;
+	json_decref(persist.st.train);
+	persist.st.train = NULL;
+	if (persist.rc)
+		return sl_err_set(err, persist.rc, "%s", persist.err.msg);
+	if (path_out)
+		snprintf(path_out, path_size, "%s", persist.path);
+	return 0;
+}
+
+void sl_dist_checkpoint_wait_local(void)
+{
+	struct sl_err ignored;
+	join_persist(NULL, 0, &ignored);
+}
+
+static int sync_forced(void)
+{
+	const char *e = getenv("SAILOR_SYNC_CHECKPOINTS");
+	return e && !strcmp(e, "1");
+}
+
+int sl_dist_checkpoint_finish(struct sl_comm *comm, char *path_out, size_t path_size,
+			      struct sl_err *err)
+{
+	int rc = comm->rank == 0 ? join_persist(path_out, path_size, err) : 0;
+	return agree(comm, rc, "checkpoint persist", err);
+}
+
+int sl_dist_checkpoint_persisted(long long *step, double *persist_s, char *path,
+				 size_t path_size)
+{
+	if (persist.reported || !atomic_load(&persist.done) || persist.rc)
+		return 0;
+	persist.reported = 1;
+	*step = persist.st.step;
+	*persist_s = persist.seconds;
+	snprintf(path, path_size, "%s", persist.path);
+	return 1;
+}
+
+static int save(struct sl_comm *comm, const struct sl_role_table *table,
+		const struct sl_gpt *local, struct sl_gpt *whole, const char *dir,
+		const struct sl_ckpt_state *st, int keep, int async, char *path_out,
+		size_t path_size, struct sl_err *err)
+{
+	/* the previous persist must be on disk before its buffer (whole) is reused */
+	int rc = sl_dist_checkpoint_finish(comm, NULL, 0, err);
+	if (rc)
+		return rc;
+	rc = gather(comm, table, local, whole, err);
+	if (!rc && comm->rank == 0) {
+		persist.whole = whole;
+		snprintf(persist.dir, sizeof(persist.dir), "%s", dir);
+		persist.st = *st;
+		persist.st.train = st->train ? json_deep_copy(st->train) : NULL;
+		persist.keep = keep;
+		persist.rc = 0;
+		persist.path[0] = 0;
+		persist.reported = 0;
+		atomic_store(&persist.done, 0);
+		if (async && !pthread_create(&persist.thread, NULL, persist_main, NULL)) {
+			persist.in_flight = 1;
+			if (path_out && path_size)
+				path_out[0] = 0;
+		} else {
+			/* synchronous (asked for, or no thread could be started) */
+			persist_main(NULL);
+			json_decref(persist.st.train);
+			persist.st.train = NULL;
+			rc = persist.rc;
+			if (rc)
+				sl_err_set(err, rc, "%s", persist.err.msg);
+			else if (path_out)
+				snprintf(path_out, path_size, "%s", persist.path);
+		}
+	}
+	return agree(comm, rc, "checkpoint save", err);
+}
+
+int sl_dist_checkpoint_save(struct sl_comm *comm, const struct sl_role_table *table,
+			    const struct sl_gpt *local, struct sl_gpt *whole, const char *dir,
+			    const struct sl_ckpt_state *st, int keep, char *path_out,
+			    size_t path_size, struct sl_err *err)
+{
+	return save(comm, table, local, whole, dir, st, keep, 0, path_out, path_size, err);
+}
+
+int sl_dist_checkpoint_save_async(struct sl_comm *comm, const struct sl_role_table *table,
+				  const struct sl_gpt *local, struct sl_gpt *whole, const char *dir,
+				  const struct sl_ckpt_state *st, int keep, char *path_out,
+				  size_t path_size, struct sl_err *err)
+{
+	return save(comm, table, local, whole, dir, st, keep, !sync_forced(), path_out, path_size,
+		    err);
 }
 
 struct load_outcome {

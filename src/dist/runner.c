@@ -324,8 +324,34 @@ static int save(struct worker *w, long long step, json_t *train, char *path, siz
 		.train = train,
 	};
 	snprintf(st.data_path, sizeof(st.data_path), "%s", w->o->train.data);
-	return sl_dist_checkpoint_save(w->comm, &w->table, &w->gpt, &w->whole, w->o->train.ckpt_dir,
-				       &st, w->o->train.ckpt_keep, path, size, err);
+	/* the snapshot is taken now; the file is written in the background (dist_checkpoint.h) */
+	return sl_dist_checkpoint_save_async(w->comm, &w->table, &w->gpt, &w->whole,
+					     w->o->train.ckpt_dir, &st, w->o->train.ckpt_keep, path,
+					     size, err);
+}
+
+/* Rank 0: says which checkpoints finished persisting since the last call; with json as
+ * {"event":"checkpoint","step","path","persist_s"} (the controller logs them). */
+static void report_persisted(struct worker *w, char *ckpt, size_t size, int last)
+{
+	long long step;
+	double persist_s;
+	char path[4300];
+	while (sl_dist_checkpoint_persisted(&step, &persist_s, path, sizeof(path))) {
+		snprintf(ckpt, size, "%s", path);
+		if (w->o->train.json) {
+			json_t *ev = json_pack("{s:s, s:I, s:s, s:f}", "event", "checkpoint", "step",
+					       (json_int_t)step, "path", path, "persist_s", persist_s);
+			char *text = ev ? json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+			if (text)
+				fprintf(w->out, "%s\n", text);
+			free(text);
+			json_decref(ev);
+		} else if (!last) {
+			fprintf(w->out, "checkpoint '%s'\n", path); /* the last: in the summary */
+		}
+		fflush(w->out);
+	}
 }
 
 static int resume(struct worker *w, long long *start, struct sl_err *err)
@@ -544,9 +570,12 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 		if (o->ckpt_dir && (last || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0))) {
 			if ((rc = save(w, step + 1, train, ckpt, sizeof(ckpt), err)))
 				break;
-			if (rank0 && !o->json && !last)
-				fprintf(w->out, "checkpoint '%s'\n", ckpt);
+			/* the last checkpoint is on disk before the job ends or stops */
+			if (last && (rc = sl_dist_checkpoint_finish(w->comm, ckpt, sizeof(ckpt), err)))
+				break;
 		}
+		if (rank0 && o->ckpt_dir)
+			report_persisted(w, ckpt, sizeof(ckpt), last);
 		if (stop_signal) {
 			/* a requested stop, agreed by every rank after the same step: not a failure
 			 * of the job; rank 0 says where it stopped and every rank ends cleanly */
@@ -654,6 +683,8 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 		rc = train_loop(w, start, train, err);
 	}
 	json_decref(train);
+	/* after a failure a persist may still be writing from the model teardown frees */
+	sl_dist_checkpoint_wait_local();
 	teardown(w);
 	free(w);
 	return rc;

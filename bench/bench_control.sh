@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Figures of `sailor control` on this machine (gpt2-tiny, seq 32, global batch 8, localhost ranks):
+#   1. reconfiguration time from a pool change to the first step under the new plan, with parts;
+#   2. checkpoint overhead at one checkpoint every 10 steps, asynchronous vs synchronous
+#      (SAILOR_SYNC_CHECKPOINTS=1), against no checkpoint, in wall time per step;
+#   3. work lost after a kill -9 of a rank (steps, and the checkpoint interval);
+#   4. goodput (useful steps per second) over a whole trace against a run that never
+#      reconfigures (the first pool's plan throughout).
+# Prints figures; never fails on speed. Usage: SAILOR=./sailor bench/bench_control.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SAILOR=${SAILOR:-$PWD/sailor}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+work=$(mktemp -d)
+trap 'pkill -9 -f "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
+"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+cat > "$work/cluster.json" <<JSON
+{"schema": "sailor.cluster/1", "hosts": [
+  {"name": "a100-0", "address": "localhost", "gpu": "A100-40", "zone": "us-central1-a", "slots": 2},
+  {"name": "a100-1", "address": "localhost", "gpu": "A100-40", "zone": "us-central1-a", "slots": 2},
+  {"name": "v100-0", "address": "localhost", "gpu": "V100-16", "zone": "us-central1-b", "slots": 2}],
+ "launch": {"mpirun_args": ["--mca", "mpi_yield_when_idle", "1"]}}
+JSON
+printf ',Timestamp,A100-40_us-central1-a,V100-16_us-central1-b\n0,0,1,0\n1,10,4,2\n2,20,1,2\n3,30,2,0\n' > "$work/trace.csv"
+common=(--model gpt2-tiny --data "$work/tokens.bin" --seq-len 32 --global-batch 8 --cluster "$work/cluster.json")
+
+echo "== 1. reconfiguration (trace 1 -> 4+2 -> 1+2 -> 2 GPUs, 0.3 s per trace second)"
+"$SAILOR" control "${common[@]}" --steps 400 --trace "$work/trace.csv" --time-scale 0.3 \
+  --ckpt-dir "$work/c1" --run-dir "$work/r1" --ckpt-every 10 > /dev/null 2>&1
+"$SAILOR" report "$work/r1" | grep -E "reconfiguration|steps logged" || true
+wall_elastic=$(grep '"event":"done"' "$work/r1/events.jsonl" | grep -o '"wall_s":[0-9.]*' | cut -d: -f2)
+cp "$work/r1/report.png" "${BENCH_FIGURE:-/tmp/sailor-control-report.png}" 2>/dev/null && echo "figure: ${BENCH_FIGURE:-/tmp/sailor-control-report.png}"
+
+echo "== 2. checkpoint overhead (one checkpoint every 10 steps, 2 ranks tp 2, 300 steps)"
+plan=$work/r1/gen-2/plan.json
+interval() {  # mean wall seconds between step events 11..N of a sailor run
+  python3 - "$@" <<'PY'
+import json, subprocess, sys, time
+env = None
+args = sys.argv[1:]
+if args[0] == "SYNC":
+    import os; env = dict(os.environ, SAILOR_SYNC_CHECKPOINTS="1"); args = args[1:]
+p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+times = []
+for line in p.stdout:
+    if '"event":"step"' in line:
+        times.append(time.monotonic())
+p.wait()
+t = times[10:]
+print(f"{(t[-1] - t[0]) / (len(t) - 1) * 1000:.2f}")
+PY
+}
+run=("$SAILOR" run --plan "$plan" "${common[@]}" --steps 300 --json)
+for rep in 1 2; do
+  none=$(interval "${run[@]}")
+  rm -rf "$work/c2"; async=$(interval "${run[@]}" --ckpt-dir "$work/c2" --ckpt-every 10)
+  rm -rf "$work/c2"; sync=$(interval SYNC "${run[@]}" --ckpt-dir "$work/c2" --ckpt-every 10)
+  python3 -c "n,a,s=$none,$async,$sync; print(f'  ms/step: none {n:.2f}, async {a:.2f} (+{(a/n-1)*100:.1f}%), sync {s:.2f} (+{(s/n-1)*100:.1f}%)')"
+done
+
+echo "== 3. work lost after kill -9 (checkpoint every 10 steps)"
+"$SAILOR" control "${common[@]}" --steps 300 --pool <(echo '{"schema":"sailor.pool/1","gpus":[{"gpu":"A100-40","zone":"us-central1-a","count":2}]}') \
+  --ckpt-dir "$work/c3" --run-dir "$work/r3" --ckpt-every 10 > /dev/null 2>&1 &
+ctl=$!
+for _ in $(seq 300); do
+  s=$(tail -n 1 "$work/r3/steps.jsonl" 2>/dev/null | grep -o '"step":[0-9]*' | grep -o '[0-9]*$' || true)
+  [ -n "$s" ] && [ "$s" -ge $(( 50 + RANDOM % 100 )) ] && break; sleep 0.1
+done
+victim=$(for p in $(pgrep -f -- "--data $work/tokens.bin"); do tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=' && echo $p; done | shuf -n 1)
+kill -9 "$victim" || true
+wait "$ctl" || true
+grep '"event":"failure"' "$work/r3/events.jsonl" | python3 -c '
+import json,sys
+for l in sys.stdin:
+    e=json.loads(l); print("  killed at step %d, resumed from %d: %d steps lost (interval 10)" % (e["step"], e["resume_step"], e["lost_steps"]))'
+
+echo "== 4. goodput over the trace vs never reconfiguring (400 steps)"
+"$SAILOR" control "${common[@]}" --steps 400 --pool <(echo '{"schema":"sailor.pool/1","gpus":[{"gpu":"A100-40","zone":"us-central1-a","count":1}]}') \
+  --ckpt-dir "$work/c4" --run-dir "$work/r4" --ckpt-every 10 > /dev/null 2>&1
+wall_static=$(grep '"event":"done"' "$work/r4/events.jsonl" | grep -o '"wall_s":[0-9.]*' | cut -d: -f2)
+python3 -c "e,s=$wall_elastic,$wall_static; print(f'  elastic: 400 steps in {e:.1f} s = {400/e:.1f} steps/s; static (first pool, 1 GPU): {400/s:.1f} steps/s')"

@@ -1,0 +1,232 @@
+/* `sailor profile`: measures what the simulator reads.
+ *   layers   (--model M --gpu NAME -o DIR): our runtime's embedding, block and head, forward,
+ *            backward and AdamW, per (micro-batch, TP degree) on this host -> DIR/<M>/<NAME>.json
+ *            (profile/profiler.h);
+ *   network  (--network --cluster FILE -o FILE): bandwidth against message size between the
+ *            cluster's zones and within a host, by MPI ranks on its hosts, fitted to the
+ *            simulator's network model (profile/netprof.h). Started by a person it launches
+ *            itself with mpirun; inside that job it is one measuring rank.
+ * Errors go to stderr: exit 1 for bad input or a failed measurement, 2 for usage. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/options.h"
+#include "cluster/catalogue.h"
+#include "dist/comm.h"
+#include "dist/launch.h"
+#include "profile/netprof.h"
+#include "profile/profiler.h"
+#include "util/log.h"
+
+static int run_profile(int argc, char **argv);
+
+enum {
+	OPT_MODEL, OPT_GPU, OPT_TP, OPT_MBS, OPT_SEQ, OPT_THREADS, OPT_REPEATS, OPT_WARMUP,
+	OPT_OUTPUT, OPT_NETWORK, OPT_CLUSTER, OPT_SIZES, OPT_TIMEOUT, OPT_GPUS, OPT_QUIET,
+};
+
+static const struct sl_cli_option options[] = {
+	[OPT_MODEL] = {"model", 'm', "NAME|FILE", "model whose layers to measure (data/models/)", NULL},
+	[OPT_GPU] = {"gpu", 0, "NAME", "device type the measurements stand for (a catalogue name)", NULL},
+	[OPT_TP] = {"tp", 0, "LIST", "TP degrees, e.g. 1,2 (TP ranks are threads of this process)", "1"},
+	[OPT_MBS] = {"mbs", 0, "LIST", "micro-batch sizes, e.g. 1,2,4", "1,2,4"},
+	[OPT_SEQ] = {"seq-len", 's', "S", "tokens per sequence", "the model's"},
+	[OPT_THREADS] = {"threads", 't', "T", "CPU threads of each TP rank", "1"},
+	[OPT_REPEATS] = {"repeats", 'r', "R", "timed repetitions per entry (the median is kept)", "5 (network: 3)"},
+	[OPT_WARMUP] = {"warmup", 0, "W", "untimed repetitions before them", "1"},
+	[OPT_OUTPUT] = {"output", 'o', "DIR|FILE", "layers: folder of <MODEL>/<GPU>.json; network: the file", NULL},
+	[OPT_NETWORK] = {"network", 0, NULL, "measure the network of --cluster instead of layers", NULL},
+	[OPT_CLUSTER] = {"cluster", 'c', "FILE", "network: the hosts to measure between (sailor.cluster/1)", NULL},
+	[OPT_SIZES] = {"sizes", 0, "LIST", "network: message sizes in bytes", "4096,65536,262144,1048576"},
+	[OPT_TIMEOUT] = {"timeout", 0, "S", "network: stop the measurement after S seconds", "300"},
+	[OPT_GPUS] = {"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
+	[OPT_QUIET] = {"quiet", 'q', NULL, "no progress lines on stderr", NULL},
+};
+
+const struct sl_cli_command sl_cmd_profile = {
+	.name = "profile",
+	.synopsis = "--model M --gpu NAME [--tp 1,2] [--mbs 1,2,4] [--seq-len S] [--threads T]\n"
+		    "                      [--repeats R] -o DIR\n"
+		    "       sailor profile --network --cluster FILE [--sizes LIST] [--repeats R] -o FILE",
+	.summary = "measure layer times (this host) or link bandwidths (a cluster) for the simulator",
+	.description =
+		"Layers: runs the runtime's own embedding, transformer block and head (forward,\n"
+		"backward, AdamW) for each micro-batch size and TP degree, and writes\n"
+		"DIR/<MODEL>/<GPU>.json in the profile format `simulate --profiles DIR` reads, with\n"
+		"provenance (host, date, threads, OpenBLAS core, repeats, spread) and per-layer memory.\n"
+		"To measure a testbed device class, run it inside that class's cgroup, e.g. through\n"
+		"the testbed's agent: /run/sailor-testbed/<name>/agent <address> sailor profile ...\n"
+		"Network: places one MPI rank on every host of the cluster file (and a second on a\n"
+		"host with two slots), measures point-to-point and all-reduce bandwidth against message\n"
+		"size between every two zones (per GPU type) and within a host, and writes the fits in\n"
+		"the format of data/network/zone_bandwidths.json.",
+	.options = options,
+	.option_count = sizeof(options) / sizeof(options[0]),
+	.run = run_profile,
+};
+
+static int fail(const struct sl_err *err)
+{
+	fprintf(stderr, "sailor profile: %s\n", err->msg);
+	return sl_err_exit_status(err->code);
+}
+
+static int parse_int(const char *name, const char *text, long long min, long long max, int *out)
+{
+	long long v;
+	if (sl_cli_parse_long(&sl_cmd_profile, name, text, min, &v))
+		return 2;
+	if (v > max)
+		return sl_cli_usage_error(&sl_cmd_profile, "--%s %lld: at most %lld", name, v, max);
+	*out = (int)v;
+	return 0;
+}
+
+/* The command line, for the provenance of the files written. */
+static void join_args(char *buf, size_t size, int argc, char **argv)
+{
+	size_t used = (size_t)snprintf(buf, size, "sailor profile");
+	for (int i = 1; i < argc && used + 1 < size; i++)
+		used += (size_t)snprintf(buf + used, size - used, " %s", argv[i]);
+}
+
+static int run_network(struct sl_netprof_options *no, int argc, char **argv)
+{
+	struct sl_err err = {0};
+	struct sl_catalogue cat;
+	if (sl_catalogue_load(NULL, &cat, &err))
+		return fail(&err);
+	if (sl_launch_in_mpi_job(NULL, NULL)) {
+		struct sl_comm comm;
+		if (sl_comm_mpi_init(&comm, &argc, &argv, &err))
+			return fail(&err);
+		int rc = sl_netprof_worker(no, &cat, &comm, &err);
+		if (rc) {
+			fprintf(stderr, "sailor profile: rank %d: %s\n", comm.rank, err.msg);
+			fflush(stderr);
+			sl_comm_abort(&comm, 1);
+		}
+		sl_comm_finalize(&comm);
+		return 0;
+	}
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[len > 0 ? len : 0] = 0;
+	char **worker = calloc((size_t)argc + 2, sizeof(char *));
+	if (!worker)
+		return 1;
+	worker[0] = len > 0 ? self : argv[-1];
+	for (int i = 0; i < argc; i++)
+		worker[i + 1] = argv[i];
+	/* argv[0] is "profile": the worker runs "<self> profile <options>" */
+	int rc = sl_netprof_launch(no, &cat, (const char *const *)worker, &err);
+	free(worker);
+	if (rc)
+		return fail(&err);
+	fprintf(stderr, "sailor profile: wrote '%s'\n", no->output);
+	return 0;
+}
+
+static int run_profile(int argc, char **argv)
+{
+	struct sl_profiler_options po = {.threads = 1, .repeats = 0, .warmup = 1, .verbose = 1};
+	struct sl_netprof_options no = {.timeout_s = 300};
+	const char *output = NULL, *mbs = "1,2,4", *tp = "1", *sizes = "4096,65536,262144,1048576";
+	int network = 0, repeats = 0;
+	struct sl_err err = {0};
+	struct sl_cli_parser parser;
+	sl_cli_parser_init(&parser, &sl_cmd_profile, argc, argv);
+	for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
+		int rc = 0;
+		switch (idx) {
+		case SL_CLI_ERROR: return 2;
+		case SL_CLI_HELP: return 0;
+		case OPT_MODEL: po.model = parser.arg; break;
+		case OPT_GPU: po.gpu = parser.arg; break;
+		case OPT_TP: tp = parser.arg; break;
+		case OPT_MBS: mbs = parser.arg; break;
+		case OPT_SEQ: rc = parse_int("seq-len", parser.arg, 1, 1 << 20, &po.seq_len); break;
+		case OPT_THREADS: rc = parse_int("threads", parser.arg, 1, 256, &po.threads); break;
+		case OPT_REPEATS: rc = parse_int("repeats", parser.arg, 1, 1000, &repeats); break;
+		case OPT_WARMUP: rc = parse_int("warmup", parser.arg, 0, 1000, &po.warmup); break;
+		case OPT_OUTPUT: output = parser.arg; break;
+		case OPT_NETWORK: network = 1; break;
+		case OPT_CLUSTER: no.cluster = parser.arg; break;
+		case OPT_SIZES: sizes = parser.arg; break;
+		case OPT_TIMEOUT: rc = parse_int("timeout", parser.arg, 1, 86400, &no.timeout_s); break;
+		case OPT_QUIET: po.verbose = 0; break;
+		case OPT_GPUS:
+			if (sl_catalogue_set_overlay(parser.arg, &err))
+				return fail(&err);
+			break;
+		}
+		if (rc)
+			return rc;
+	}
+	if (parser.next_index < argc)
+		return sl_cli_usage_error(&sl_cmd_profile, "unexpected argument '%s'",
+					  argv[parser.next_index]);
+	if (!output)
+		return sl_cli_usage_error(&sl_cmd_profile, "-o is required (%s)",
+					  network ? "the network file to write"
+						  : "the folder to write <MODEL>/<GPU>.json into");
+	char command[2048];
+	join_args(command, sizeof(command), argc, argv);
+	if (network) {
+		if (!no.cluster)
+			return sl_cli_usage_error(&sl_cmd_profile, "--network needs --cluster FILE");
+		if (po.model || po.gpu)
+			return sl_cli_usage_error(&sl_cmd_profile, "--network measures links: drop "
+						  "--model and --gpu");
+		int list[SL_NETPROF_MAX_SIZES];
+		if (sl_profiler_parse_list(sizes, 1, 1 << 28, list, SL_NETPROF_MAX_SIZES,
+					   &no.size_count, &err))
+			return sl_cli_usage_error(&sl_cmd_profile, "--sizes %s", err.msg);
+		for (int i = 0; i < no.size_count; i++)
+			no.sizes[i] = list[i];
+		no.repeats = repeats ? repeats : 3;
+		no.output = output;
+		no.command = command;
+		return run_network(&no, argc, argv);
+	}
+	if (no.cluster)
+		return sl_cli_usage_error(&sl_cmd_profile, "--cluster applies to --network only");
+	if (!po.model)
+		return sl_cli_usage_error(&sl_cmd_profile, "--model is required");
+	if (!po.gpu)
+		return sl_cli_usage_error(&sl_cmd_profile, "--gpu NAME is required: the device type "
+					  "the profile is for");
+	if (sl_profiler_parse_list(mbs, 1, 1 << 16, po.mbs, SL_PROFILER_MAX_SIZES, &po.mbs_count,
+				   &err))
+		return sl_cli_usage_error(&sl_cmd_profile, "--mbs %s", err.msg);
+	if (sl_profiler_parse_list(tp, 1, 64, po.tp, SL_PROFILER_MAX_SIZES, &po.tp_count, &err))
+		return sl_cli_usage_error(&sl_cmd_profile, "--tp %s", err.msg);
+	po.repeats = repeats ? repeats : 5;
+	po.command = command;
+	/* the file is named after a device type the simulator knows, or it would be ignored */
+	struct sl_catalogue cat;
+	if (sl_catalogue_load(NULL, &cat, &err))
+		return fail(&err);
+	if (sl_catalogue_gpu_index(&cat, po.gpu) < 0) {
+		char names[512];
+		return sl_cli_usage_error(&sl_cmd_profile, "--gpu '%s': not a device type of the "
+					  "catalogue (%s); add it with --gpus FILE (sailor.gpus/1)",
+					  po.gpu, sl_catalogue_gpu_names(&cat, names, sizeof(names)));
+	}
+	json_t *prof = NULL;
+	int rc = sl_profiler_run(&po, &prof, &err);
+	if (rc)
+		return rc == SL_EUSAGE ? sl_cli_usage_error(&sl_cmd_profile, "%s", err.msg) : fail(&err);
+	char path[4096];
+	json_t *model_name = json_object_get(json_object_get(prof, "source"), "model");
+	rc = sl_profiler_write(prof, output, json_string_value(model_name), po.gpu, path,
+			       sizeof(path), &err);
+	json_decref(prof);
+	if (rc)
+		return fail(&err);
+	fprintf(stderr, "sailor profile: wrote '%s'\n", path);
+	return 0;
+}

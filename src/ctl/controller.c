@@ -1,0 +1,905 @@
+/* The controller's loop (controller.h). Single-threaded: it polls the generation's pipes with a
+ * short timeout, then looks at the pool, its signals and its timers; the HTTP server (if any)
+ * only reads texts this loop publishes. */
+#include "ctl/controller.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl/events.h"
+#include "ctl/generation.h"
+#include "ctl/pool_watch.h"
+#include "ctl/status_http.h"
+#include "dist/cluster_file.h"
+#include "dist/placement.h"
+#include "dist/roles.h"
+#include "dist/runner.h"
+#include "train/checkpoint.h"
+#include "util/json.h"
+#include "util/log.h"
+
+enum stop_reason { STOP_NONE, STOP_RECONFIGURE, STOP_NO_PLAN, STOP_SIGNAL, STOP_HANG };
+static const char *const stop_names[] = {"none", "reconfigure", "no plan", "signal", "hang"};
+
+#define MAX_HOSTS 4096
+#define RATE_WINDOW 10
+
+struct candidate {
+	int valid;
+	struct sl_plan plan;
+	struct sl_sim_result res;
+	char *key;        /* canonical JSON text: equal plans have equal keys */
+	double plan_s;
+};
+
+/* Timestamps of one reconfiguration, from the pool change to the first step of the next
+ * generation (monotonic seconds; 0: not reached). */
+struct reconf {
+	int active;
+	int from_gen;
+	double change_s, plan_s, term_s, ckpt_s, exit_s, start_s;
+};
+
+struct ctl {
+	const struct sl_ctl_options *o;
+	struct sl_sim_env *env;
+	struct sl_cluster cluster;
+	json_t *cluster_json;
+	struct sl_ctl_pool_watch pool;
+	struct sl_ctl_events ev;
+	struct sl_ctl_http *http;
+	FILE *steps_file;
+	char self[PATH_MAX];
+	double start_s;
+	int fails[MAX_HOSTS];
+	int excluded[MAX_HOSTS];
+	/* the generation */
+	struct sl_ctl_gen gen;
+	int running;
+	int gen_count;
+	struct candidate cur;         /* plan of the running (or last) generation */
+	struct candidate next;        /* plan to start next */
+	enum stop_reason stop;
+	double last_output_s;
+	int gen_steps;                /* steps this generation completed */
+	int dead_rank;
+	char dead_host[256];
+	char last_error[512];
+	int end_seen;
+	/* progress */
+	long long step;               /* newest step completed by any generation */
+	long long ckpt_step;          /* newest checkpoint persisted */
+	double loss;
+	double step_times[RATE_WINDOW];
+	int step_time_count;
+	double usd;                   /* spent by finished generations */
+	double gen_usd_per_hour;
+	int reconfigurations, failures, consecutive_failures;
+	struct reconf rc;
+	int signal_seen;
+	int waiting;                  /* no plan possible: waiting for a pool change */
+	double published_s;
+};
+
+static volatile sig_atomic_t got_signal;
+static void on_signal(int sig) { got_signal = sig; }
+
+/* ---- plans ---- */
+
+static void candidate_free(struct candidate *c)
+{
+	if (c->valid)
+		sl_plan_free(&c->plan);
+	free(c->key);
+	memset(c, 0, sizeof(*c));
+}
+
+static void effective_pool(const struct ctl *c, struct sl_pool *out)
+{
+	*out = c->pool.current;
+	for (int g = 0; g < SL_MAX_GPU_TYPES; g++)
+		for (int z = 0; z < SL_MAX_ZONES; z++) {
+			long long slots = 0;
+			for (int h = 0; h < c->cluster.host_count; h++)
+				if (!c->excluded[h] && c->cluster.hosts[h].gpu == g &&
+				    c->cluster.hosts[h].zone == z)
+					slots += c->cluster.hosts[h].slots;
+			if (out->counts[g][z] > slots)
+				out->counts[g][z] = (int)slots;
+		}
+}
+
+/* The cluster without the hosts left out (a view: hosts are copied, strings shared). */
+static int filtered_cluster(const struct ctl *c, struct sl_cluster *out)
+{
+	*out = c->cluster;
+	out->hosts = calloc((size_t)c->cluster.host_count + 1, sizeof(*out->hosts));
+	if (!out->hosts)
+		return SL_ENOMEM;
+	out->host_count = 0;
+	for (int h = 0; h < c->cluster.host_count; h++)
+		if (!c->excluded[h])
+			out->hosts[out->host_count++] = c->cluster.hosts[h];
+	return 0;
+}
+
+static void run_options(const struct ctl *c, const char *plan_path, struct sl_run_options *ro)
+{
+	memset(ro, 0, sizeof(*ro));
+	sl_train_options_defaults(&ro->train);
+	ro->train.model = c->o->model;
+	ro->train.data = c->o->data;
+	ro->train.steps = c->o->steps;
+	ro->train.global_batch = c->o->global_batch;
+	ro->train.seq_len = c->o->seq_len;
+	ro->plan = plan_path;
+}
+
+/* Whether the runtime executes the plan on the cluster left: the checks `sailor run` makes
+ * before it starts anything (plan against model and batch, data, placement on hosts). */
+static int runnable(struct ctl *c, const struct sl_plan *plan, struct sl_err *err)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/candidate-plan.json", c->o->run_dir);
+	int rc = sl_plan_save(plan, &c->env->catalogue, path, err);
+	if (rc)
+		return rc;
+	struct sl_run_options ro;
+	run_options(c, path, &ro);
+	struct sl_role_table table;
+	struct sl_catalogue cat;
+	memset(&table, 0, sizeof(table));
+	rc = sl_dist_validate(&ro, &table, &cat, err);
+	if (!rc) {
+		struct sl_cluster view;
+		rc = filtered_cluster(c, &view);
+		if (!rc)
+			rc = sl_place_roles(&table, &view, &cat, err);
+		free(view.hosts);
+		sl_role_table_free(&table);
+	}
+	unlink(path);
+	return rc;
+}
+
+static char *plan_key(const struct ctl *c, const struct sl_plan *plan)
+{
+	json_t *j = sl_plan_to_json(plan, &c->env->catalogue);
+	char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(j);
+	return text;
+}
+
+/* Plans on the pool left; the best candidate the runtime can execute, or why there is none. */
+static int plan_now(struct ctl *c, struct candidate *cand, char *why, size_t why_size)
+{
+	candidate_free(cand);
+	double t0 = sl_ctl_now_s();
+	struct sl_pool pool;
+	effective_pool(c, &pool);
+	if (sl_pool_total(&pool) == 0) {
+		snprintf(why, why_size, "no GPU of the pool is on a host of the cluster file%s",
+			 sl_pool_total(&c->pool.current) ? " that is not left out" : "");
+		return 0;
+	}
+	struct sl_search_request req = c->o->req;
+	req.global_batch = c->o->global_batch;
+	if (req.top_k < 16)
+		req.top_k = 16; /* the first few may not be runnable here (placement, heads) */
+	struct sl_search_outcome out;
+	struct sl_err err = {0};
+	int rc = sl_search_run(c->env, &pool, &req, &out, &err);
+	if (rc) {
+		snprintf(why, why_size, "%s", err.msg);
+		sl_search_outcome_free(&out);
+		return 0;
+	}
+	if (out.count == 0)
+		snprintf(why, why_size, "no plan on this pool meets the constraints (--max-cost, "
+			 "--min-throughput)%s", out.has_fastest || out.has_cheapest ? "" :
+			 ": none fits in memory");
+	char first_refusal[SL_ERR_MSG_MAX] = "";
+	for (int i = 0; i < out.count; i++) {
+		struct sl_err e = {0};
+		if (runnable(c, &out.best[i].plan, &e)) {
+			if (!first_refusal[0])
+				snprintf(first_refusal, sizeof(first_refusal), "%s", e.msg);
+			continue;
+		}
+		sl_plan_init(&cand->plan);
+		if (sl_plan_copy(&cand->plan, &out.best[i].plan, &e))
+			break;
+		cand->valid = 1;
+		cand->res = out.best[i].result;
+		cand->key = plan_key(c, &cand->plan);
+		break;
+	}
+	if (!cand->valid && out.count)
+		snprintf(why, why_size, "none of the %d best plans can run on the cluster's hosts; "
+			 "the first: %s", out.count, first_refusal);
+	sl_search_outcome_free(&out);
+	cand->plan_s = sl_ctl_now_s() - t0;
+	return 0;
+}
+
+static json_t *plan_summary(const struct ctl *c, const struct candidate *p)
+{
+	if (!p->valid)
+		return json_null();
+	const struct sl_catalogue *cat = &c->env->catalogue;
+	json_t *o = json_object();
+	json_object_set_new(o, "stages", json_integer(p->plan.num_stages));
+	json_object_set_new(o, "pipelines", json_integer(p->plan.num_pipelines));
+	json_object_set_new(o, "micro_batch", json_integer(p->plan.micro_batch));
+	json_object_set_new(o, "gpus", json_integer(p->res.num_gpus));
+	json_t *by = json_object();
+	for (int k = 0; k < p->plan.num_stages; k++)
+		for (int j = 0; j < p->plan.num_pipelines; j++) {
+			const struct sl_replica *r = sl_plan_replica(&p->plan, k, j);
+			const char *name = cat->gpus[r->gpu].name;
+			json_t *n = json_object_get(by, name);
+			json_object_set_new(by, name, json_integer((n ? json_integer_value(n) : 0) +
+								   r->tp));
+		}
+	json_object_set_new(o, "gpus_by_type", by);
+	json_object_set_new(o, "predicted_it_s", json_real(p->res.throughput_it_s));
+	json_object_set_new(o, "usd_per_hour", json_real(p->res.gpu_usd_per_hour));
+	json_object_set_new(o, "usd_per_iter", json_real(p->res.cost_usd_per_iter));
+	json_object_set_new(o, "time_estimated", json_boolean(p->res.time_estimated));
+	return o;
+}
+
+/* ---- generations ---- */
+
+static int write_cluster_file(const struct ctl *c, const char *path, struct sl_err *err)
+{
+	json_t *copy = json_deep_copy(c->cluster_json);
+	json_t *hosts = json_object_get(copy, "hosts");
+	json_t *kept = json_array();
+	size_t i;
+	json_t *h;
+	json_array_foreach(hosts, i, h) {
+		const char *name = json_string_value(json_object_get(h, "name"));
+		int skip = 0;
+		for (int k = 0; k < c->cluster.host_count; k++)
+			if (c->excluded[k] && name && !strcmp(c->cluster.hosts[k].name, name))
+				skip = 1;
+		if (!skip)
+			json_array_append(kept, h);
+	}
+	json_object_set_new(copy, "hosts", kept);
+	int rc = json_dump_file(copy, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(copy);
+	return rc ? sl_err_set(err, SL_EIO, "cannot write '%s'", path) : 0;
+}
+
+static long long newest_checkpoint(const struct ctl *c)
+{
+	long long *steps = NULL;
+	int n = 0;
+	long long s = -1;
+	if (!sl_checkpoint_list(c->o->ckpt_dir, &steps, &n, NULL) && n > 0)
+		s = steps[0];
+	free(steps);
+	return s;
+}
+
+static int start_generation(struct ctl *c, struct sl_err *err)
+{
+	int index = ++c->gen_count;
+	char dir[PATH_MAX], plan_path[PATH_MAX + 16], cluster_path[PATH_MAX + 16];
+	snprintf(dir, sizeof(dir), "%s/gen-%d", c->o->run_dir, index);
+	if (mkdir(dir, 0777) && errno != EEXIST)
+		return sl_err_set(err, SL_EIO, "cannot create '%s': %s", dir, strerror(errno));
+	snprintf(plan_path, sizeof(plan_path), "%s/plan.json", dir);
+	snprintf(cluster_path, sizeof(cluster_path), "%s/cluster.json", dir);
+	int rc = sl_plan_save(&c->next.plan, &c->env->catalogue, plan_path, err);
+	if (!rc)
+		rc = write_cluster_file(c, cluster_path, err);
+	if (rc)
+		return rc;
+	long long resume = newest_checkpoint(c);
+	char steps[32], gb[32], every[32], seq[32], threads[32], seed[32];
+	snprintf(steps, sizeof(steps), "%lld", c->o->steps);
+	snprintf(gb, sizeof(gb), "%lld", c->o->global_batch);
+	snprintf(every, sizeof(every), "%lld", c->o->ckpt_every);
+	snprintf(seq, sizeof(seq), "%d", c->o->seq_len);
+	snprintf(threads, sizeof(threads), "%d", c->o->threads_per_rank > 0 ?
+		 c->o->threads_per_rank : 1);
+	snprintf(seed, sizeof(seed), "%llu", c->o->seed);
+	const char *fixed[] = {c->self, "run", "--plan", plan_path, "--cluster", cluster_path,
+			       "--model", c->o->model, "--data", c->o->data, "--steps", steps,
+			       "--global-batch", gb, "--ckpt-dir", c->o->ckpt_dir, "--ckpt-every",
+			       every, "--threads-per-rank", threads, "--json"};
+	int nfixed = (int)(sizeof(fixed) / sizeof(fixed[0]));
+	char **argv = calloc((size_t)(nfixed + 8 + c->o->extra_count), sizeof(char *));
+	if (!argv)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	int n = 0;
+	for (int i = 0; i < nfixed; i++)
+		argv[n++] = (char *)fixed[i];
+	if (c->o->seq_len > 0) {
+		argv[n++] = "--seq-len";
+		argv[n++] = seq;
+	}
+	if (c->o->seed_given) {
+		argv[n++] = "--seed";
+		argv[n++] = seed;
+	}
+	if (resume >= 0)
+		argv[n++] = "--resume";
+	for (int i = 0; i < c->o->extra_count; i++)
+		argv[n++] = c->o->extra[i];
+	argv[n] = NULL;
+	char *env[] = {"SAILOR_SYNC_CHECKPOINTS=1", NULL};
+	rc = sl_ctl_gen_start(&c->gen, index, argv, c->o->sync_checkpoints ? env : NULL, dir, err);
+	free(argv);
+	if (rc)
+		return rc;
+	c->running = 1;
+	c->stop = STOP_NONE;
+	c->last_output_s = sl_ctl_now_s();
+	c->gen_steps = 0;
+	c->dead_rank = -1;
+	c->dead_host[0] = 0;
+	c->last_error[0] = 0;
+	c->end_seen = 0;
+	c->step_time_count = 0;
+	candidate_free(&c->cur);
+	c->cur = c->next;
+	memset(&c->next, 0, sizeof(c->next));
+	c->gen_usd_per_hour = c->cur.res.gpu_usd_per_hour;
+	if (c->rc.active)
+		c->rc.start_s = c->gen.started_s;
+	json_t *f = json_object();
+	json_object_set_new(f, "generation", json_integer(index));
+	json_object_set_new(f, "resume_step", json_integer(resume >= 0 ? resume : 0));
+	json_object_set_new(f, "dir", json_string(dir));
+	json_object_set_new(f, "pid", json_integer(c->gen.pid));
+	json_object_set_new(f, "plan", plan_summary(c, &c->cur));
+	sl_ctl_event(&c->ev, "generation_start", f);
+	return 0;
+}
+
+static void stop_generation(struct ctl *c, enum stop_reason why)
+{
+	if (!c->running || c->stop != STOP_NONE)
+		return;
+	c->stop = why;
+	sl_ctl_gen_terminate(&c->gen);
+	if (c->rc.active)
+		c->rc.term_s = c->gen.term_sent_s;
+	json_t *f = json_object();
+	json_object_set_new(f, "generation", json_integer(c->gen.index));
+	json_object_set_new(f, "reason", json_string(stop_names[why]));
+	json_object_set_new(f, "step", json_integer(c->step));
+	sl_ctl_event(&c->ev, "stop_requested", f);
+}
+
+static double mean_step_time(const struct ctl *c)
+{
+	int n = c->step_time_count < RATE_WINDOW ? c->step_time_count : RATE_WINDOW;
+	double sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += c->step_times[i];
+	return n ? sum / n : 0.0;
+}
+
+static void on_step(struct ctl *c, json_t *e)
+{
+	long long step = json_integer_value(json_object_get(e, "step"));
+	double dt = json_number_value(json_object_get(e, "step_time_s"));
+	c->step = step;
+	c->loss = json_number_value(json_object_get(e, "loss"));
+	c->step_times[c->step_time_count++ % RATE_WINDOW] = dt;
+	c->gen_steps++;
+	json_t *s = json_deep_copy(e);
+	json_object_set_new(s, "generation", json_integer(c->gen.index));
+	json_object_set_new(s, "t_s", json_real(sl_ctl_now_s() - c->start_s));
+	json_object_set_new(s, "predicted_it_s", json_real(c->cur.res.throughput_it_s));
+	char *text = json_dumps(s, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	if (text && c->steps_file) {
+		fprintf(c->steps_file, "%s\n", text);
+		fflush(c->steps_file);
+	}
+	free(text);
+	json_decref(s);
+	if (c->gen_steps == 1 && c->rc.active && c->rc.start_s > 0) {
+		/* the first step under the new plan: the reconfiguration is over */
+		double now = sl_ctl_now_s();
+		struct reconf *r = &c->rc;
+		json_t *f = json_object();
+		json_object_set_new(f, "from_generation", json_integer(r->from_gen));
+		json_object_set_new(f, "to_generation", json_integer(c->gen.index));
+		json_object_set_new(f, "total_s", json_real(now - r->change_s));
+		json_object_set_new(f, "plan_s", json_real(r->plan_s));
+		json_object_set_new(f, "checkpoint_s",
+				    json_real(r->ckpt_s > 0 && r->term_s > 0 ? r->ckpt_s - r->term_s : 0));
+		json_object_set_new(f, "stop_s", json_real(r->exit_s - (r->ckpt_s > 0 ? r->ckpt_s :
+									 r->term_s)));
+		json_object_set_new(f, "start_load_s", json_real(now - dt - r->start_s));
+		json_object_set_new(f, "first_step_s", json_real(dt));
+		json_object_set_new(f, "between_s", json_real(r->start_s - r->exit_s));
+		sl_ctl_event(&c->ev, "reconfigured", f);
+		r->active = 0;
+	}
+}
+
+static void on_line(void *ctx, int is_stderr, const char *line)
+{
+	struct ctl *c = ctx;
+	c->last_output_s = sl_ctl_now_s();
+	if (is_stderr) {
+		/* the launcher names a dead rank: "rank R (stage .., on HOST) died ..." */
+		const char *p = strstr(line, "rank ");
+		const char *on = p ? strstr(p, ", on ") : NULL;
+		int rank;
+		if (on && (strstr(on, ") died") || strstr(on, ") failed")) &&
+		    sscanf(p, "rank %d (", &rank) == 1) {
+			c->dead_rank = rank;
+			const char *end = strchr(on + 5, ')');
+			size_t n = end ? (size_t)(end - on - 5) : 0;
+			if (n >= sizeof(c->dead_host))
+				n = sizeof(c->dead_host) - 1;
+			memcpy(c->dead_host, on + 5, n);
+			c->dead_host[n] = 0;
+		}
+		if (strstr(line, "error:"))
+			snprintf(c->last_error, sizeof(c->last_error), "%s", line);
+		return;
+	}
+	if (line[0] != '{')
+		return;
+	json_t *e = json_loads(line, 0, NULL);
+	const char *type = json_string_value(json_object_get(e, "event"));
+	if (type && !strcmp(type, "step")) {
+		on_step(c, e);
+	} else if (type && !strcmp(type, "checkpoint")) {
+		long long s = json_integer_value(json_object_get(e, "step"));
+		if (s > c->ckpt_step)
+			c->ckpt_step = s;
+		if (c->rc.active && c->stop != STOP_NONE)
+			c->rc.ckpt_s = sl_ctl_now_s();
+		json_t *f = json_object();
+		json_object_set_new(f, "generation", json_integer(c->gen.index));
+		json_object_set(f, "step", json_object_get(e, "step"));
+		json_object_set(f, "path", json_object_get(e, "path"));
+		json_object_set(f, "persist_s", json_object_get(e, "persist_s"));
+		sl_ctl_event(&c->ev, "checkpoint", f);
+	} else if (type && !strcmp(type, "end")) {
+		c->end_seen = 1;
+	}
+	json_decref(e);
+}
+
+static int host_index(const struct ctl *c, const char *name)
+{
+	for (int h = 0; h < c->cluster.host_count; h++)
+		if (!strcmp(c->cluster.hosts[h].name, name))
+			return h;
+	return -1;
+}
+
+/* The generation ended: account for it and say how. Returns 1 when the job is complete. */
+static int generation_ended(struct ctl *c)
+{
+	double now = sl_ctl_now_s();
+	double run_s = now - c->gen.started_s;
+	c->usd += c->gen_usd_per_hour * run_s / 3600.0;
+	c->running = 0;
+	sl_ctl_gen_close(&c->gen);
+	int orphans = sl_ctl_reap_orphans();
+	if (orphans)
+		sl_log_warn("generation %d left %d processes behind: killed", c->gen.index, orphans);
+	int complete = c->gen.status == 0 && c->step >= c->o->steps;
+	int failed = !complete && c->stop == STOP_NONE;
+	if (c->stop == STOP_HANG)
+		failed = 1;
+	if (c->rc.active)
+		c->rc.exit_s = now;
+	json_t *f = json_object();
+	json_object_set_new(f, "generation", json_integer(c->gen.index));
+	json_object_set_new(f, "status", json_integer(c->gen.status));
+	json_object_set_new(f, "outcome", json_string(complete ? "complete" : failed ? "failed"
+							     : "stopped"));
+	json_object_set_new(f, "stop_reason", json_string(stop_names[c->stop]));
+	json_object_set_new(f, "step", json_integer(c->step));
+	json_object_set_new(f, "steps_run", json_integer(c->gen_steps));
+	json_object_set_new(f, "run_s", json_real(run_s));
+	json_object_set_new(f, "killed", json_boolean(c->gen.killed));
+	sl_ctl_event(&c->ev, "generation_end", f);
+	if (complete)
+		return 1;
+	if (!failed)
+		return 0;
+	c->failures++;
+	c->consecutive_failures = c->gen_steps > 0 ? 1 : c->consecutive_failures + 1;
+	long long resume = newest_checkpoint(c);
+	f = json_object();
+	json_object_set_new(f, "generation", json_integer(c->gen.index));
+	json_object_set_new(f, "step", json_integer(c->step));
+	json_object_set_new(f, "rank", c->dead_rank >= 0 ? json_integer(c->dead_rank) : json_null());
+	json_object_set_new(f, "host", c->dead_host[0] ? json_string(c->dead_host) : json_null());
+	json_object_set_new(f, "reason", json_string(c->stop == STOP_HANG ? "no output (hang)" :
+						     c->dead_rank >= 0 ? "rank died" : "job failed"));
+	json_object_set_new(f, "message", json_string(c->last_error));
+	json_object_set_new(f, "resume_step", json_integer(resume > 0 ? resume : 0));
+	json_object_set_new(f, "lost_steps", json_integer(c->step - (resume > 0 ? resume : 0)));
+	sl_ctl_event(&c->ev, "failure", f);
+	sl_log_warn("generation %d failed at step %lld%s%s: resuming from step %lld", c->gen.index,
+		    c->step, c->dead_host[0] ? " on host " : "", c->dead_host,
+		    resume > 0 ? resume : 0);
+	int h = c->dead_host[0] ? host_index(c, c->dead_host) : -1;
+	if (h >= 0 && ++c->fails[h] >= c->o->exclude_after && !c->excluded[h]) {
+		c->excluded[h] = 1;
+		f = json_object();
+		json_object_set_new(f, "host", json_string(c->dead_host));
+		json_object_set_new(f, "failures", json_integer(c->fails[h]));
+		sl_ctl_event(&c->ev, "host_excluded", f);
+	}
+	/* the newest checkpoint is where the next generation starts */
+	c->step = resume > 0 ? resume : 0;
+	return 0;
+}
+
+/* ---- status ---- */
+
+static double spent_usd(const struct ctl *c)
+{
+	double usd = c->usd;
+	if (c->running)
+		usd += c->gen_usd_per_hour * (sl_ctl_now_s() - c->gen.started_s) / 3600.0;
+	return usd;
+}
+
+static void publish(struct ctl *c)
+{
+	if (!c->http)
+		return;
+	double mean = mean_step_time(c);
+	double measured = mean > 0 ? 1.0 / mean : 0.0;
+	const char *state = c->running ? (c->stop != STOP_NONE ? "stopping" : "running")
+				       : c->waiting ? "waiting for a pool change" : "starting";
+	json_t *s = json_object();
+	json_object_set_new(s, "schema", json_string("sailor.control.status/1"));
+	json_object_set_new(s, "state", json_string(state));
+	json_object_set_new(s, "generation", json_integer(c->gen_count));
+	json_object_set_new(s, "plan", plan_summary(c, &c->cur));
+	json_object_set_new(s, "pool", sl_pool_to_json(&c->pool.current, &c->env->catalogue));
+	json_object_set_new(s, "step", json_integer(c->step));
+	json_object_set_new(s, "steps", json_integer(c->o->steps));
+	json_object_set_new(s, "loss", isfinite(c->loss) ? json_real(c->loss) : json_null());
+	json_object_set_new(s, "measured_it_s", json_real(measured));
+	json_object_set_new(s, "predicted_it_s",
+			    json_real(c->cur.valid ? c->cur.res.throughput_it_s : 0.0));
+	json_object_set_new(s, "checkpoint_step", json_integer(c->ckpt_step));
+	json_object_set_new(s, "usd_spent", json_real(spent_usd(c)));
+	json_object_set_new(s, "reconfigurations", json_integer(c->reconfigurations));
+	json_object_set_new(s, "failures", json_integer(c->failures));
+	json_object_set_new(s, "recent_events", json_deep_copy(c->ev.recent));
+	char *text = json_dumps(s, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(s);
+	char *m = NULL;
+	size_t msize = 0;
+	FILE *f = open_memstream(&m, &msize);
+	if (f && text) {
+#define G(name, help, fmt, value)                                                           \
+	fprintf(f, "# HELP sailor_" name " " help "\n# TYPE sailor_" name " gauge\nsailor_" name \
+		   " " fmt "\n", value)
+		G("step", "Optimizer steps completed.", "%lld", c->step);
+		G("steps_target", "Steps the job trains to.", "%lld", c->o->steps);
+		G("generation", "Current generation (1-based).", "%d", c->gen_count);
+		G("running", "1 while a generation runs.", "%d", c->running);
+		G("loss", "Loss of the newest step.", "%.9g", isfinite(c->loss) ? c->loss : 0.0);
+		G("measured_iterations_per_second", "Measured it/s (mean of the last 10 steps).",
+		  "%.9g", measured);
+		G("predicted_iterations_per_second", "The planner's it/s for the plan running.",
+		  "%.9g", c->cur.valid ? c->cur.res.throughput_it_s : 0.0);
+		G("checkpoint_step", "Step of the newest persisted checkpoint.", "%lld",
+		  c->ckpt_step);
+		G("plan_gpus", "GPUs of the plan running.", "%lld",
+		  c->cur.valid ? c->cur.res.num_gpus : 0LL);
+#undef G
+		fprintf(f, "# HELP sailor_spent_usd_total Dollars spent at the catalogue's prices.\n"
+			   "# TYPE sailor_spent_usd_total counter\nsailor_spent_usd_total %.9g\n",
+			spent_usd(c));
+		fprintf(f, "# HELP sailor_reconfigurations_total Plan changes.\n# TYPE "
+			   "sailor_reconfigurations_total counter\nsailor_reconfigurations_total "
+			   "%d\n", c->reconfigurations);
+		fprintf(f, "# HELP sailor_failures_total Generations that failed.\n# TYPE "
+			   "sailor_failures_total counter\nsailor_failures_total %d\n", c->failures);
+		fprintf(f, "# HELP sailor_pool_gpus GPUs available per type and zone.\n# TYPE "
+			   "sailor_pool_gpus gauge\n");
+		const struct sl_catalogue *cat = &c->env->catalogue;
+		for (int g = 0; g < cat->gpu_count; g++)
+			for (int z = 0; z < cat->zone_count; z++)
+				if (c->pool.current.counts[g][z])
+					fprintf(f, "sailor_pool_gpus{gpu=\"%s\",zone=\"%s\"} %d\n",
+						cat->gpus[g].name, cat->zones[z].name,
+						c->pool.current.counts[g][z]);
+	}
+	if (f)
+		fclose(f);
+	if (text && m)
+		sl_ctl_http_publish(c->http, text, m);
+	free(text);
+	free(m);
+	c->published_s = sl_ctl_now_s();
+}
+
+/* ---- the loop ---- */
+
+static void log_plan(struct ctl *c, const struct candidate *p, const char *why, int same)
+{
+	json_t *f = json_object();
+	if (p->valid) {
+		json_object_set_new(f, "plan", sl_plan_to_json(&p->plan, &c->env->catalogue));
+		json_object_set_new(f, "summary", plan_summary(c, p));
+		json_object_set_new(f, "plan_s", json_real(p->plan_s));
+		json_object_set_new(f, "same_as_running", json_boolean(same));
+		sl_ctl_event(&c->ev, "plan", f);
+		c->waiting = 0;
+	} else {
+		json_object_set_new(f, "reason", json_string(why));
+		sl_ctl_event(&c->ev, "no_plan", f);
+		sl_log_warn("no plan possible: %s; waiting for a pool change", why);
+		c->waiting = 1;
+	}
+}
+
+static int setup(struct ctl *c, struct sl_err *err)
+{
+	const struct sl_ctl_options *o = c->o;
+	c->start_s = sl_ctl_now_s();
+	c->loss = NAN;
+	/* what a generation leaves behind becomes ours to end */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	c->dead_rank = -1;
+	ssize_t len = readlink("/proc/self/exe", c->self, sizeof(c->self) - 1);
+	if (len <= 0)
+		return sl_err_set(err, SL_EIO, "cannot find the sailor binary (/proc/self/exe)");
+	c->self[len] = 0;
+	int rc = sl_sim_env_load_overlaid(o->model, NULL, o->profiles, &c->env, err);
+	if (rc)
+		return rc;
+	if ((rc = sl_cluster_load(o->cluster, &c->env->catalogue, &c->cluster, err)))
+		return rc;
+	if (c->cluster.host_count > MAX_HOSTS)
+		return sl_err_set(err, SL_EINPUT, "cluster file '%s': at most %d hosts", o->cluster,
+				  MAX_HOSTS);
+	c->cluster_json = sl_json_load_file(o->cluster, "cluster file", err);
+	if (!c->cluster_json)
+		return SL_EINPUT;
+	if (mkdir(o->run_dir, 0777) && errno != EEXIST)
+		return sl_err_set(err, SL_EIO, "cannot create run directory '%s': %s", o->run_dir,
+				  strerror(errno));
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/events.jsonl", o->run_dir);
+	if ((rc = sl_ctl_events_open(&c->ev, path, o->json ? stdout : NULL, c->start_s, err)))
+		return rc;
+	snprintf(path, sizeof(path), "%s/steps.jsonl", o->run_dir);
+	c->steps_file = fopen(path, "a");
+	if (!c->steps_file)
+		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", path, strerror(errno));
+	if ((rc = sl_ctl_pool_watch_init(&c->pool, o->pool, o->trace, o->time_scale,
+					 &c->env->catalogue, c->start_s, err)))
+		return rc;
+	/* the generations' data and model must be usable before anything starts */
+	json_t *f = json_object();
+	json_object_set_new(f, "model", json_string(c->env->model.name));
+	json_object_set_new(f, "steps", json_integer(o->steps));
+	json_object_set_new(f, "global_batch", json_integer(o->global_batch));
+	json_object_set_new(f, "ckpt_dir", json_string(o->ckpt_dir));
+	json_object_set_new(f, "ckpt_every", json_integer(o->ckpt_every));
+	json_object_set_new(f, "run_dir", json_string(o->run_dir));
+	json_object_set_new(f, "pool_source", json_string(o->pool ? o->pool : o->trace));
+	json_object_set_new(f, "time_scale", json_real(o->time_scale));
+	json_object_set_new(f, "sync_checkpoints", json_boolean(o->sync_checkpoints));
+	sl_ctl_event(&c->ev, "start", f);
+	if (o->http) {
+		int port = 0;
+		if ((rc = sl_ctl_http_start(&c->http, o->http, &port, err)))
+			return rc;
+		f = json_object();
+		json_object_set_new(f, "address", json_string(o->http));
+		json_object_set_new(f, "port", json_integer(port));
+		sl_ctl_event(&c->ev, "http", f);
+	}
+	return 0;
+}
+
+static void pool_event(struct ctl *c, const char *type)
+{
+	char where[256];
+	sl_ctl_pool_watch_describe(&c->pool, where, sizeof(where));
+	json_t *f = json_object();
+	json_object_set_new(f, "source", json_string(where));
+	json_object_set_new(f, "gpus", json_integer(sl_pool_total(&c->pool.current)));
+	json_object_set_new(f, "pool", sl_pool_to_json(&c->pool.current, &c->env->catalogue));
+	sl_ctl_event(&c->ev, type, f);
+}
+
+/* Plans and starts a generation when none runs and a plan is possible. */
+static int maybe_start(struct ctl *c, struct sl_err *err)
+{
+	if (c->running || c->waiting)
+		return 0;
+	if (!c->next.valid) {
+		char why[SL_ERR_MSG_MAX + 128] = "";
+		plan_now(c, &c->next, why, sizeof(why));
+		log_plan(c, &c->next, why, 0);
+		if (!c->next.valid)
+			return 0;
+	}
+	return start_generation(c, err);
+}
+
+static int loop(struct ctl *c, struct sl_err *err)
+{
+	pool_event(c, "pool");
+	int rc = maybe_start(c, err);
+	while (!rc) {
+		double now = sl_ctl_now_s();
+		if (c->running) {
+			if (sl_ctl_gen_pump(&c->gen, 100, on_line, c)) {
+				if (generation_ended(c)) {
+					json_t *f = json_object();
+					json_object_set_new(f, "step", json_integer(c->step));
+					json_object_set_new(f, "generations", json_integer(c->gen_count));
+					json_object_set_new(f, "reconfigurations",
+							    json_integer(c->reconfigurations));
+					json_object_set_new(f, "failures", json_integer(c->failures));
+					json_object_set_new(f, "usd_spent", json_real(c->usd));
+					json_object_set_new(f, "wall_s", json_real(now - c->start_s));
+					sl_ctl_event(&c->ev, "done", f);
+					return 0;
+				}
+				if (c->stop == STOP_SIGNAL)
+					return sl_err_set(err, SL_EIO, "stopped by signal %d after step "
+							  "%lld (checkpoint of step %lld in '%s')",
+							  c->signal_seen, c->step,
+							  newest_checkpoint(c), c->o->ckpt_dir);
+				if (c->consecutive_failures >= c->o->max_failures) {
+					json_t *f = json_object();
+					json_object_set_new(f, "failures",
+							    json_integer(c->consecutive_failures));
+					sl_ctl_event(&c->ev, "gave_up", f);
+					return sl_err_set(err, SL_EINFEASIBLE,
+							  "%d generations in a row failed without "
+							  "completing a step; giving up (see %s/gen-%d/"
+							  "stderr.log)", c->consecutive_failures,
+							  c->o->run_dir, c->gen_count);
+				}
+				if (c->stop != STOP_RECONFIGURE)
+					candidate_free(&c->next); /* re-plan on what is left */
+				rc = maybe_start(c, err);
+				continue;
+			}
+			if (c->stop == STOP_NONE && c->o->hang_timeout_s > 0 &&
+			    now - c->last_output_s > c->o->hang_timeout_s) {
+				sl_log_warn("generation %d printed nothing for %.0f s: stopping it",
+					    c->gen.index, c->o->hang_timeout_s);
+				stop_generation(c, STOP_HANG);
+			}
+			if (c->stop != STOP_NONE && !c->gen.killed &&
+			    now - c->gen.term_sent_s > c->o->stop_timeout_s)
+				sl_ctl_gen_kill(&c->gen);
+		} else {
+			poll(NULL, 0, 100);
+		}
+		if (got_signal && !c->signal_seen) {
+			c->signal_seen = got_signal;
+			json_t *f = json_object();
+			json_object_set_new(f, "signal", json_integer(c->signal_seen));
+			sl_ctl_event(&c->ev, "signal", f);
+			if (!c->running)
+				return sl_err_set(err, SL_EIO, "stopped by signal %d", c->signal_seen);
+			c->stop = STOP_NONE; /* a signal outranks a stop in progress */
+			c->gen.term_sent_s = 0;
+			stop_generation(c, STOP_SIGNAL);
+		}
+		struct sl_err perr = {0};
+		int changed = sl_ctl_pool_watch_poll(&c->pool, sl_ctl_now_s(), &perr);
+		if (changed < 0) {
+			json_t *f = json_object();
+			json_object_set_new(f, "message", json_string(perr.msg));
+			sl_ctl_event(&c->ev, "pool_error", f);
+			sl_log_warn("%s", perr.msg);
+		}
+		if (changed > 0 && !c->signal_seen) {
+			pool_event(c, "pool_change");
+			/* the pool speaks for its hosts again: forgive past failures */
+			memset(c->excluded, 0, sizeof(c->excluded));
+			memset(c->fails, 0, sizeof(c->fails));
+			c->waiting = 0;
+			struct candidate p = {0};
+			char why[SL_ERR_MSG_MAX + 128] = "";
+			double t0 = sl_ctl_now_s();
+			plan_now(c, &p, why, sizeof(why));
+			int same = c->running && p.valid && c->cur.valid && !strcmp(p.key, c->cur.key);
+			log_plan(c, &p, why, same);
+			if (c->running && c->stop == STOP_NONE && !same) {
+				c->rc = (struct reconf){.active = p.valid, .from_gen = c->gen.index,
+							.change_s = t0, .plan_s = p.plan_s};
+				if (p.valid)
+					c->reconfigurations++;
+				candidate_free(&c->next);
+				c->next = p;
+				stop_generation(c, p.valid ? STOP_RECONFIGURE : STOP_NO_PLAN);
+			} else if (c->running && c->stop == STOP_RECONFIGURE && !same) {
+				candidate_free(&c->next); /* a newer pool while stopping: its plan */
+				c->next = p;
+				if (!p.valid)
+					c->stop = STOP_NO_PLAN;
+			} else if (!c->running) {
+				candidate_free(&c->next);
+				c->next = p;
+				if (p.valid)
+					rc = start_generation(c, err);
+			} else {
+				candidate_free(&p);
+			}
+		}
+		if (c->http && sl_ctl_now_s() - c->published_s > 0.25)
+			publish(c);
+	}
+	return rc;
+}
+
+int sl_ctl_run(const struct sl_ctl_options *o, struct sl_err *err)
+{
+	struct ctl *c = calloc(1, sizeof(*c));
+	if (!c)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	c->o = o;
+	struct sigaction sa = {0}, old_int, old_term;
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	got_signal = 0;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	signal(SIGPIPE, SIG_IGN);
+	int rc = setup(c, err);
+	if (!rc)
+		rc = loop(c, err);
+	if (c->running) {
+		/* an error of the controller itself: no generation outlives it */
+		sl_ctl_gen_terminate(&c->gen);
+		double t0 = sl_ctl_now_s();
+		while (!sl_ctl_gen_pump(&c->gen, 100, on_line, c))
+			if (sl_ctl_now_s() - t0 > o->stop_timeout_s)
+				sl_ctl_gen_kill(&c->gen);
+		sl_ctl_gen_close(&c->gen);
+	}
+	if (c->http) {
+		publish(c);
+		sl_ctl_http_stop(c->http);
+	}
+	if (c->ev.file && rc) {
+		json_t *f = json_object();
+		json_object_set_new(f, "message", json_string(err->msg));
+		sl_ctl_event(&c->ev, "exit", f);
+	}
+	sl_ctl_events_close(&c->ev);
+	if (c->steps_file)
+		fclose(c->steps_file);
+	candidate_free(&c->cur);
+	candidate_free(&c->next);
+	sl_ctl_pool_watch_free(&c->pool);
+	json_decref(c->cluster_json);
+	sl_cluster_free(&c->cluster);
+	sl_sim_env_free(c->env);
+	free(c);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return rc;
+}

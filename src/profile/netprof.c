@@ -1,0 +1,503 @@
+/* The network profiler (see netprof.h): placement, the measurement loop on the ranks, the
+ * quadratic fit and the network file.
+ * Invariants: the pair list is a function of the cluster file only, so every rank walks the same
+ * pairs and sizes in the same order and the collectives (barriers, splits) pair up. */
+#include "profile/netprof.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dist/launch.h"
+#include "dist/roles.h"
+#include "util/json.h"
+
+#define TAG_DATA 7101
+#define TAG_ACK 7102
+#define TAG_RESULT 7103
+
+int sl_netprof_layout(const struct sl_cluster *cluster, struct sl_netprof_layout *out,
+		      struct sl_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->intra_host = -1;
+	for (int h = 0; h < cluster->host_count && out->intra_host < 0; h++)
+		if (cluster->hosts[h].slots >= 2)
+			out->intra_host = h;
+	out->world = cluster->host_count + (out->intra_host >= 0);
+	if (out->world < 2)
+		return sl_err_set(err, SL_EINPUT, "cluster file '%s': one host with one slot: nothing "
+				  "to measure (give two hosts, or a host with two slots)",
+				  cluster->path);
+	out->rank_host = calloc((size_t)out->world, sizeof(int));
+	if (!out->rank_host)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	for (int h = 0; h < cluster->host_count; h++)
+		out->rank_host[h] = h;
+	if (out->intra_host >= 0)
+		out->rank_host[cluster->host_count] = out->intra_host;
+	return 0;
+}
+
+void sl_netprof_layout_free(struct sl_netprof_layout *layout)
+{
+	free(layout->rank_host);
+	layout->rank_host = NULL;
+}
+
+/* --- the fit ------------------------------------------------------------------------------- */
+
+/* Solves the k x k system a x = b (k <= 3) by Gaussian elimination with partial pivoting;
+ * returns -1 when singular. */
+static int solve(double a[3][3], double b[3], int k, double x[3])
+{
+	for (int c = 0; c < k; c++) {
+		int p = c;
+		for (int r = c + 1; r < k; r++)
+			if (fabs(a[r][c]) > fabs(a[p][c]))
+				p = r;
+		if (fabs(a[p][c]) < 1e-12)
+			return -1;
+		for (int j = 0; j < k; j++) {
+			double t = a[c][j];
+			a[c][j] = a[p][j];
+			a[p][j] = t;
+		}
+		double t = b[c];
+		b[c] = b[p];
+		b[p] = t;
+		for (int r = c + 1; r < k; r++) {
+			double f = a[r][c] / a[c][c];
+			for (int j = c; j < k; j++)
+				a[r][j] -= f * a[c][j];
+			b[r] -= f * b[c];
+		}
+	}
+	for (int c = k - 1; c >= 0; c--) {
+		double s = b[c];
+		for (int j = c + 1; j < k; j++)
+			s -= a[c][j] * x[j];
+		x[c] = s / a[c][c];
+	}
+	return 0;
+}
+
+int sl_netprof_fit(const double *bytes, const double *bandwidth_bps, int n, struct sl_net_fit *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (n < 1)
+		return SL_EINPUT;
+	int distinct = 0;
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+		for (int j = 0; j < i; j++)
+			seen |= bytes[j] == bytes[i];
+		distinct += !seen;
+		if (bandwidth_bps[i] > out->max_bps)
+			out->max_bps = bandwidth_bps[i];
+	}
+	/* normal equations of y = sum c_d x^d, d < k, with k = min(3, distinct sizes) */
+	int k = distinct < 3 ? distinct : 3;
+	double c[3] = {0, 0, 0};
+	while (k >= 1) {
+		double a[3][3] = {{0}}, b[3] = {0};
+		for (int i = 0; i < n; i++) {
+			double x = log2(bytes[i] / 1e6), y = bandwidth_bps[i] / 1e9, p[5];
+			p[0] = 1;
+			for (int d = 1; d < 5; d++)
+				p[d] = p[d - 1] * x;
+			for (int r = 0; r < k; r++) {
+				for (int s = 0; s < k; s++)
+					a[r][s] += p[r + s];
+				b[r] += p[r] * y;
+			}
+		}
+		if (solve(a, b, k, c) == 0)
+			break;
+		k--;
+	}
+	out->a0 = c[0];
+	out->a1 = k >= 2 ? c[1] : 0;
+	out->a2 = k >= 3 ? c[2] : 0;
+	out->derived = 0;
+	return 0;
+}
+
+/* --- pairs --------------------------------------------------------------------------------- */
+
+struct pair {
+	int a, b;        /* ranks: a sends */
+	int within_host;
+};
+
+/* The measured pairs (see netprof.h); returns their number, pairs has room for world^2. */
+static int build_pairs(const struct sl_cluster *c, const struct sl_netprof_layout *lay,
+		       struct pair *pairs)
+{
+	int first[SL_CLUSTER_MAX_HOSTS];
+	int second[SL_CLUSTER_MAX_HOSTS];
+	int ne = 0, np = 0;
+	for (int h = 0; h < c->host_count; h++) {
+		int e = 0;
+		while (e < ne && !(c->hosts[first[e]].zone == c->hosts[h].zone &&
+				   c->hosts[first[e]].gpu == c->hosts[h].gpu))
+			e++;
+		if (e == ne) {
+			first[ne] = h;
+			second[ne++] = -1;
+		} else if (second[e] < 0) {
+			second[e] = h;
+		}
+	}
+	for (int e = 0; e < ne; e++) {
+		if (second[e] >= 0)
+			pairs[np++] = (struct pair){first[e], second[e], 0};
+		for (int f = e + 1; f < ne; f++)
+			pairs[np++] = (struct pair){first[e], first[f], 0};
+	}
+	if (lay->intra_host >= 0)
+		pairs[np++] = (struct pair){lay->intra_host, c->host_count, 1};
+	return np;
+}
+
+/* --- the worker ---------------------------------------------------------------------------- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int send_wait(struct sl_comm *c, const void *buf, long long n, enum sl_comm_dtype t,
+		     int peer, int tag, struct sl_err *err)
+{
+	struct sl_comm_request r = {0};
+	int rc = sl_comm_isend(c, buf, n, t, peer, tag, &r, err);
+	return rc ? rc : sl_comm_wait(c, &r, err);
+}
+
+static int recv_wait(struct sl_comm *c, void *buf, long long n, enum sl_comm_dtype t, int peer,
+		     int tag, struct sl_err *err)
+{
+	struct sl_comm_request r = {0};
+	int rc = sl_comm_irecv(c, buf, n, t, peer, tag, &r, err);
+	return rc ? rc : sl_comm_wait(c, &r, err);
+}
+
+/* Measures one pair: on rank a, results[size][0] = p2p median seconds, [1] = all-reduce. */
+static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
+			const struct pair *p, char *buf, double *results, struct sl_err *err)
+{
+	int me = c->rank, in = me == p->a || me == p->b;
+	struct sl_comm_group g;
+	memset(&g, 0, sizeof(g));
+	int rc = sl_comm_split(c, in ? 0 : SL_COMM_NO_GROUP, me == p->a ? 0 : 1, &g, err);
+	double *t = malloc((size_t)(o->repeats + 1) * sizeof(double));
+	if (!rc && !t)
+		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	char ack = 1;
+	for (int s = 0; s < o->size_count && !rc; s++) {
+		long long n = o->sizes[s];
+		rc = sl_comm_barrier(c, &c->world, err);
+		/* point-to-point: one untimed round first (connection set-up) */
+		for (int r = 0; r <= o->repeats && !rc && in; r++) {
+			double t0 = now_s();
+			if (me == p->a) {
+				rc = send_wait(c, buf, n, SL_COMM_BYTE, p->b, TAG_DATA, err);
+				if (!rc)
+					rc = recv_wait(c, &ack, 1, SL_COMM_BYTE, p->b, TAG_ACK, err);
+			} else {
+				rc = recv_wait(c, buf, n, SL_COMM_BYTE, p->a, TAG_DATA, err);
+				if (!rc)
+					rc = send_wait(c, &ack, 1, SL_COMM_BYTE, p->a, TAG_ACK, err);
+			}
+			t[r] = now_s() - t0;
+		}
+		if (!rc && me == p->a)
+			results[2 * s] = median(t + 1, o->repeats);
+		for (int r = 0; r <= o->repeats && !rc && in; r++) {
+			if (!(rc = sl_comm_barrier(c, &g, err))) {
+				double t0 = now_s();
+				rc = sl_comm_allreduce(c, &g, buf, n / 4 > 0 ? n / 4 : 1, SL_COMM_FLOAT,
+						       SL_COMM_SUM, err);
+				t[r] = now_s() - t0;
+			}
+		}
+		if (!rc && me == p->a)
+			results[2 * s + 1] = median(t + 1, o->repeats);
+	}
+	free(t);
+	if (in)
+		sl_comm_group_free(c, &g);
+	return rc;
+}
+
+static json_t *fit_json(const struct sl_net_fit *f)
+{
+	return json_pack("[[f, f, f], f]", f->a2, f->a1, f->a0, f->max_bps);
+}
+
+/* Sets root[z1][g1]["1"][z2][g2]["1"] = fit. */
+static void put_link(json_t *root, const char *z1, const char *g1, const char *z2,
+		     const char *g2, const struct sl_net_fit *f)
+{
+	const char *keys[5] = {z1, g1, "1", z2, g2};
+	json_t *o = root;
+	for (int i = 0; i < 5; i++) {
+		json_t *next = json_object_get(o, keys[i]);
+		if (!next) {
+			next = json_object();
+			json_object_set_new(o, keys[i], next);
+		}
+		o = next;
+	}
+	json_object_set_new(o, "1", fit_json(f));
+}
+
+static int write_atomically(const char *path, const json_t *v, struct sl_err *err)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+	int rc = sl_json_print(f, v);
+	if (fclose(f) || rc || rename(tmp, path)) {
+		unlink(tmp);
+		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", path, strerror(errno));
+	}
+	return 0;
+}
+
+int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalogue *cat,
+		      struct sl_comm *comm, struct sl_err *err)
+{
+	struct sl_cluster cluster;
+	struct sl_netprof_layout lay;
+	memset(&lay, 0, sizeof(lay));
+	int rc = sl_cluster_load(o->cluster, cat, &cluster, err);
+	if (!rc)
+		rc = sl_netprof_layout(&cluster, &lay, err);
+	if (!rc && lay.world != comm->size)
+		rc = sl_err_set(err, SL_EUSAGE, "the job has %d ranks but cluster file '%s' places %d: "
+				"start 'sailor profile --network' without mpirun, it launches itself",
+				comm->size, o->cluster, lay.world);
+	struct pair *pairs = NULL;
+	char *buf = NULL;
+	double *results = NULL;
+	int np = 0;
+	if (!rc) {
+		pairs = calloc((size_t)lay.world * (size_t)lay.world + 1, sizeof(*pairs));
+		buf = calloc((size_t)o->sizes[o->size_count - 1] + 4, 1);
+		results = calloc((size_t)2 * o->size_count, sizeof(double));
+		if (!pairs || !buf || !results)
+			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	if (!rc)
+		np = build_pairs(&cluster, &lay, pairs);
+	json_t *root = NULL, *list = NULL;
+	if (!rc && comm->rank == 0) {
+		root = json_object();
+		list = json_array();
+		json_object_set_new(root, "schema", json_string("sailor.network/1"));
+	}
+	double t_start = now_s();
+	for (int i = 0; i < np && !rc; i++) {
+		const struct pair *p = &pairs[i];
+		rc = measure_pair(o, comm, p, buf, results, err);
+		/* the sender's medians go to rank 0 */
+		if (!rc && p->a != 0 && comm->rank == p->a)
+			rc = send_wait(comm, results, 2LL * o->size_count, SL_COMM_DOUBLE, 0,
+				       TAG_RESULT, err);
+		if (!rc && p->a != 0 && comm->rank == 0)
+			rc = recv_wait(comm, results, 2LL * o->size_count, SL_COMM_DOUBLE, p->a,
+				       TAG_RESULT, err);
+		if (rc || comm->rank != 0)
+			continue;
+		const struct sl_host *ha = &cluster.hosts[lay.rank_host[p->a]];
+		const struct sl_host *hb = &cluster.hosts[lay.rank_host[p->b]];
+		double bytes[SL_NETPROF_MAX_SIZES], p2p[SL_NETPROF_MAX_SIZES], ar[SL_NETPROF_MAX_SIZES];
+		json_t *jb = json_array(), *jp = json_array(), *ja = json_array();
+		for (int s = 0; s < o->size_count; s++) {
+			bytes[s] = (double)o->sizes[s];
+			p2p[s] = results[2 * s] > 0 ? bytes[s] / results[2 * s] : 0;
+			ar[s] = results[2 * s + 1] > 0 ? bytes[s] / results[2 * s + 1] : 0;
+			json_array_append_new(jb, json_integer(o->sizes[s]));
+			json_array_append_new(jp, json_real(p2p[s]));
+			json_array_append_new(ja, json_real(ar[s]));
+		}
+		struct sl_net_fit fp, fa;
+		sl_netprof_fit(bytes, p2p, o->size_count, &fp);
+		sl_netprof_fit(bytes, ar, o->size_count, &fa);
+		const char *za = cat->zones[ha->zone].name, *zb = cat->zones[hb->zone].name;
+		const char *ga = cat->gpus[ha->gpu].name, *gb = cat->gpus[hb->gpu].name;
+		json_array_append_new(list, json_pack(
+			"{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}",
+			"kind", p->within_host ? "within a host" : "between hosts",
+			"sender", ha->name, "receiver", hb->name, "sender_zone", za,
+			"receiver_zone", zb, "sender_gpu", ga, "receiver_gpu", gb, "bytes", jb,
+			"p2p_bps", jp, "allreduce_bps", ja, "p2p_fit", fit_json(&fp),
+			"allreduce_fit", fit_json(&fa)));
+		if (p->within_host) {
+			json_t *intra = json_object_get(root, "intra_node");
+			if (!intra) {
+				intra = json_object();
+				json_object_set_new(root, "intra_node", intra);
+			}
+			json_object_set_new(intra, ga, json_pack("{s:o}", "2", fit_json(&fp)));
+		} else {
+			put_link(root, za, ga, zb, gb, &fp);
+			put_link(root, zb, gb, za, ga, &fp);
+		}
+	}
+	if (!rc && comm->rank == 0) {
+		char host[256] = "unknown", date[32];
+		gethostname(host, sizeof(host) - 1);
+		host[sizeof(host) - 1] = 0;
+		time_t tt = time(NULL);
+		struct tm tm;
+		gmtime_r(&tt, &tm);
+		strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		json_t *src = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:s, s:o}", "profiler",
+					"sailor profile --network (MPI ranks on the cluster's hosts)",
+					"cluster", o->cluster, "launcher_host", host, "date", date,
+					"repeats", o->repeats, "ranks", lay.world, "wall_s",
+					now_s() - t_start, "statistic",
+					"median over repeats; p2p: bytes / round trip with a 1-byte "
+					"answer; allreduce: bytes / time of a sum over the pair",
+					"pairs", list);
+		if (o->command)
+			json_object_set_new(src, "command", json_string(o->command));
+		json_object_set_new(root, "source", src);
+		list = NULL;
+		rc = write_atomically(o->output, root, err);
+	}
+	json_decref(list);
+	json_decref(root);
+	free(pairs);
+	free(buf);
+	free(results);
+	sl_netprof_layout_free(&lay);
+	sl_cluster_free(&cluster);
+	return rc;
+}
+
+/* --- the launcher -------------------------------------------------------------------------- */
+
+int sl_netprof_launch(const struct sl_netprof_options *o, const struct sl_catalogue *cat,
+		      const char *const *worker_argv, struct sl_err *err)
+{
+	struct sl_cluster cluster;
+	struct sl_netprof_layout lay;
+	struct sl_role_table table;
+	struct sl_launch_cmd cmd;
+	memset(&lay, 0, sizeof(lay));
+	memset(&table, 0, sizeof(table));
+	memset(&cmd, 0, sizeof(cmd));
+	char mpirun[4096], dir[] = "/tmp/sailor-netprof-XXXXXX";
+	int have_dir = 0;
+	int rc = sl_cluster_load(o->cluster, cat, &cluster, err);
+	if (!rc)
+		rc = sl_netprof_layout(&cluster, &lay, err);
+	if (!rc)
+		rc = sl_launch_find_mpirun(mpirun, sizeof(mpirun), err);
+	if (!rc) {
+		table.world_size = lay.world;
+		table.roles = calloc((size_t)lay.world, sizeof(*table.roles));
+		if (!table.roles)
+			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+		for (int r = 0; !rc && r < lay.world; r++) {
+			table.roles[r].rank = r;
+			table.roles[r].host = lay.rank_host[r];
+			table.roles[r].tp = 1;
+			table.roles[r].gpu = cluster.hosts[lay.rank_host[r]].gpu;
+			table.roles[r].zone = cluster.hosts[lay.rank_host[r]].zone;
+		}
+	}
+	if (!rc) {
+		if (mkdtemp(dir))
+			have_dir = 1;
+		else
+			rc = sl_err_set(err, SL_EIO, "cannot create '%s': %s", dir, strerror(errno));
+	}
+	if (!rc) {
+		struct sl_launch_opts lo = {.mpirun = mpirun, .dir = dir, .threads_per_rank = 1};
+		rc = sl_launch_build(&table, &cluster, &lo, worker_argv, &cmd, err);
+	}
+	pid_t parent = getpid(), pid = -1;
+	if (!rc && (pid = fork()) < 0)
+		rc = sl_err_set(err, SL_EIO, "cannot fork mpirun: %s", strerror(errno));
+	if (!rc && pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(127);
+		struct sl_err e = {0};
+		if (sl_launch_setenv(&cmd, &e)) {
+			fprintf(stderr, "sailor profile: %s\n", e.msg);
+			_exit(127);
+		}
+		execvp(cmd.argv[0], cmd.argv);
+		fprintf(stderr, "sailor profile: cannot start '%s': %s\n", cmd.argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	if (!rc) {
+		/* bounded: mpirun is stopped after o->timeout_s */
+		double deadline = now_s() + o->timeout_s;
+		int status = 0, killed = 0;
+		for (;;) {
+			pid_t got = waitpid(pid, &status, WNOHANG);
+			if (got == pid || (got < 0 && errno != EINTR))
+				break;
+			if (!killed && now_s() > deadline) {
+				kill(pid, SIGTERM);
+				killed = 1;
+				deadline = now_s() + 3;
+			} else if (killed == 1 && now_s() > deadline) {
+				kill(pid, SIGKILL);
+				killed = 2;
+			}
+			struct timespec ts = {0, 50 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+		if (killed)
+			rc = sl_err_set(err, SL_EIO, "the measurement took longer than %d s and was "
+					"stopped: use fewer or smaller --sizes, fewer --repeats, or a "
+					"larger --timeout", o->timeout_s);
+		else if (!WIFEXITED(status) || WEXITSTATUS(status))
+			rc = sl_err_set(err, SL_EIO, "the measuring ranks failed (mpirun exit status "
+					"%d; their messages are above)",
+					WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	}
+	if (cmd.hostfile[0])
+		unlink(cmd.hostfile);
+	if (cmd.rankfile[0])
+		unlink(cmd.rankfile);
+	if (have_dir)
+		rmdir(dir);
+	sl_launch_cmd_free(&cmd);
+	free(table.roles);
+	sl_netprof_layout_free(&lay);
+	sl_cluster_free(&cluster);
+	return rc;
+}

@@ -1,0 +1,80 @@
+/* The network profiler: bandwidth against message size between the hosts of a cluster file,
+ * measured by MPI ranks placed on those hosts, fitted to the simulator's network model
+ * (cluster/network.h) and written in its file format.
+ *
+ * Placement (the same on the launcher and every rank, from the cluster file alone): rank h runs
+ * on host h, one rank per host in file order; one more rank runs on the first host with two or
+ * more slots, to measure within a host. Endpoints are the distinct (zone, GPU type) pairs of
+ * the hosts (what the network file is keyed by), each stood for by its first host. Measured
+ * pairs, one after the other while every other rank waits on a barrier:
+ *   - every two endpoints (their first hosts), and an endpoint with itself when it has two
+ *     hosts (its first and second host): "between hosts";
+ *   - the extra rank and the host it shares: "within a host".
+ * Per pair and message size: point-to-point (the sender sends `bytes`, the receiver answers
+ * with one byte; bandwidth = bytes / round trip; median over the repeats) and all-reduce (a
+ * sum of bytes/4 floats over the two ranks; algorithm bandwidth = bytes / time, median).
+ *
+ * Output (sl_netprof_to_json), loadable as data/network/zone_bandwidths.json (whose loader
+ * skips keys that are not zones):
+ *   {"schema": "sailor.network/1",
+ *    "source": {host, date, repeats, sizes, "pairs": [raw measurements and fits]},
+ *    "intra_node": {"<gpu>": {"2": [[a2, a1, a0], max_bps]}},   intra_node_bandwidths.json's form
+ *    "<src zone>": {"<src gpu>": {"1": {"<dst zone>": {"<dst gpu>": {"1": [[a2, a1, a0],
+ *                                                                    max_bps]}}}}}, ...}
+ * Fits: bandwidth in GB/s = a2 x^2 + a1 x + a0 with x = log2(bytes / 1e6), least squares over
+ * the point-to-point measurements; max_bps the largest measured (network.h). Links are
+ * measured in one direction (sender = the pair's first endpoint) and written for both: the
+ * testbed shapes both directions alike. Counts are 1 (one rank per host sending).
+ *
+ * Ownership: sl_netprof_measure allocates *out; sl_netprof_result_free frees it.
+ */
+#ifndef SL_PROFILE_NETPROF_H
+#define SL_PROFILE_NETPROF_H
+
+#include <jansson.h>
+
+#include "cluster/network.h"
+#include "dist/cluster_file.h"
+#include "dist/comm.h"
+#include "util/err.h"
+
+#define SL_NETPROF_MAX_SIZES 16
+
+struct sl_netprof_options {
+	const char *cluster;          /* sailor.cluster/1 */
+	const char *output;           /* the network file to write */
+	long long sizes[SL_NETPROF_MAX_SIZES]; /* message sizes, bytes, ascending */
+	int size_count;
+	int repeats;                  /* >= 1, median kept */
+	int timeout_s;                /* the launcher stops mpirun after this long */
+	const char *command;          /* for provenance */
+};
+
+/* Ranks and their hosts: rank_host[r] for r < world; intra_host the host of the extra rank
+ * (-1 when no host has two slots). */
+struct sl_netprof_layout {
+	int world;
+	int *rank_host;
+	int intra_host;
+};
+
+int sl_netprof_layout(const struct sl_cluster *cluster, struct sl_netprof_layout *out,
+		      struct sl_err *err);
+void sl_netprof_layout_free(struct sl_netprof_layout *layout);
+
+/* Least-squares fit of GB/s = a2 x^2 + a1 x + a0, x = log2(bytes/1e6), to n >= 3 points
+ * (bytes[i], bandwidth_bps[i]); max_bps = the largest bandwidth. With fewer than 3 distinct
+ * sizes the fit is a line or a constant. Returns 0, or SL_EINPUT when n < 1. */
+int sl_netprof_fit(const double *bytes, const double *bandwidth_bps, int n,
+		   struct sl_net_fit *out);
+
+/* Launcher: places the ranks, starts `mpirun ... worker_argv` and waits (at most
+ * o->timeout_s). worker_argv: this program and its arguments (every rank runs them). */
+int sl_netprof_launch(const struct sl_netprof_options *o, const struct sl_catalogue *cat,
+		      const char *const *worker_argv, struct sl_err *err);
+
+/* Worker: every rank of the job calls it; rank 0 writes o->output. */
+int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalogue *cat,
+		      struct sl_comm *comm, struct sl_err *err);
+
+#endif

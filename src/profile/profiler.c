@@ -1,0 +1,488 @@
+/* The layer profiler (see profiler.h): TP ranks as threads, per-iteration times per layer and
+ * phase, medians over the repeats.
+ * Invariants: every rank of a group runs the same sequence of layer calls (the all-reduces
+ * inside the layers pair up); a phase's time is taken between two barriers, so it is the
+ * slowest rank's. */
+#include "profile/profiler.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "model/model_config.h"
+#include "train/cpu/kernels.h"
+#include "train/gpt_layers.h"
+#include "train/optimizer.h"
+#include "train/rng.h"
+#include "util/json.h"
+
+#define MAX_TP 64
+#define SEED 4242
+
+/* Phases of one iteration, in the order they run. */
+enum { F_EMB, F_BLK, F_HEAD, B_HEAD, B_BLK, B_EMB, U_EMB, U_BLK, U_HEAD, PHASES };
+static const char *const phase_names[PHASES] = {
+	"forward_embedding", "forward_block", "forward_head", "backward_head", "backward_block",
+	"backward_embedding", "update_embedding", "update_block", "update_head"};
+
+/* --- the in-process TP group ------------------------------------------------------------ */
+
+struct group {
+	int tp;
+	pthread_barrier_t barrier;
+	float *bufs[MAX_TP];
+	float *acc;          /* shared result, sized on demand by rank 0 between barriers */
+	long long acc_count;
+	int failed;
+};
+
+struct rank {
+	struct group *g;
+	int id;
+};
+
+/* A sum or max in rank order, so every rank gets the same bits (what the runtime's MPI
+ * all-reduce guarantees as well). Rank 0 reduces into a shared buffer; all copy it out. */
+static int reduce(float *buf, long long count, void *ctx, int is_max)
+{
+	struct rank *r = ctx;
+	struct group *g = r->g;
+	g->bufs[r->id] = buf;
+	pthread_barrier_wait(&g->barrier);
+	if (r->id == 0) {
+		if (count > g->acc_count) {
+			free(g->acc);
+			g->acc = malloc((size_t)count * sizeof(float));
+			g->acc_count = g->acc ? count : 0;
+			if (!g->acc)
+				g->failed = 1;
+		}
+		for (long long i = 0; g->acc && i < count; i++) {
+			float a = g->bufs[0][i];
+			for (int k = 1; k < g->tp; k++)
+				a = is_max ? fmaxf(a, g->bufs[k][i]) : a + g->bufs[k][i];
+			g->acc[i] = a;
+		}
+	}
+	pthread_barrier_wait(&g->barrier);
+	if (g->failed)
+		return SL_ENOMEM;
+	memcpy(buf, g->acc, (size_t)count * sizeof(float));
+	pthread_barrier_wait(&g->barrier); /* nobody reuses acc before everyone copied */
+	return 0;
+}
+
+static int allreduce_sum(float *buf, long long count, void *ctx) { return reduce(buf, count, ctx, 0); }
+static int allreduce_max(float *buf, long long count, void *ctx) { return reduce(buf, count, ctx, 1); }
+
+/* --- one rank ------------------------------------------------------------------------------ */
+
+struct job {
+	const struct sl_model_config *model;
+	int mbs, tp, seq, threads, iterations; /* iterations = warmup + repeats */
+	double *times;        /* [iteration][PHASES], the slowest rank's (written by rank 0) */
+	size_t layer_param_bytes[3], layer_cache_bytes[3], workspace_bytes;
+	double rss_bytes;
+};
+
+struct worker {
+	struct job *job;
+	struct rank id;
+	int rc;
+	struct sl_err err;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double resident_bytes(void)
+{
+	long pages_total = 0, pages_resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld %ld", &pages_total, &pages_resident) != 2)
+		pages_resident = 0;
+	fclose(f);
+	return (double)pages_resident * (double)sysconf(_SC_PAGESIZE);
+}
+
+static int step_update(struct sl_gpt_layer *layer, long long step)
+{
+	struct sl_param *params[SL_GPT_MAX_LAYER_PARAMS];
+	for (int i = 0; i < layer->param_count; i++)
+		params[i] = &layer->params[i];
+	struct sl_adamw_config cfg = {0.9, 0.95, 1e-8, 0.1, 1.0};
+	double norm = sl_grad_norm(params, layer->param_count);
+	sl_adamw_apply(params, layer->param_count, &cfg, 1e-5, step, norm);
+	return 0;
+}
+
+static void *run_rank(void *arg)
+{
+	struct worker *w = arg;
+	struct job *j = w->job;
+	struct group *g = w->id.g;
+	const struct sl_model_config *m = j->model;
+	int n = m->num_blocks;
+	struct sl_err err = {0};
+	struct sl_gpt_layer layers[3];
+	memset(layers, 0, sizeof(layers));
+	struct sl_gpt_workspace ws;
+	memset(&ws, 0, sizeof(ws));
+	size_t act = (size_t)j->mbs * (size_t)j->seq * (size_t)m->hidden;
+	float *bufs = NULL;
+	int32_t *tokens = NULL;
+	int rc = 0, made = 0;
+	sl_cpu_set_threads(j->threads);
+	struct sl_tp_comm comm = {allreduce_sum, allreduce_max, &w->id};
+	for (int k = 0; k < 3 && !rc; k++) {
+		int index = k == 0 ? 0 : (k == 1 ? 1 : n + 1);
+		struct sl_gpt_layer_config cfg = {
+			.kind = k == 0 ? SL_GPT_EMBEDDING : (k == 1 ? SL_GPT_BLOCK : SL_GPT_HEAD),
+			.index = index, .num_blocks = n, .hidden = m->hidden, .heads = m->heads,
+			.ffn_hidden = m->ffn_hidden, .max_seq_len = m->seq_len, .vocab = m->vocab,
+			.tp = j->tp, .tp_rank = w->id.id, .own_wte = k == 2, .slots = 1, .comm = comm,
+		};
+		rc = sl_gpt_layer_init(&layers[k], &cfg, j->mbs, j->seq, &err);
+		if (!rc) {
+			made++;
+			sl_gpt_layer_init_weights(&layers[k], SEED);
+		}
+	}
+	if (!rc)
+		rc = sl_gpt_workspace_init(&ws, layers, 3, j->threads, &err);
+	/* emb out | block out | head grad_input | block grad_input */
+	bufs = rc ? NULL : sl_alloc_floats(4 * act);
+	tokens = rc ? NULL : malloc(2 * (size_t)j->mbs * (size_t)j->seq * sizeof(int32_t));
+	if (!rc && (!bufs || !tokens))
+		rc = sl_err_set(&err, SL_ENOMEM, "cannot allocate activations for micro-batch %d x %d",
+				j->mbs, j->seq);
+	/* every rank must agree to go on: a rank that failed would leave the others waiting in
+	 * an all-reduce */
+	if (rc)
+		g->failed = 1;
+	pthread_barrier_wait(&g->barrier);
+	if (g->failed) {
+		if (!rc)
+			rc = SL_EIO; /* another rank's error is reported */
+		goto out;
+	}
+	struct sl_gpt_microbatch mb = {j->mbs, j->seq, tokens, tokens + (size_t)j->mbs * j->seq};
+	struct sl_rng rng;
+	sl_rng_seed(&rng, SEED); /* the same tokens on every rank */
+	for (size_t i = 0; i < 2 * (size_t)j->mbs * (size_t)j->seq; i++)
+		tokens[i] = (int32_t)sl_rng_below(&rng, (uint64_t)m->vocab);
+	float *emb_out = bufs, *blk_out = bufs + act, *head_gin = bufs + 2 * act,
+	      *blk_gin = bufs + 3 * act;
+	for (int it = 0; it < j->iterations && !rc; it++) {
+		double t[PHASES + 1];
+		double loss = 0;
+		for (int p = 0; p < PHASES && !rc; p++) {
+			pthread_barrier_wait(&g->barrier);
+			t[p] = now_s();
+			switch (p) {
+			case F_EMB: rc = sl_gpt_layer_forward(&layers[0], &ws, &mb, NULL, emb_out, NULL, &err); break;
+			case F_BLK: rc = sl_gpt_layer_forward(&layers[1], &ws, &mb, emb_out, blk_out, NULL, &err); break;
+			case F_HEAD: rc = sl_gpt_layer_forward(&layers[2], &ws, &mb, blk_out, NULL, &loss, &err); break;
+			case B_HEAD: rc = sl_gpt_layer_backward(&layers[2], &ws, &mb, blk_out, NULL, head_gin, 1.0f, &err); break;
+			case B_BLK: rc = sl_gpt_layer_backward(&layers[1], &ws, &mb, emb_out, head_gin, blk_gin, 1.0f, &err); break;
+			case B_EMB: rc = sl_gpt_layer_backward(&layers[0], &ws, &mb, NULL, blk_gin, NULL, 1.0f, &err); break;
+			case U_EMB: rc = step_update(&layers[0], it + 1); break;
+			case U_BLK: rc = step_update(&layers[1], it + 1); break;
+			case U_HEAD: rc = step_update(&layers[2], it + 1); break;
+			}
+		}
+		pthread_barrier_wait(&g->barrier);
+		t[PHASES] = now_s();
+		/* the slowest rank's phase: phases start on a barrier, so the next barrier's time
+		 * on rank 0 is the end of the slowest; rank 0 records its view */
+		if (w->id.id == 0 && !rc)
+			for (int p = 0; p < PHASES; p++)
+				j->times[(size_t)it * PHASES + (size_t)p] = t[p + 1] - t[p];
+		/* a failed rank cannot stop the others mid-iteration without deadlock: layer errors
+		 * here are all input errors found identically by every rank */
+	}
+	if (!rc && w->id.id == 0) {
+		for (int k = 0; k < 3; k++) {
+			j->layer_param_bytes[k] = layers[k].storage_floats * sizeof(float);
+			j->layer_cache_bytes[k] = layers[k].cache_floats * sizeof(float);
+		}
+		j->workspace_bytes = ws.floats * sizeof(float) + 4 * act * sizeof(float);
+	}
+	pthread_barrier_wait(&g->barrier);
+	if (w->id.id == 0)
+		j->rss_bytes = resident_bytes();
+	pthread_barrier_wait(&g->barrier);
+out:
+	free(bufs);
+	free(tokens);
+	sl_gpt_workspace_free(&ws);
+	for (int k = 0; k < made; k++)
+		sl_gpt_layer_free(&layers[k]);
+	w->rc = rc;
+	w->err = err;
+	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Runs one (mbs, tp) measurement; j->times gets iterations x PHASES seconds. */
+static int measure(struct job *j, struct sl_err *err)
+{
+	struct group g = {.tp = j->tp};
+	struct worker w[MAX_TP];
+	pthread_t th[MAX_TP];
+	pthread_barrier_init(&g.barrier, NULL, (unsigned)j->tp);
+	int started = 0, rc = 0;
+	for (int k = 0; k < j->tp; k++) {
+		memset(&w[k], 0, sizeof(w[k]));
+		w[k].job = j;
+		w[k].id = (struct rank){&g, k};
+	}
+	for (int k = 1; k < j->tp; k++) {
+		if (pthread_create(&th[k], NULL, run_rank, &w[k])) {
+			rc = sl_err_set(err, SL_EIO, "cannot start TP rank %d: %s", k, strerror(errno));
+			break;
+		}
+		started++;
+	}
+	if (rc) {
+		/* the started ranks wait on the barrier for all tp: nothing safe to do but exit */
+		return rc;
+	}
+	run_rank(&w[0]); /* rank 0 on this thread: its OpenMP pool is reused across entries */
+	for (int k = 1; k <= started; k++)
+		pthread_join(th[k], NULL);
+	pthread_barrier_destroy(&g.barrier);
+	free(g.acc);
+	for (int k = 0; k < j->tp && !rc; k++)
+		if (w[k].rc && w[k].rc != SL_EIO) {
+			*err = w[k].err;
+			rc = w[k].rc;
+		}
+	for (int k = 0; k < j->tp && !rc; k++)
+		if (w[k].rc) {
+			*err = w[k].err;
+			rc = w[k].rc;
+		}
+	return rc;
+}
+
+static void iso_date(char *buf, size_t size)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static json_t *layer_memory(const struct job *j, int k)
+{
+	return json_pack("{s:I, s:I}", "params_bytes", (json_int_t)j->layer_param_bytes[k],
+			 "activations_bytes", (json_int_t)j->layer_cache_bytes[k]);
+}
+
+int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl_err *err)
+{
+	*out = NULL;
+	struct sl_model_config model;
+	int rc = sl_model_config_load(o->model, &model, err);
+	if (rc)
+		return rc;
+	int seq = o->seq_len > 0 ? o->seq_len : model.seq_len;
+	if (seq > model.seq_len)
+		return sl_err_set(err, SL_EUSAGE, "--seq-len %d: model '%s' allows at most %d", seq,
+				  model.name, model.seq_len);
+	if (o->mbs_count < 1 || o->tp_count < 1 || o->repeats < 1 || o->threads < 1 ||
+	    o->warmup < 0)
+		return sl_err_set(err, SL_EUSAGE, "profiler: empty --mbs or --tp, or repeats/threads "
+				  "below 1");
+	for (int i = 0; i < o->tp_count; i++) {
+		int tp = o->tp[i];
+		if (tp > MAX_TP || model.heads % tp || model.ffn_hidden % tp || model.vocab < tp)
+			return sl_err_set(err, SL_EUSAGE, "--tp %d: model '%s' has %d heads and "
+					  "ffn_hidden %d: a TP degree must divide both (and be at most "
+					  "%d)", tp, model.name, model.heads, model.ffn_hidden, MAX_TP);
+	}
+	int L = model.num_blocks + 2;
+	char host[256] = "unknown", date[32];
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = 0;
+	iso_date(date, sizeof(date));
+	json_t *root = json_object(), *entries_src = json_object();
+	json_object_set_new(root, "schema", json_string(SL_PROFILE_SCHEMA));
+	json_t *src = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:i, s:s}",
+				"profiler", "sailor profile (our runtime's CPU layers, src/train)",
+				"model", model.name, "device_type", o->gpu ? o->gpu : "",
+				"host", host, "threads_per_rank", o->threads,
+				"openblas_core", sl_cpu_blas_core(), "warmup", o->warmup,
+				"repeats", o->repeats, "seq_len", seq, "date", date);
+	json_object_set_new(src, "tp_ranks_as", json_string("threads with an in-process all-reduce"));
+	json_object_set_new(src, "statistic", json_string("median over repeats of the slowest TP "
+							  "rank's time; spread = (max - min) / median"));
+	if (o->command)
+		json_object_set_new(src, "command", json_string(o->command));
+	int iterations = o->warmup + o->repeats;
+	double *times = calloc((size_t)iterations * PHASES, sizeof(double));
+	double *col = calloc((size_t)o->repeats, sizeof(double));
+	if (!times || !col)
+		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	for (int a = 0; a < o->mbs_count && !rc; a++) {
+		char mk[16];
+		snprintf(mk, sizeof(mk), "%d", o->mbs[a]);
+		json_t *by_tp = json_object();
+		json_object_set_new(root, mk, by_tp);
+		for (int b = 0; b < o->tp_count && !rc; b++) {
+			struct job j = {.model = &model, .mbs = o->mbs[a], .tp = o->tp[b], .seq = seq,
+					.threads = o->threads, .iterations = iterations,
+					.times = times};
+			double t0 = now_s();
+			rc = measure(&j, err);
+			if (rc)
+				break;
+			double med[PHASES], spread[PHASES];
+			for (int p = 0; p < PHASES; p++) {
+				for (int r = 0; r < o->repeats; r++)
+					col[r] = times[(size_t)(o->warmup + r) * PHASES + (size_t)p];
+				qsort(col, (size_t)o->repeats, sizeof(double), cmp_double);
+				int h = o->repeats / 2;
+				med[p] = o->repeats % 2 ? col[h] : 0.5 * (col[h - 1] + col[h]);
+				spread[p] = med[p] > 0 ? (col[o->repeats - 1] - col[0]) / med[p] : 0;
+			}
+			/* the SOSP'25 convention: the step of embedding + 2 blocks + head */
+			double update = med[U_EMB] + 2 * med[U_BLK] + med[U_HEAD];
+			json_t *layers = json_object();
+			for (int l = 0; l < L; l++) {
+				double f = l == 0 ? med[F_EMB] : (l == L - 1 ? med[F_HEAD] : med[F_BLK]);
+				double bw = l == 0 ? med[B_EMB] : (l == L - 1 ? med[B_HEAD] : med[B_BLK]);
+				char lk[16];
+				snprintf(lk, sizeof(lk), "%d", l);
+				json_object_set_new(layers, lk, json_pack("[f, f, f]", f, bw, update));
+			}
+			char tk[16], ek[32];
+			snprintf(tk, sizeof(tk), "%d", o->tp[b]);
+			json_object_set_new(by_tp, tk, layers);
+			json_t *e = json_object(), *sp = json_object(), *md = json_object();
+			for (int p = 0; p < PHASES; p++) {
+				json_object_set_new(sp, phase_names[p], json_real(spread[p]));
+				json_object_set_new(md, phase_names[p], json_real(med[p]));
+			}
+			double params = (double)(j.layer_param_bytes[0] + 2 * j.layer_param_bytes[1] +
+						 j.layer_param_bytes[2]) / 16.0; /* 4 arrays of floats */
+			json_object_set_new(e, "median_s", md);
+			json_object_set_new(e, "spread", sp);
+			json_object_set_new(e, "update_s_per_param",
+					    json_real(params > 0 ? update / params : 0));
+			json_t *mem = json_pack("{s:o, s:o, s:o, s:I, s:f}", "embedding",
+						layer_memory(&j, 0), "block", layer_memory(&j, 1),
+						"head", layer_memory(&j, 2), "workspace_bytes",
+						(json_int_t)j.workspace_bytes, "rss_bytes", j.rss_bytes);
+			json_object_set_new(e, "memory", mem);
+			json_object_set_new(e, "wall_s", json_real(now_s() - t0));
+			snprintf(ek, sizeof(ek), "mbs %d tp %d", o->mbs[a], o->tp[b]);
+			json_object_set_new(entries_src, ek, e);
+			if (o->verbose)
+				fprintf(stderr, "profile: %s mbs %d tp %d: block forward %.3f ms, "
+					"backward %.3f ms, update %.3f ms (%.1f s)\n", model.name,
+					o->mbs[a], o->tp[b], 1e3 * med[F_BLK], 1e3 * med[B_BLK],
+					1e3 * update, now_s() - t0);
+		}
+	}
+	free(times);
+	free(col);
+	json_object_set_new(src, "entries", entries_src);
+	json_object_set_new(root, "source", src);
+	if (rc) {
+		json_decref(root);
+		return rc;
+	}
+	*out = root;
+	return 0;
+}
+
+static int make_dir(const char *path, struct sl_err *err)
+{
+	if (mkdir(path, 0777) == 0 || errno == EEXIST)
+		return 0;
+	return sl_err_set(err, SL_EIO, "cannot create folder '%s': %s", path, strerror(errno));
+}
+
+int sl_profiler_write(const json_t *profile, const char *dir, const char *model,
+		      const char *gpu, char *path_out, size_t path_size, struct sl_err *err)
+{
+	char sub[4096], path[4200], tmp[4300];
+	if (snprintf(sub, sizeof(sub), "%s/%s", dir, model) >= (int)sizeof(sub))
+		return sl_err_set(err, SL_EINPUT, "-o '%s': path too long", dir);
+	int rc = make_dir(dir, err);
+	if (!rc)
+		rc = make_dir(sub, err);
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), "%s/%s.json", sub, gpu);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+	rc = sl_json_print(f, profile);
+	if (fclose(f) || rc) {
+		unlink(tmp);
+		return sl_err_set(err, SL_EIO, "cannot write '%s'", tmp);
+	}
+	if (rename(tmp, path)) {
+		unlink(tmp);
+		return sl_err_set(err, SL_EIO, "cannot rename '%s' to '%s': %s", tmp, path,
+				  strerror(errno));
+	}
+	if (path_out)
+		snprintf(path_out, path_size, "%s", path);
+	return 0;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return x < y ? -1 : x > y;
+}
+
+int sl_profiler_parse_list(const char *text, int min, int max, int *out, int max_count,
+			   int *count, struct sl_err *err)
+{
+	*count = 0;
+	const char *p = text;
+	while (*p) {
+		char *end;
+		errno = 0;
+		long v = strtol(p, &end, 10);
+		if (end == p || errno || v < min || v > max || (*end && *end != ','))
+			return sl_err_set(err, SL_EUSAGE, "'%s': expected comma-separated whole "
+					  "numbers from %d to %d, e.g. 1,2,4", text, min, max);
+		for (int i = 0; i < *count; i++)
+			if (out[i] == (int)v)
+				return sl_err_set(err, SL_EUSAGE, "'%s': %ld is listed twice", text, v);
+		if (*count == max_count)
+			return sl_err_set(err, SL_EUSAGE, "'%s': at most %d values", text, max_count);
+		out[(*count)++] = (int)v;
+		p = *end ? end + 1 : end;
+		if (*end && !*p)
+			return sl_err_set(err, SL_EUSAGE, "'%s': ends with a comma", text);
+	}
+	if (*count == 0)
+		return sl_err_set(err, SL_EUSAGE, "'%s': expected at least one number", text);
+	qsort(out, (size_t)*count, sizeof(int), cmp_int);
+	return 0;
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `sailor control` on a trace that grows, shrinks and grows the pool (1 -> 4+2 -> 1+2 -> 2 GPUs),
+# with a `kill -9` of a random rank at a random step: the run reaches N steps; its losses and
+# final parameters and moments equal an uninterrupted single-process `sailor train` with the same
+# global batch within 1e-5 relative (tests/dist/compare_runs.py); the event log shows every pool
+# change, the re-plans, the failure and at most one checkpoint interval of work lost; no process
+# of the run is left.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+: "${SAILOR:?set SAILOR to the sailor binary}"
+PY=/usr/bin/python3
+"$PY" -c 'import numpy' 2>/dev/null || { echo "python3-numpy is missing (scripts/install-deps.sh --with-torch)"; exit 77; }
+command -v mpirun >/dev/null || { echo "mpirun is missing (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+work=$(mktemp -d)
+ctl=""
+cleanup() { [ -n "$ctl" ] && kill -9 "$ctl" 2>/dev/null; pkill -9 -f "$work" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+cat > "$work/cluster.json" <<JSON
+{"schema": "sailor.cluster/1", "hosts": [
+  {"name": "a100-0", "address": "localhost", "gpu": "A100-40", "zone": "us-central1-a", "slots": 2},
+  {"name": "a100-1", "address": "localhost", "gpu": "A100-40", "zone": "us-central1-a", "slots": 2},
+  {"name": "v100-0", "address": "localhost", "gpu": "V100-16", "zone": "us-central1-b", "slots": 2}],
+ "launch": {"mpirun_args": ["--mca", "mpi_yield_when_idle", "1"]}}
+JSON
+printf ',Timestamp,A100-40_us-central1-a,V100-16_us-central1-b\n0,0,1,0\n1,6,4,2\n2,12,1,2\n3,18,2,0\n' > "$work/trace.csv"
+N=240
+K=10
+common=(--model gpt2-tiny --data "$work/tokens.bin" --seq-len 32 --steps $N --seed 7)
+"$SAILOR" train "${common[@]}" --micro-batch 8 --global-batch 8 --threads 1 --json \
+  --ckpt-dir "$work/ref" > "$work/ref.jsonl"
+
+timeout 150 "$SAILOR" control "${common[@]}" --global-batch 8 --cluster "$work/cluster.json" \
+  --trace "$work/trace.csv" --time-scale 0.25 --ckpt-dir "$work/ckpt" --run-dir "$work/run" \
+  --ckpt-every $K > "$work/out" 2> "$work/err" &
+ctl=$!
+# kill -9 a random rank once the run passes a random step
+target=$(( 40 + RANDOM % 120 ))
+killed=""
+for _ in $(seq 900); do   # at most 90 s
+  kill -0 "$ctl" 2>/dev/null || break
+  last=$(tail -n 1 "$work/run/steps.jsonl" 2>/dev/null | grep -o '"step":[0-9]*' | grep -o '[0-9]*$' || true)
+  if [ -n "$last" ] && [ "$last" -ge "$target" ]; then
+    mapfile -t ranks < <(for p in $(pgrep -f -- "--data $work/tokens.bin"); do
+      tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=' && echo "$p"; done)
+    if [ "${#ranks[@]}" -gt 0 ]; then
+      victim=${ranks[$(( RANDOM % ${#ranks[@]} ))]}
+      echo "killing pid $victim (one of ${#ranks[@]} ranks) after step $last"
+      kill -9 "$victim" && killed=$last
+      break
+    fi
+  fi
+  sleep 0.1
+done
+[ -n "$killed" ] || { echo "FAIL: no rank to kill after step $target"; cat "$work/err"; exit 1; }
+status=0
+wait "$ctl" || status=$?
+ctl=""
+grep -v '"checkpoint"' "$work/run/events.jsonl" | cut -c 1-220
+[ "$status" -eq 0 ] || { echo "FAIL: sailor control exited $status"; cat "$work/err"; exit 1; }
+sleep 0.3
+left=$(pgrep -f "$work" || true)
+[ -z "$left" ] || { echo "FAIL: processes left behind: $left"; ps -fp $left; exit 1; }
+ev() { grep -c "\"event\":\"$1\"" "$work/run/events.jsonl" || true; }
+[ "$(ev pool_change)" -eq 3 ] || { echo "FAIL: expected 3 pool changes in the event log, found $(ev pool_change)"; exit 1; }
+[ "$(ev failure)" -ge 1 ] || { echo "FAIL: the kill is not in the event log as a failure"; exit 1; }
+[ "$(ev done)" -eq 1 ] || { echo "FAIL: no done event"; exit 1; }
+[ "$(ev generation_start)" -ge 3 ] || { echo "FAIL: expected at least 3 generations"; exit 1; }
+[ "$(ev plan)" -ge 4 ] || { echo "FAIL: expected a plan event per pool"; exit 1; }
+lost=$(grep '"event":"failure"' "$work/run/events.jsonl" | grep -o '"lost_steps":[0-9]*' | grep -o '[0-9]*$' | sort -n | tail -n 1)
+echo "work lost after the kill: $lost steps (checkpoint every $K)"
+[ "$lost" -le "$K" ] || { echo "FAIL: lost $lost steps, more than one checkpoint interval ($K)"; exit 1; }
+for d in "$work"/run/gen-*; do [ -s "$d/stdout.jsonl" ] && [ -f "$d/plan.json" ] || { echo "FAIL: $d lacks its output"; exit 1; }; done
+"$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
+  --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `sailor profile --model M --gpu NAME`: writes DIR/<M>/<NAME>.json with an entry per (mbs, tp),
+# every layer, provenance; the device type must be in the catalogue (--gpus adds the testbed's);
+# bad --tp / --mbs are usage errors. Then the simulator reads such a profile: OPT-350 (a model
+# whose layer sizes the simulator knows) at a short sequence, simulated on cpu-fast.
+set -u
+cd "$(dirname "$0")/../.."
+: "${SAILOR:?set SAILOR to the sailor binary}"
+command -v jq >/dev/null || { echo "jq is missing (scripts/install-deps.sh installs it)"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi; }
+gpus=data/testbed/gpus-cpu.json
+timeout 60 "$SAILOR" profile --model gpt2-tiny --gpu cpu-slow --gpus $gpus --tp 1,2 --mbs 1,2 --repeats 3 -q -o "$work/p" 2>"$work/err"
+check "profile written" '[ -s "$work/p/gpt2-tiny/cpu-slow.json" ]' || cat "$work/err"
+f=$work/p/gpt2-tiny/cpu-slow.json
+check "entries mbs 1,2 x tp 1,2 with 6 layers" 'jq -e "[.\"1\".\"1\", .\"1\".\"2\", .\"2\".\"1\", .\"2\".\"2\"] | all(keys | length == 6)" "$f" >/dev/null'
+check "times positive" 'jq -e "[.\"1\",.\"2\"] | map(.[] | .[] | .[]) | all(. > 0)" "$f" >/dev/null'
+check "provenance" 'jq -e ".schema == \"sailor.profile/1\" and .source.repeats == 3 and (.source.openblas_core | length > 0) and (.source.entries[\"mbs 2 tp 2\"].memory.block.params_bytes > 0)" "$f" >/dev/null'
+"$SAILOR" profile --model gpt2-tiny --gpu cpu-fast -o "$work/p" 2>"$work/err"; rc=$?
+check "unknown device type: usage error naming --gpus" '[ $rc -eq 2 ] && grep -q "add it with --gpus FILE" "$work/err"'
+"$SAILOR" profile --model gpt2-tiny --gpu cpu-fast --gpus $gpus --tp 3 -o "$work/p" 2>"$work/err"; rc=$?
+check "tp 3 of 4 heads: usage error" '[ $rc -eq 2 ] && grep -q "a TP degree must divide both" "$work/err"'
+"$SAILOR" profile --model gpt2-tiny --gpu cpu-fast --gpus $gpus --mbs 1,,2 -o "$work/p" 2>"$work/err"; rc=$?
+check "bad --mbs: usage error" '[ $rc -eq 2 ]'
+# the simulator reads it: OPT-350, 8 tokens per sequence, one micro-batch size
+timeout 60 "$SAILOR" profile --model OPT-350 --gpu cpu-fast --gpus $gpus --mbs 1 --seq-len 8 --repeats 1 --warmup 0 -q -o "$work/p" 2>"$work/err" || cat "$work/err"
+cat >"$work/plan.json" <<'JSON'
+{"schema": "sailor.plan/1", "model": "OPT-350", "global_batch": 4, "micro_batch": 1,
+ "stages": [{"layers": [0, 12], "replicas": [{"gpu": "cpu-fast", "zone": "us-central1-a", "tp": 1, "count": 1}]},
+            {"layers": [13, 25], "replicas": [{"gpu": "cpu-fast", "zone": "us-central1-a", "tp": 1, "count": 1}]}]}
+JSON
+"$SAILOR" simulate --gpus $gpus --profiles "$work/p" --plan "$work/plan.json" --json >"$work/sim.json" 2>"$work/err"
+check "simulate --profiles reads it" 'jq -e ".schema" "$work/sim.json" >/dev/null' || cat "$work/err"
+"$SAILOR" simulate --profiles "$work/p" --plan "$work/plan.json" >/dev/null 2>"$work/err"; rc=$?
+check "without --gpus cpu-fast is unknown" '[ $rc -ne 0 ] && grep -q "cpu-fast" "$work/err"'
+[ "$fails" -eq 0 ]

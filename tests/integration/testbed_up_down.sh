@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# scripts/testbed on this machine: `up` creates a namespace per host with its address, a shaped
+# eth0 and a cgroup per device class, and writes a cluster file; `up` again is harmless; mpirun
+# reaches ranks inside the namespaces through the agent (each rank sees its host's address and
+# runs in its class's cgroup); `down` removes everything; an `up` that fails half-way leaves
+# nothing behind. Needs root, network namespaces, tc, cgroups, jq and mpirun: skips (77) if not.
+set -u  # no pipefail: "cmd | grep -q" may end cmd early with SIGPIPE
+cd "$(dirname "$0")/../.."
+skip() { echo "$*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, tc, cgroups)"
+for c in ip tc jq mpirun timeout; do command -v $c >/dev/null || skip "$c is missing (scripts/install-deps.sh)"; done
+ip netns add sailor-tbprobe 2>/dev/null || skip "cannot create network namespaces here"
+ip netns del sailor-tbprobe
+work=$(mktemp -d)
+export SAILOR_TESTBED_STATE=$work/state
+desc=$work/tb.json
+cat >"$desc" <<'JSON'
+{"schema": "sailor.testbed/1", "name": "tbud", "subnet": "10.78.0.0/16",
+ "classes": {"cpu-fast": {"cpu_cores": 1}, "cpu-slow": {"cpu_cores": 0.5}},
+ "links": {"zone": {"bandwidth_mbit": 400, "latency_ms": 0.1}, "region": {"bandwidth_mbit": 100, "latency_ms": 2},
+           "world": {"bandwidth_mbit": 20, "latency_ms": 20}},
+ "zones": [{"name": "us-central1-a", "region": "us-central1",
+            "hosts": [{"name": "a0", "class": "cpu-fast", "slots": 2}, {"name": "a1", "class": "cpu-fast", "slots": 1}]},
+           {"name": "us-west1-b", "region": "us-west1", "hosts": [{"name": "w0", "class": "cpu-slow", "slots": 1}]}]}
+JSON
+trap 'scripts/testbed down "$desc" >/dev/null 2>&1; rm -rf "$work"' EXIT
+fails=0
+check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi; }
+
+timeout 60 scripts/testbed up "$desc" -o "$work/cluster.json" 2>"$work/err" || { cat "$work/err"; exit 1; }
+check "three namespaces" '[ "$(ip netns list | grep -c "^sailor-tbud-")" -eq 3 ]'
+check "w0 has 10.78.2.2" 'ip -n sailor-tbud-w0 -o -4 addr show dev eth0 | grep -q " 10.78.2.2/16"'
+check "a0 shapes traffic to us-west1-b at 20 Mbit" 'ip netns exec sailor-tbud-a0 tc class show dev eth0 | grep -q "1:11 .*rate 20Mbit"'
+check "status says up" 'scripts/testbed status "$desc" >"$work/status" && grep -q "w0  10.78.2.2" "$work/status"'
+check "cluster file" 'jq -e ".schema == \"sailor.cluster/1\" and (.hosts | length) == 3 and .hosts[2].gpu == \"cpu-slow\" and .hosts[2].zone == \"us-west1-b\" and (.launch.agent | test(\"agent$\"))" "$work/cluster.json" >/dev/null'
+check "up again is harmless" 'scripts/testbed up "$desc" 2>/dev/null | grep -q "already up" && [ "$(ip netns list | grep -c "^sailor-tbud-")" -eq 3 ]'
+
+# mpirun through the agent: one rank on a0 and one on w0
+printf '10.78.1.2 slots=1\n10.78.2.2 slots=1\n' >"$work/hostfile"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+agent=$(jq -r .launch.agent "$work/cluster.json")
+mapfile -t margs < <(jq -r '.launch.mpirun_args[]' "$work/cluster.json")
+timeout 30 mpirun -np 2 --hostfile "$work/hostfile" --map-by node --bind-to none --mca plm_rsh_agent "$agent" \
+  "${margs[@]}" sh -c 'echo "rank $OMPI_COMM_WORLD_RANK $(ip -o -4 addr show dev eth0 | awk "{print \$4}") $(grep -E ":cpu(,cpuacct)?:|^0::" /proc/self/cgroup | head -n 1)"' \
+  >"$work/ranks" 2>&1
+cat "$work/ranks"
+check "rank on a0 runs in its namespace and class" 'grep -Eq "^rank [01] 10.78.1.2/16 .*sailor-testbed/tbud/cpu-fast" "$work/ranks"'
+check "rank on w0 runs in its namespace and class" 'grep -Eq "^rank [01] 10.78.2.2/16 .*sailor-testbed/tbud/cpu-slow" "$work/ranks"'
+
+timeout 60 scripts/testbed down "$desc" >/dev/null
+check "down removes the namespaces" '! ip netns list | grep -q "^sailor-tbud-"'
+check "down removes the bridge and veths" '! ip -o link show | grep -Eq "sltbud(br|h[0-9])"'
+check "down removes the cgroups" '[ ! -d /sys/fs/cgroup/cpu/sailor-testbed/tbud ] && [ ! -d /sys/fs/cgroup/sailor-testbed/tbud ]'
+check "status says down (exit 1)" '! scripts/testbed status "$desc" >/dev/null'
+check "down again is harmless" 'scripts/testbed down "$desc" >/dev/null'
+
+# a failure half-way (an interface of the second host's name is taken) leaves nothing behind
+ip link add sltbudh1 type veth peer name sltbudx1
+timeout 60 scripts/testbed up "$desc" >/dev/null 2>"$work/err"; rc=$?
+check "failed up exits 1" '[ $rc -eq 1 ] && grep -q "up failed (the command above); removing what it created" "$work/err"'
+check "failed up leaves no namespace" '! ip netns list | grep -q "^sailor-tbud-"'
+check "failed up leaves no bridge" '! ip -o link show | grep -q "sltbudbr"'
+ip link del sltbudh1 2>/dev/null || true; ip link del sltbudx1 2>/dev/null || true
+[ "$fails" -eq 0 ]
