@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "train/crc32.h"
+#include "util/atomic_file.h"
 #include "util/json.h"
 #include "util/log.h"
 
@@ -160,7 +161,8 @@ int sl_checkpoint_list(const char *dir, long long **steps, int *count, struct sl
 	return 0;
 }
 
-/* Removes temporary files a crashed writer left behind (".step-N.ckpt.tmp"). */
+/* Removes temporary files a crashed writer left behind: ".step-N.ckpt.tmp-XXXXXX" (see
+ * util/atomic_file.h) and ".step-N.ckpt.tmp" from older versions. */
 static void remove_stale_temps(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -169,8 +171,7 @@ static void remove_stale_temps(const char *dir)
 	struct dirent *ent;
 	while ((ent = readdir(d))) {
 		size_t n = strlen(ent->d_name);
-		if (strncmp(ent->d_name, ".step-", 6) || n < 10 ||
-		    strcmp(ent->d_name + n - 9, ".ckpt.tmp"))
+		if (strncmp(ent->d_name, ".step-", 6) || n < 10 || !strstr(ent->d_name, ".ckpt.tmp"))
 			continue;
 		char path[4400];
 		snprintf(path, sizeof(path), "%s/%s", dir, ent->d_name);
@@ -220,15 +221,14 @@ int sl_checkpoint_save(const char *dir, const struct sl_gpt *gpt, const struct s
 	size_t n = strlen(text);
 	size_t meta_bytes = (HEADER_BYTES + n + DATA_ALIGN - 1) / DATA_ALIGN * DATA_ALIGN - HEADER_BYTES;
 
-	char final_path[4200], tmp[4300];
+	char final_path[4200];
 	sl_checkpoint_path(final_path, sizeof(final_path), dir, st->step);
-	snprintf(tmp, sizeof(tmp), "%s/.step-%08lld.ckpt.tmp", dir, st->step);
-	FILE *f = fopen(tmp, "wb");
-	if (!f) {
+	struct sl_atomic_file af;
+	if ((rc = sl_atomic_open(&af, final_path, "checkpoint", err))) {
 		free(text);
-		return sl_err_set(err, SL_EIO, "cannot write checkpoint '%s': %s", tmp,
-				  strerror(errno));
+		return rc;
 	}
+	FILE *f = af.f;
 	setvbuf(f, NULL, _IOFBF, 1 << 22);
 	uint32_t crc = 0;
 	unsigned char header[HEADER_BYTES] = {0};
@@ -250,20 +250,14 @@ int sl_checkpoint_save(const char *dir, const struct sl_gpt *gpt, const struct s
 	put_u32(trailer, crc);
 	memcpy(trailer + 8, END_MAGIC, 8);
 	ok = ok && fwrite(trailer, 1, sizeof(trailer), f) == sizeof(trailer);
-	ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-	int e = errno;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, final_path) != 0) {
-		e = ok ? errno : e;
-		unlink(tmp);
+	if (!ok) {
+		int e = errno;
+		sl_atomic_abort(&af);
 		return sl_err_set(err, SL_EIO, "cannot write checkpoint '%s': %s", final_path,
 				  strerror(e));
 	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
+	if ((rc = sl_atomic_commit(&af, err)))
+		return rc;
 	if (path_out)
 		snprintf(path_out, path_size, "%s", final_path);
 	prune(dir, keep < 1 ? 1 : keep, st->step);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "train/rng.h"
+#include "util/atomic_file.h"
 
 static uint32_t get_u32(const unsigned char *p)
 {
@@ -142,11 +143,11 @@ int sl_token_file_write(const char *path, const uint32_t *tokens, long long coun
 			return sl_err_set(err, SL_EINPUT, "token %u at position %lld is not below the "
 					  "vocabulary size %u", tokens[i], i, vocab);
 	int width = vocab <= 65536 ? 2 : 4;
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "wb");
-	if (!f)
-		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+	struct sl_atomic_file af;
+	int rc = sl_atomic_open(&af, path, "token file", err);
+	if (rc)
+		return rc;
+	FILE *f = af.f;
 	unsigned char header[SL_TOKENS_HEADER_BYTES];
 	memcpy(header, SL_TOKENS_MAGIC, 8);
 	put_u32(header + 8, SL_TOKENS_VERSION);
@@ -172,15 +173,12 @@ int sl_token_file_write(const char *path, const uint32_t *tokens, long long coun
 	}
 	if (ok && fill)
 		ok = fwrite(buf, 1, fill, f) == fill;
-	ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-	int e = errno;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, path) != 0) {
-		e = ok ? errno : e;
-		unlink(tmp);
-		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", path, strerror(e));
+	if (!ok) {
+		int e = errno;
+		sl_atomic_abort(&af);
+		return sl_err_set(err, SL_EIO, "cannot write token file '%s': %s", path, strerror(e));
 	}
-	return 0;
+	return sl_atomic_commit(&af, err);
 }
 
 /* Fisher-Yates shuffle of the windows of an epoch from a generator seeded by (seed, epoch). */

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/atomic_file.h"
+
 static long long numel_of(int ndim, const long long *shape)
 {
 	long long n = 1;
@@ -49,13 +51,13 @@ int sl_safetensors_write(const char *path, const struct sl_st_entry *entries, in
 	if (!text)
 		return sl_err_set(err, SL_ENOMEM, "safetensors '%s': cannot build the header", path);
 	size_t n = strlen(text), padded = (n + 7) / 8 * 8;
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "wb");
-	if (!f) {
+	struct sl_atomic_file af;
+	int rc = sl_atomic_open(&af, path, "safetensors", err);
+	if (rc) {
 		free(text);
-		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+		return rc;
 	}
+	FILE *f = af.f;
 	unsigned char len_bytes[8];
 	for (int i = 0; i < 8; i++)
 		len_bytes[i] = (unsigned char)((uint64_t)padded >> (8 * i));
@@ -67,15 +69,12 @@ int sl_safetensors_write(const char *path, const struct sl_st_entry *entries, in
 		size_t elems = (size_t)numel_of(entries[i].ndim, entries[i].shape);
 		ok = fwrite(entries[i].data, sizeof(float), elems, f) == elems;
 	}
-	ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-	int e = errno;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, path) != 0) {
-		e = ok ? errno : e;
-		unlink(tmp);
-		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", path, strerror(e));
+	if (!ok) {
+		int e = errno;
+		sl_atomic_abort(&af);
+		return sl_err_set(err, SL_EIO, "cannot write safetensors '%s': %s", path, strerror(e));
 	}
-	return 0;
+	return sl_atomic_commit(&af, err);
 }
 
 void sl_safetensors_close(struct sl_safetensors *st)

@@ -1,0 +1,67 @@
+/* The valid ranges of every number sailor reads from a file or the command line, in one place.
+ *
+ * Why limits at all: a number that is well formed but absurd (a global batch of 2^40 samples, a
+ * model of 24,000 layers, a token id of 2^31) must not overflow the arithmetic done on it, nor
+ * cost time or memory out of proportion to a plan that could really run. Each bound below is
+ * far above anything a real job uses (the largest published dense models have ~130 layers,
+ * hidden 16,384, vocabularies of ~256k, global batches of a few thousand sequences) and low
+ * enough that the products the simulator, planner and trainer form stay exact in 64 bits:
+ * e.g. SL_MAX_GLOBAL_BATCH * SL_MAX_SEQ_LEN = 2^40 tokens per iteration.
+ *
+ * A value outside its range gets one message naming the field (or option), the value and the
+ * range, exit 1 for a file, 2 for an option. README "Bad input and limits" lists them; change
+ * both together. The plan's own bounds (SL_PLAN_MAX_STAGES, SL_PLAN_MAX_PIPELINES, TP) live in
+ * plan/plan.h, the catalogue's in cluster/catalogue.h.
+ */
+#ifndef SL_UTIL_LIMITS_H
+#define SL_UTIL_LIMITS_H
+
+/* Batches (samples = sequences). The simulator's 1F1B schedule is O(micro-batches x stages), so
+ * this bound also bounds a simulation's run time (~0.1 s at the limit). */
+#define SL_MAX_GLOBAL_BATCH (1LL << 20)
+#define SL_MAX_MICRO_BATCH (1 << 16)
+
+/* Model hyper-parameters ("layers" counts transformer blocks). */
+#define SL_MAX_MODEL_BLOCKS 1024
+#define SL_MAX_HIDDEN (1 << 16)
+#define SL_MAX_HEADS 1024
+#define SL_MAX_FFN_HIDDEN (1 << 18)
+#define SL_MAX_SEQ_LEN (1 << 20)
+#define SL_MAX_VOCAB (1 << 24)
+
+/* GPUs of one (type, zone) in a pool or trace row, after adding repeated entries. */
+#define SL_MAX_POOL_COUNT 1000000
+
+/* Measured or fitted times (profiles, measured runs): 0 or a normal double in
+ * [SL_MIN_TIME_S, SL_MAX_TIME_S]. A denormal or nanosecond-fraction time is a unit mistake
+ * (milliseconds written as seconds the other way round) or garbage, never a measurement. */
+#define SL_MIN_TIME_S 1e-12
+#define SL_MAX_TIME_S 1e6
+
+/* Trace timestamps: unix seconds, finite, 0 to year ~2^31 s times 16. */
+#define SL_MAX_TIMESTAMP_S 3.4e10
+
+/* Measured peak memory of a run (bytes): at most 1 PiB. */
+#define SL_MAX_MEMORY_BYTES 1.125899906842624e15
+
+/* The trainer: CPU threads, steps, and the logging/checkpoint intervals counted in steps. */
+#define SL_MAX_THREADS 256
+#define SL_MAX_STEPS (1LL << 31)
+
+/* Optimizer hyper-parameters (doubles). */
+#define SL_MAX_LR 10.0
+#define SL_MAX_WEIGHT_DECAY 10.0
+#define SL_MAX_GRAD_CLIP 1e6
+#define SL_MIN_ADAM_EPS 1e-30
+#define SL_MAX_ADAM_EPS 1.0
+
+/* Planner constraints. */
+#define SL_MAX_COST_USD 1e12
+#define SL_MAX_THROUGHPUT_IT_S 1e9
+#define SL_MAX_TOP_PLANS 100
+
+/* Tokenizer vocabularies (encoder.json ids are dense: 0..N-1) and merges lines. */
+#define SL_MAX_BPE_VOCAB (1 << 24)
+#define SL_MAX_BPE_MERGES (1 << 24)
+
+#endif
