@@ -16,6 +16,10 @@
 #ifndef SL_UTIL_LIMITS_H
 #define SL_UTIL_LIMITS_H
 
+/* A JSON file (plan, pool, profile, model, catalogue, network fits, vocabulary): the shipped ones
+ * are at most a few MiB (GPT-2's encoder.json: 1 MiB). */
+#define SL_MAX_JSON_FILE_BYTES (64 << 20)
+
 /* Batches (samples = sequences). The simulator's 1F1B schedule is O(micro-batches x stages), so
  * this bound also bounds a simulation's run time (~0.1 s at the limit). */
 #define SL_MAX_GLOBAL_BATCH (1LL << 20)
