@@ -14,6 +14,7 @@
 #include "train/crc32.h"
 #include "util/atomic_file.h"
 #include "util/json.h"
+#include "util/limits.h"
 #include "util/log.h"
 
 #define MAGIC "SLCKPT\0\0"
@@ -377,6 +378,17 @@ static int load_file(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state 
 	if (!rc) rc = sl_json_get_int(rng, "rng", "seed", &seed, err);
 	if (rc) {
 		sl_err_prefix(err, "checkpoint '%s'", path);
+		goto out;
+	}
+	/* the position counters are added to and multiplied on resume: keep them in range */
+	const char *bad = step < 0 || step > SL_MAX_STEPS ? "step"
+			  : seq < 1 || seq > SL_MAX_SEQ_LEN ? "data.seq_len"
+			  : epoch < 0 || epoch > SL_MAX_STEPS ? "data.epoch"
+			  : next < 0 || next > UINT32_MAX ? "data.next_window"
+			  : tokens < 0 || tokens > (1LL << 50) ? "data.tokens" : NULL;
+	if (bad) {
+		rc = sl_err_set(err, SL_EINPUT, "checkpoint '%s': %s is out of range: the file is "
+				"damaged", path, bad);
 		goto out;
 	}
 	if ((rc = check_model(path, model, &gpt->model, err))) {

@@ -25,6 +25,7 @@
 #include "train/model.h"
 #include "train/optimizer.h"
 #include "train/safetensors.h"
+#include "util/atomic_file.h"
 #include "util/log.h"
 
 void sl_train_options_defaults(struct sl_train_options *o)
@@ -191,7 +192,8 @@ struct run {
 	struct sl_gpt gpt;
 	int32_t *tokens, *targets;
 	float *dump_logits;
-	double *step_times;
+	double *step_times;  /* one per step run, grown as it runs (not sized by --steps up front) */
+	long long step_times_cap;
 	int seq, nmb;
 	long long global;
 	char resumed_from[4200];  /* checkpoint resumed from, "" if none */
@@ -305,6 +307,11 @@ static int setup(struct run *r, struct sl_err *err)
 	int rc = sl_model_config_load(o->model, &r->model, err);
 	if (rc)
 		return rc;
+	/* files written at the end: a folder that is missing fails now, not after the run */
+	if (o->save_safetensors && (rc = sl_atomic_check(o->save_safetensors, "safetensors", err)))
+		return rc;
+	if (o->dump_first_step && (rc = sl_atomic_check(o->dump_first_step, "safetensors", err)))
+		return rc;
 	r->seq = o->seq_len > 0 ? o->seq_len : r->model.seq_len;
 	if (r->seq > r->model.seq_len)
 		return sl_err_set(err, SL_EINPUT,
@@ -332,7 +339,8 @@ static int setup(struct run *r, struct sl_err *err)
 	size_t n = (size_t)o->micro_batch * r->seq;
 	r->tokens = malloc(n * sizeof(int32_t));
 	r->targets = malloc(n * sizeof(int32_t));
-	r->step_times = malloc((size_t)(o->steps > 0 ? o->steps : 1) * sizeof(double));
+	r->step_times_cap = 1024;
+	r->step_times = malloc((size_t)r->step_times_cap * sizeof(double));
 	if (o->dump_first_step)
 		r->dump_logits = malloc(n * (size_t)r->model.vocab * sizeof(float));
 	if (!r->tokens || !r->targets || !r->step_times || (o->dump_first_step && !r->dump_logits))
@@ -429,6 +437,16 @@ static int train_loop(struct run *r, long long start, json_t *train, struct sl_e
 		double lr = sl_lr_at(&sched, step);
 		sl_adamw_apply(r->gpt.params, r->gpt.param_count, &adamw, lr, step + 1, norm);
 		double dt = now_s() - t0;
+		if (ran == r->step_times_cap) {
+			double *grown = realloc(r->step_times,
+						(size_t)(2 * r->step_times_cap) * sizeof(double));
+			if (!grown) {
+				rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+				break;
+			}
+			r->step_times = grown;
+			r->step_times_cap *= 2;
+		}
 		r->step_times[ran++] = dt;
 		if ((step + 1) % o->log_every == 0 || step + 1 == o->steps || step == start)
 			print_step(r, step + 1, loss, lr, norm, dt);

@@ -53,6 +53,19 @@ int sl_atomic_open(struct sl_atomic_file *af, const char *path, const char *what
 	return 0;
 }
 
+int sl_atomic_check(const char *path, const char *what, struct sl_err *err)
+{
+	char dir[SL_ATOMIC_PATH_MAX];
+	size_t len = strlen(path);
+	if (len == 0 || len >= sizeof(dir) || path[len - 1] == '/')
+		return sl_err_set(err, SL_EINPUT, "cannot write %s '%s': not a file name", what, path);
+	dir_of(path, dir, sizeof(dir));
+	if (access(dir, W_OK) != 0)
+		return sl_err_set(err, errno == ENOENT ? SL_ENOTFOUND : SL_EIO,
+				  "cannot write %s '%s': %s", what, path, strerror(errno));
+	return 0;
+}
+
 int sl_atomic_commit(struct sl_atomic_file *af, struct sl_err *err)
 {
 	int ok = fflush(af->f) == 0 && !ferror(af->f) && fsync(fileno(af->f)) == 0;

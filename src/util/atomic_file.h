@@ -42,6 +42,11 @@ int sl_atomic_commit(struct sl_atomic_file *af, struct sl_err *err);
 /* Closes and removes the temporary file; the destination is untouched. */
 void sl_atomic_abort(struct sl_atomic_file *af);
 
+/* Checks, before any work, that path could be written: its folder exists and is writable. For
+ * commands that write at the end of a long run (train --save-safetensors), so that a typo
+ * fails at once and not after hours. Same messages as sl_atomic_open. */
+int sl_atomic_check(const char *path, const char *what, struct sl_err *err);
+
 /* Writes size bytes from data to path atomically (open + fwrite + commit). */
 int sl_atomic_write(const char *path, const char *what, const void *data, size_t size,
 		    struct sl_err *err);

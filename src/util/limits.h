@@ -48,6 +48,15 @@
 /* Measured peak memory of a run (bytes): at most 1 PiB. */
 #define SL_MAX_MEMORY_BYTES 1.125899906842624e15
 
+/* The GPU catalogue and network fits: far above any device or link that exists. */
+#define SL_MAX_GPU_USD_PER_HOUR 1e6
+#define SL_MAX_GPU_FLOPS 1e18
+#define SL_MAX_BANDWIDTH_BPS 1e15
+#define SL_MAX_USD_PER_GB 1e6
+/* Coefficients of a bandwidth fit (GB/s as a quadratic in log2 of the message size in MB). */
+#define SL_MAX_FIT_COEFF 1e4
+#define SL_MIN_FIT_COEFF 1e-12
+
 /* The trainer: CPU threads, steps, and the logging/checkpoint intervals counted in steps. */
 #define SL_MAX_THREADS 256
 #define SL_MAX_STEPS (1LL << 31)
