@@ -102,11 +102,19 @@ static int check_entry(const struct sl_safetensors *st, const char *name, json_t
 	json_t *d;
 	json_array_foreach(shape, i, d)
 	{
-		if (!json_is_integer(d) || json_integer_value(d) < 0)
-			return sl_err_set(err, SL_EINPUT, "safetensors '%s': tensor '%s': bad shape",
-					  st->path, name);
+		/* a tensor larger than the file cannot be valid: bounding every product by the
+		 * file's size keeps numel * 4 from overflowing */
+		if (!json_is_integer(d) || json_integer_value(d) < 0 ||
+		    (json_integer_value(d) > 0 &&
+		     numel > (long long)(st->data_bytes / 4 + 1) / json_integer_value(d)))
+			return sl_err_set(err, SL_EINPUT, "safetensors '%s': tensor '%s': bad shape "
+					  "(dimensions must be whole numbers >= 0 whose product fits "
+					  "in the file)", st->path, name);
 		numel *= json_integer_value(d);
 	}
+	if (json_array_size(shape) > 8)
+		return sl_err_set(err, SL_EINPUT, "safetensors '%s': tensor '%s': %zu dimensions, "
+				  "at most 8", st->path, name, json_array_size(shape));
 	json_int_t begin = json_integer_value(json_array_get(offs, 0));
 	json_int_t end = json_integer_value(json_array_get(offs, 1));
 	if (begin < 0 || end < begin || (size_t)end > st->data_bytes)
