@@ -152,6 +152,11 @@ int sl_trace_load_csv(const char *path, const struct sl_catalogue *cat, struct s
 					ncols, n);
 			break;
 		}
+		if (rows == SL_MAX_TRACE_ROWS) {
+			rc = sl_err_set(err, SL_EINPUT, "line %d: more than %d rows: split the trace",
+					lineno, SL_MAX_TRACE_ROWS);
+			break;
+		}
 		if (rows == rows_cap) {
 			int ncap = rows_cap ? rows_cap * 2 : 16;
 			struct sl_pool *np = realloc(row_pools, (size_t)ncap * sizeof(*np));

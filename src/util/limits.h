@@ -42,6 +42,10 @@
 #define SL_MIN_TIME_S 1e-12
 #define SL_MAX_TIME_S 1e6
 
+/* Rows of a trace: each costs a pool (2 KiB) and possibly a search; a week at one row a minute
+ * is 10,080. */
+#define SL_MAX_TRACE_ROWS 100000
+
 /* Trace timestamps: unix seconds, finite, 0 to year ~2^31 s times 16. */
 #define SL_MAX_TIMESTAMP_S 3.4e10
 
