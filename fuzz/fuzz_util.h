@@ -15,6 +15,7 @@
 #ifndef SL_FUZZ_UTIL_H
 #define SL_FUZZ_UTIL_H
 
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,32 +68,43 @@ static inline const char *fuzz_dir(void)
 	return fuzz_dir_path;
 }
 
-/* Writes data to <fuzz dir>/<name> (name may contain one level of folder, created) and returns
- * the path (a static buffer per call site is the caller's business: copy it if needed). */
+/* Creates the folder part of <fuzz dir>/<name> and writes the full path into p. */
+static inline void fuzz_path(char *p, size_t size, const char *name)
+{
+	snprintf(p, size, "%s/%s", fuzz_dir(), name);
+	char *slash = strrchr(p, '/');
+	if (slash && slash > p + strlen(fuzz_dir())) {
+		*slash = '\0';
+		if (access(p, F_OK) != 0) {
+			char cmd[600];
+			snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", p);
+			if (system(cmd) != 0)
+				abort();
+		}
+		*slash = '/';
+	}
+}
+
+/* Writes data to <fuzz dir>/<name> (name may contain folders, created) and returns the path
+ * (one of four rotating static buffers). Whatever was there is unlinked first and the file is
+ * opened with O_NOFOLLOW: a link to a shipped file (fuzz_link_data) is replaced, never written
+ * through. */
 static inline const char *fuzz_write(const char *name, const void *data, size_t size)
 {
 	static char path[4][512];
 	static int slot;
 	char *p = path[slot++ % 4];
-	snprintf(p, sizeof(path[0]), "%s/%s", fuzz_dir(), name);
-	char *slash = strrchr(p, '/');
-	if (slash && slash > p + strlen(fuzz_dir())) {
-		*slash = '\0';
-		char cmd[600];
-		snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", p);
-		if (access(p, F_OK) != 0 && system(cmd) != 0)
-			abort();
-		*slash = '/';
-	}
-	FILE *f = fopen(p, "wb");
-	if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0) {
+	fuzz_path(p, sizeof(path[0]), name);
+	unlink(p);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+	if (fd < 0 || (size && write(fd, data, size) != (ssize_t)size) || close(fd) != 0) {
 		perror(p);
 		abort();
 	}
 	return p;
 }
 
-/* Links <fuzz dir>/<name> to the shipped file <data dir>/<relative> (once). */
+/* Makes <fuzz dir>/<name> a symbolic link to the shipped file <data dir>/<relative>. */
 static inline void fuzz_link_data(const char *name, const char *relative)
 {
 	char target[512], link[512];
@@ -103,8 +115,7 @@ static inline void fuzz_link_data(const char *name, const char *relative)
 			abort();
 		snprintf(target, sizeof(target), "%s/%s/data/%s", cwd, SAILOR_SOURCE_DIR, relative);
 	}
-	fuzz_write(name, "", 0);
-	snprintf(link, sizeof(link), "%s/%s", fuzz_dir(), name);
+	fuzz_path(link, sizeof(link), name);
 	unlink(link);
 	if (symlink(target, link) != 0) {
 		perror(link);
