@@ -1,8 +1,9 @@
 /* Fuzz target: checkpoint files through sl_checkpoint_load into a micro model
  * (fuzz/micro-model.json: 1 block of hidden 8), what `sailor train --resume` does. A checkpoint
- * is protected by a CRC-32 that a mutation almost always breaks; so that the fuzzer reaches the metadata and tensor checks behind it, an input
- * that ends in the end marker gets its CRC recomputed before it is written (an input whose
- * first byte is 'R' is written raw, to fuzz the checks in front of the CRC too). */
+ * is protected by a CRC-32 that a mutation almost always breaks; so that the fuzzer reaches the
+ * metadata and tensor checks behind it, an input that ends in the end marker gets its CRC
+ * recomputed before it is written (an input whose first byte is 'R' is written raw, to fuzz
+ * the checks in front of the CRC too). */
 #include "fuzz_util.h"
 #include "model/model_config.h"
 #include "train/checkpoint.h"

@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			double min, max;
 		} opts[] = {{"lr", 0, SL_MAX_LR},
 			    {"weight-decay", 0, SL_MAX_WEIGHT_DECAY},
-			    {"beta1", 0, 0.999999},
+			    {"beta1", 0, SL_MAX_ADAM_BETA},
 			    {"eps", SL_MIN_ADAM_EPS, SL_MAX_ADAM_EPS},
 			    {"grad-clip", 0, SL_MAX_GRAD_CLIP}};
 		for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)

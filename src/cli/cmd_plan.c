@@ -72,8 +72,8 @@ static void print_replica_groups(const struct sl_sim_env *env, const struct sl_p
 		while (j + n < plan->num_pipelines &&
 		       !memcmp(sl_plan_replica(plan, k, j + n), r, sizeof(*r)))
 			n++;
-		fprintf(report, "%s%d x %s tp%d %s", j ? ", " : "", n, cat->gpus[r->gpu].name, r->tp,
-		       cat->zones[r->zone].name);
+		fprintf(report, "%s%d x %s tp%d %s", j ? ", " : "", n, cat->gpus[r->gpu].name,
+			r->tp, cat->zones[r->zone].name);
 		j += n;
 	}
 }
@@ -83,10 +83,12 @@ static void print_candidate(const struct sl_sim_env *env, const struct sl_pool *
 {
 	const struct sl_plan *plan = &c->plan;
 	const struct sl_sim_result *res = &c->result;
-	fprintf(report, "  micro-batch %d, %d micro-batches per pipeline, %d pipeline%s, %d stage%s\n",
+	fprintf(report,
+		"  micro-batch %d, %d micro-batches per pipeline, %d pipeline%s, %d stage%s\n",
 	       plan->micro_batch, res->microbatches, plan->num_pipelines,
 	       plan->num_pipelines == 1 ? "" : "s", plan->num_stages, plan->num_stages == 1 ? "" : "s");
-	fprintf(report, "  %-6s %-9s %s\n", "stage", "layers", "replicas (GPU type, TP degree, zone)");
+	fprintf(report, "  %-6s %-9s %s\n", "stage", "layers",
+		"replicas (GPU type, TP degree, zone)");
 	for (int k = 0; k < plan->num_stages; k++) {
 		fprintf(report, "  %-6d %3d-%-5d ", k, plan->stages[k].first_layer, plan->stages[k].last_layer);
 		print_replica_groups(env, plan, k);

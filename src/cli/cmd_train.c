@@ -103,28 +103,54 @@ static int run_train(int argc, char **argv)
 		switch (idx) {
 		case OPT_MODEL: o.model = arg; break;
 		case OPT_DATA: o.data = arg; break;
-		case OPT_MICRO: rc = parse_int(name, arg, 1, SL_MAX_MICRO_BATCH, &o.micro_batch); break;
-		case OPT_GLOBAL: rc = sl_cli_parse_long(c, name, arg, 1, SL_MAX_GLOBAL_BATCH, &o.global_batch); break;
-		case OPT_STEPS: rc = sl_cli_parse_long(c, name, arg, 0, SL_MAX_STEPS, &o.steps); break;
+		case OPT_MICRO:
+			rc = parse_int(name, arg, 1, SL_MAX_MICRO_BATCH, &o.micro_batch);
+			break;
+		case OPT_GLOBAL:
+			rc = sl_cli_parse_long(c, name, arg, 1, SL_MAX_GLOBAL_BATCH, &o.global_batch);
+			break;
+		case OPT_STEPS:
+			rc = sl_cli_parse_long(c, name, arg, 0, SL_MAX_STEPS, &o.steps);
+			break;
 		case OPT_THREADS: rc = parse_int(name, arg, 1, SL_MAX_THREADS, &o.threads); break;
 		case OPT_SEQ: rc = parse_int(name, arg, 1, SL_MAX_SEQ_LEN, &o.seq_len); break;
 		case OPT_LR: rc = sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_LR, &o.lr); break;
-		case OPT_MIN_LR: rc = sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_LR, &o.min_lr); break;
-		case OPT_WARMUP: rc = sl_cli_parse_long(c, name, arg, 0, SL_MAX_STEPS, &o.warmup_steps); break;
-		case OPT_DECAY: rc = sl_cli_parse_long(c, name, arg, 1, SL_MAX_STEPS, &o.lr_decay_steps); break;
-		case OPT_WD: rc = sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_WEIGHT_DECAY, &o.weight_decay); break;
-		case OPT_BETA1: rc = sl_cli_parse_double(c, name, arg, 0.0, 0.999999, &o.beta1); break;
-		case OPT_BETA2: rc = sl_cli_parse_double(c, name, arg, 0.0, 0.999999, &o.beta2); break;
-		case OPT_EPS: rc = sl_cli_parse_double(c, name, arg, SL_MIN_ADAM_EPS, SL_MAX_ADAM_EPS, &o.eps); break;
-		case OPT_CLIP: rc = sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_GRAD_CLIP, &o.grad_clip); break;
+		case OPT_MIN_LR:
+			rc = sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_LR, &o.min_lr);
+			break;
+		case OPT_WARMUP:
+			rc = sl_cli_parse_long(c, name, arg, 0, SL_MAX_STEPS, &o.warmup_steps);
+			break;
+		case OPT_DECAY:
+			rc = sl_cli_parse_long(c, name, arg, 1, SL_MAX_STEPS, &o.lr_decay_steps);
+			break;
+		case OPT_WD:
+			rc = sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_WEIGHT_DECAY, &o.weight_decay);
+			break;
+		case OPT_BETA1:
+			rc = sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_ADAM_BETA, &o.beta1);
+			break;
+		case OPT_BETA2:
+			rc = sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_ADAM_BETA, &o.beta2);
+			break;
+		case OPT_EPS:
+			rc = sl_cli_parse_double(c, name, arg, SL_MIN_ADAM_EPS, SL_MAX_ADAM_EPS, &o.eps);
+			break;
+		case OPT_CLIP:
+			rc = sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_GRAD_CLIP, &o.grad_clip);
+			break;
 		case OPT_SEED: rc = sl_cli_parse_long(c, name, arg, 0, INT64_MAX, &seed); break;
 		case OPT_SHUFFLE: o.shuffle = 1; break;
 		case OPT_CKPT_DIR: o.ckpt_dir = arg; break;
-		case OPT_CKPT_EVERY: rc = sl_cli_parse_long(c, name, arg, 0, SL_MAX_STEPS, &o.ckpt_every); break;
+		case OPT_CKPT_EVERY:
+			rc = sl_cli_parse_long(c, name, arg, 0, SL_MAX_STEPS, &o.ckpt_every);
+			break;
 		case OPT_CKPT_KEEP: rc = parse_int(name, arg, 1, 1 << 20, &o.ckpt_keep); break;
 		case OPT_RESUME: o.resume = 1; break;
 		case OPT_JSON: o.json = 1; break;
-		case OPT_LOG_EVERY: rc = sl_cli_parse_long(c, name, arg, 1, SL_MAX_STEPS, &o.log_every); break;
+		case OPT_LOG_EVERY:
+			rc = sl_cli_parse_long(c, name, arg, 1, SL_MAX_STEPS, &o.log_every);
+			break;
 		case OPT_INIT_FROM: o.init_from = arg; break;
 		case OPT_SAVE_ST: o.save_safetensors = arg; break;
 		case OPT_DUMP: o.dump_first_step = arg; break;

@@ -69,6 +69,7 @@
 #define SL_MAX_LR 10.0
 #define SL_MAX_WEIGHT_DECAY 10.0
 #define SL_MAX_GRAD_CLIP 1e6
+#define SL_MAX_ADAM_BETA 0.999999 /* below 1: the bias correction divides by 1 - beta^t */
 #define SL_MIN_ADAM_EPS 1e-30
 #define SL_MAX_ADAM_EPS 1.0
 
