@@ -6,7 +6,7 @@
  * far above anything a real job uses (the largest published dense models have ~130 layers,
  * hidden 16,384, vocabularies of ~256k, global batches of a few thousand sequences) and low
  * enough that the products the simulator, planner and trainer form stay exact in 64 bits:
- * e.g. SL_MAX_GLOBAL_BATCH * SL_MAX_SEQ_LEN = 2^40 tokens per iteration.
+ * e.g. SL_MAX_GLOBAL_BATCH * SL_MAX_SEQ_LEN = 2^36 tokens per iteration.
  *
  * A value outside its range gets one message naming the field (or option), the value and the
  * range, exit 1 for a file, 2 for an option. README "Bad input and limits" lists them; change
@@ -21,8 +21,9 @@
 #define SL_MAX_JSON_FILE_BYTES (64 << 20)
 
 /* Batches (samples = sequences). The simulator's 1F1B schedule is O(micro-batches x stages), so
- * this bound also bounds a simulation's run time (~0.1 s at the limit). */
-#define SL_MAX_GLOBAL_BATCH (1LL << 20)
+ * this bound also bounds a simulation's run time (a global batch of 2048 sequences is large today:
+ * 65,536 is 32 times that). */
+#define SL_MAX_GLOBAL_BATCH (1LL << 16)
 #define SL_MAX_MICRO_BATCH (1 << 16)
 
 /* Model hyper-parameters ("layers" counts transformer blocks). */

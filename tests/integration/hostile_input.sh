@@ -27,7 +27,7 @@ plan=data/examples/plan-opt350-a100-v100.json
 pool=data/examples/pool-a100-v100.json
 
 # --- command-line numbers beyond their range: exit 2, the option, the value and the range ---
-expect sim-gb-2^40 2 "--global-batch: 1099511627776 is out of range: give 1 to 1048576" -- \
+expect sim-gb-2^40 2 "--global-batch: 1099511627776 is out of range: give 1 to 65536" -- \
   "$SAILOR" simulate --model OPT-350 --plan $plan --global-batch 1099511627776
 expect plan-gb-2^63 2 "--global-batch: 9223372036854775807 is out of range" -- \
   "$SAILOR" plan --model OPT-350 --pool $pool --global-batch 9223372036854775807
@@ -54,7 +54,7 @@ import json, sys
 p = json.load(open(sys.argv[1])); p["global_batch"] = 2**40
 json.dump(p, open(sys.argv[2], "w"))
 PY
-expect plan-file-gb 1 "global_batch: must be a whole number from 1 to 1048576, got 1099511627776" -- \
+expect plan-file-gb 1 "global_batch: must be a whole number from 1 to 65536, got 1099511627776" -- \
   "$SAILOR" simulate --model OPT-350 --plan "$work/gb.json"
 
 # --- a profile with layer "05" beside "5" and no layer 7; one with a denormal time ---
