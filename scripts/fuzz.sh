@@ -8,8 +8,10 @@
 # fuzz/corpus-regression/<target>/. What it learns goes to build-fuzz/corpus/<target>/ (kept
 # between runs), what fails to build-fuzz/findings/<target>/ (crash-*, timeout-*, oom-*,
 # leak-*: add each, once fixed, to fuzz/corpus-regression/<target>/). One process at a time,
-# niced: the campaign shares the machine. A time-out is 5 s per input and memory is capped at
-# 2 GiB (RSS, or one allocation): nothing sailor reads may cost more than that.
+# niced: the campaign shares the machine. A time-out is 20 s of wall time per input (every
+# input of the regression corpus runs in well under 1 s; at nice 19 on a loaded 2-core machine
+# 5 s gave a spurious time-out) and memory is capped at 2 GiB (RSS, or one allocation): nothing
+# sailor reads may cost more than that.
 # Appends one line per target to $FUZZ_FIGURES (default build-fuzz/fuzz-figures.txt):
 #   <target> seconds=S execs=N exec_per_s=R corpus=C findings=F
 set -u
@@ -55,7 +57,7 @@ for t in "$@"; do
 	log=$build/logs/$t.log
 	before=$(ls "$build/findings/$t" | wc -l)
 	echo "fuzz: $t for $secs s (log $log)" >&2
-	nice -n 19 "$bin" -max_total_time="$secs" -timeout=5 -rss_limit_mb=2048 \
+	nice -n 19 "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
 		-malloc_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 \
 		-artifact_prefix="$build/findings/$t/" "${dirs[@]}" >"$log" 2>&1
 	execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log")
