@@ -105,16 +105,23 @@ static int write_crc(FILE *f, const void *data, size_t len, uint32_t *crc)
 	return fwrite(data, 1, len, f) == len;
 }
 
+/* The step of a checkpoint's file name, which must be exactly what sl_checkpoint_path writes
+ * ("step-%08lld.ckpt"): "step-5.ckpt" or "step-+0000005.ckpt" would name step 5 a second time,
+ * and a 20-digit step would overflow. */
 static int step_of_name(const char *name, long long *step)
 {
-	int used = 0;
-	long long s;
-	if (sscanf(name, "step-%lld.ckpt%n", &s, &used) == 1 && used > 0 && name[used] == '\0' &&
-	    s >= 0) {
-		*step = s;
-		return 1;
-	}
-	return 0;
+	if (strncmp(name, "step-", 5))
+		return 0;
+	size_t digits = strspn(name + 5, "0123456789");
+	if (digits < 8 || digits > 18 || strcmp(name + 5 + digits, ".ckpt"))
+		return 0;
+	long long s = strtoll(name + 5, NULL, 10);
+	char canonical[64];
+	snprintf(canonical, sizeof(canonical), "step-%08lld.ckpt", s);
+	if (strcmp(canonical, name))
+		return 0;
+	*step = s;
+	return 1;
 }
 
 static int cmp_desc(const void *a, const void *b)

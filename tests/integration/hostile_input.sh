@@ -105,6 +105,7 @@ expect model-deep 1 "layers: must be a whole number from 1 to 1024, got 24000" -
 
 # --- a token file with a token beyond its own vocabulary ---
 "$SAILOR" data data/text/README.md -o "$work/tok.bin" >/dev/null
+cp "$work/tok.bin" "$work/ok.bin"
 "$py" - "$work/tok.bin" <<'PY'
 import sys
 b = bytearray(open(sys.argv[1], "rb").read())
@@ -113,6 +114,14 @@ open(sys.argv[1], "wb").write(b)
 PY
 expect tokens-vocab 1 "token 300 is not below the vocabulary size 256 its header declares" -- \
   "$SAILOR" train --model gpt2-tiny --data "$work/tok.bin" --steps 1 --threads 1
+
+# --- a checkpoint under a non-canonical name ("step-2.ckpt" would be step 2 a second time) ---
+"$SAILOR" train --model gpt2-tiny --data "$work/ok.bin" --micro-batch 2 --seq-len 16 --steps 2 \
+  --threads 1 --ckpt-dir "$work/ck" >/dev/null 2>&1 || failures=$((failures + 1))
+mv "$work/ck/step-00000002.ckpt" "$work/ck/step-2.ckpt"
+expect ckpt-name 1 "no checkpoint in '.*/ck' to resume from" -- \
+  "$SAILOR" train --model gpt2-tiny --data "$work/ok.bin" --micro-batch 2 --seq-len 16 --steps 3 \
+  --threads 1 --ckpt-dir "$work/ck" --resume
 
 # --- a measured run with a denormal time ---
 mkdir -p "$work/runs"
