@@ -364,7 +364,8 @@ static int load_file(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state 
 		goto out;
 	}
 	json_error_t jerr;
-	meta = json_loadb((const char *)map + HEADER_BYTES, (size_t)meta_bytes, 0, &jerr);
+	meta = json_loadb((const char *)map + HEADER_BYTES, (size_t)meta_bytes, JSON_REJECT_DUPLICATES,
+			  &jerr);
 	if (!meta) {
 		rc = sl_err_set(err, SL_EINPUT, "checkpoint '%s': metadata: %s", path, jerr.text);
 		goto out;

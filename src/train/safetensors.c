@@ -162,7 +162,7 @@ int sl_safetensors_open(struct sl_safetensors *st, const char *path, struct sl_e
 				  path, (unsigned long long)n);
 	}
 	json_error_t jerr;
-	st->header = json_loadb((const char *)p + 8, (size_t)n, 0, &jerr);
+	st->header = json_loadb((const char *)p + 8, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);
 	if (!json_is_object(st->header)) {
 		sl_safetensors_close(st);
 		return sl_err_set(err, SL_EINPUT, "safetensors '%s': header is not a JSON object: %s",
