@@ -26,6 +26,7 @@
 #include "train/optimizer.h"
 #include "train/safetensors.h"
 #include "util/atomic_file.h"
+#include "util/limits.h"
 #include "util/log.h"
 
 void sl_train_options_defaults(struct sl_train_options *o)
@@ -317,6 +318,12 @@ static int setup(struct run *r, struct sl_err *err)
 		return sl_err_set(err, SL_EINPUT,
 				  "--seq-len %d is longer than model '%s' allows (seq_len %d)", r->seq,
 				  r->model.name, r->model.seq_len);
+	/* the kernels count a micro-batch's tokens in an int */
+	if ((long long)o->micro_batch * r->seq > SL_MAX_MICROBATCH_TOKENS)
+		return sl_err_set(err, SL_EUSAGE,
+				  "micro-batch %d x sequence %d = %lld tokens, more than %d: choose "
+				  "a smaller --micro-batch or --seq-len", o->micro_batch, r->seq,
+				  (long long)o->micro_batch * r->seq, SL_MAX_MICROBATCH_TOKENS);
 	r->global = o->global_batch > 0 ? o->global_batch : o->micro_batch;
 	if (o->micro_batch <= 0 || r->global % o->micro_batch)
 		return sl_err_set(err, SL_EUSAGE,

@@ -64,6 +64,7 @@
 
 /* The trainer: CPU threads, steps, and the logging/checkpoint intervals counted in steps. */
 #define SL_MAX_THREADS 256
+#define SL_MAX_MICROBATCH_TOKENS (1 << 24) /* micro-batch x sequence: the kernels use int */
 #define SL_MAX_STEPS (1LL << 31)
 
 /* Optimizer hyper-parameters (doubles). */

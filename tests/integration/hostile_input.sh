@@ -115,6 +115,11 @@ PY
 expect tokens-vocab 1 "token 300 is not below the vocabulary size 256 its header declares" -- \
   "$SAILOR" train --model gpt2-tiny --data "$work/tok.bin" --steps 1 --threads 1
 
+# --- a micro-batch of more tokens than the kernels count in an int ---
+printf '{"layers": 1, "hidden": 8, "heads": 2, "seq_len": 1048576, "vocab": 256}' >"$work/long.json"
+expect train-tokens 2 "micro-batch 65536 x sequence 1048576 = 68719476736 tokens, more than 16777216" -- \
+  "$SAILOR" train --model "$work/long.json" --data "$work/ok.bin" --micro-batch 65536 --steps 1
+
 # --- a checkpoint under a non-canonical name ("step-2.ckpt" would be step 2 a second time) ---
 "$SAILOR" train --model gpt2-tiny --data "$work/ok.bin" --micro-batch 2 --seq-len 16 --steps 2 \
   --threads 1 --ckpt-dir "$work/ck" >/dev/null 2>&1 || failures=$((failures + 1))
