@@ -3,6 +3,8 @@
 #   make test     builds and runs every test (unit, golden, integration, PyTorch oracle)
 #   make check    the same suite under AddressSanitizer + UBSan (separate build folder)
 #   make bench    runs the benchmarks in bench/ and prints their figures
+#   make fuzz     builds the fuzz targets (clang's libFuzzer + ASan + UBSan, build-fuzz/) and runs
+#                 each for FUZZ_SECONDS (default 60); FUZZ_TARGETS="fuzz_plan ..." picks some
 # Sources are discovered by folder, so adding a module is adding a .c/.h pair.
 
 CC      ?= cc
@@ -31,8 +33,20 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_SRCS := $(sort $(wildcard bench/bench_*.c))
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+# Fuzz targets (fuzz/fuzz_*.c): built with libFuzzer by `make fuzz-build`, and with the normal
+# compiler plus a plain main() (fuzz/replay_main.c) into replay binaries that `make test` runs
+# over the regression corpus fuzz/corpus-regression/<target>/.
+FUZZ_SRCS   := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_NAMES  := $(FUZZ_SRCS:fuzz/%.c=%)
+REPLAY_BINS := $(FUZZ_NAMES:%=$(BUILD)/fuzz-replay/%)
+FUZZ_CC      ?= clang
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= $(FUZZ_NAMES)
+FUZZ_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+                 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link
 
-.PHONY: all test check bench clean
+.PHONY: all test check bench clean fuzz fuzz-build fuzz-bins
 all: sailor
 
 sailor: $(BUILD)/sailor
@@ -57,7 +71,17 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libsailor.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libsailor.a $(LDLIBS)
 
-test: $(BUILD)/sailor $(UNIT_BINS)
+$(BUILD)/fuzz-replay/%: fuzz/%.c fuzz/replay_main.c fuzz/fuzz_util.h $(BUILD)/libsailor.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Ifuzz -DSAILOR_SOURCE_DIR='"$(CURDIR)"' -o $@ $< fuzz/replay_main.c \
+	    $(BUILD)/libsailor.a $(LDLIBS)
+
+$(BUILD)/fuzz/%: fuzz/%.c fuzz/fuzz_util.h $(BUILD)/libsailor.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Ifuzz -DSAILOR_SOURCE_DIR='"$(CURDIR)"' -fsanitize=fuzzer -o $@ $< \
+	    $(BUILD)/libsailor.a $(LDLIBS)
+
+test: $(BUILD)/sailor $(UNIT_BINS) $(REPLAY_BINS)
 	SAILOR=$(CURDIR)/$(BUILD)/sailor BUILD=$(BUILD) tests/run.sh $(UNIT_BINS)
 
 check:
@@ -67,7 +91,21 @@ check:
 bench: $(BUILD)/sailor $(BENCH_BINS)
 	SAILOR=$(CURDIR)/$(BUILD)/sailor bench/run.sh $(BENCH_BINS)
 
+# libFuzzer comes with clang (Debian: clang and libclang-rt-14-dev); say so when it is missing.
+fuzz-build:
+	@printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n);\nint LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return (int)(n && d[0] == 1) * 0; }\n' \
+	    | $(FUZZ_CC) -fsanitize=fuzzer,address,undefined -x c - -o /dev/null 2>/dev/null || { \
+	    echo "make fuzz: '$(FUZZ_CC) -fsanitize=fuzzer' does not link: install clang and its" \
+	         "libFuzzer runtime (Debian: apt-get install clang libclang-rt-14-dev, or" \
+	         "scripts/install-deps.sh --with-fuzz), or set FUZZ_CC" >&2; exit 1; }
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT=-O1 SANITIZE="$(FUZZ_SANITIZE)" fuzz-bins
+
+fuzz-bins: $(FUZZ_NAMES:%=$(BUILD)/fuzz/%)
+
+fuzz: fuzz-build
+	FUZZ_BUILD=$(FUZZ_BUILD) scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 clean:
-	rm -rf build build-asan sailor
+	rm -rf build build-asan build-fuzz sailor
 
 -include $(LIB_OBJS:.o=.d) $(BUILD)/src/cli/main.d

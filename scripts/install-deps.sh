@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sailor needs to build, test and benchmark.
 # Idempotent: packages already present are skipped, so the README and .ci/run can both call it.
-# Usage: scripts/install-deps.sh [--with-torch]
+# Usage: scripts/install-deps.sh [--with-torch] [--with-fuzz]
 #   --with-torch  also installs python3-torch (the tests' reference implementation; never a
 #                 runtime dependency of sailor itself).
+#   --with-fuzz   also installs clang and its libFuzzer/sanitizer runtime (`make fuzz`).
 set -euo pipefail
 
 packages=(build-essential pkg-config libjansson-dev libcmocka-dev libopenblas-dev
@@ -12,7 +13,8 @@ packages=(build-essential pkg-config libjansson-dev libcmocka-dev libopenblas-de
 for arg in "$@"; do
   case "$arg" in
     --with-torch) packages+=(python3 python3-torch python3-numpy) ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --with-fuzz) packages+=(clang libclang-rt-14-dev libomp-dev) ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -3,9 +3,11 @@
  * changes or a worker dies. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cli/options.h"
+#include "util/limits.h"
 #include "ctl/controller.h"
 #include "sim/sim.h"
 #include "util/log.h"
@@ -94,24 +96,27 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 		case OPT_JSON: o->json = 1; break;
 		case OPT_SYNC_CKPT: o->sync_checkpoints = 1; break;
 		case OPT_TIME_SCALE:
-			if (sl_cli_parse_double(cmd, "time-scale", parser.arg, 1e-9, &o->time_scale))
+			if (sl_cli_parse_double(cmd, "time-scale", parser.arg, 1e-9, 1e9, &o->time_scale))
 				return 2;
 			break;
 		case OPT_STOP_TIMEOUT:
-			if (sl_cli_parse_double(cmd, "stop-timeout", parser.arg, 0.1, &o->stop_timeout_s))
+			if (sl_cli_parse_double(cmd, "stop-timeout", parser.arg, 0.1, SL_MAX_TIME_S,
+						&o->stop_timeout_s))
 				return 2;
 			break;
 		case OPT_HANG_TIMEOUT:
-			if (sl_cli_parse_double(cmd, "hang-timeout", parser.arg, 0, &o->hang_timeout_s))
+			if (sl_cli_parse_double(cmd, "hang-timeout", parser.arg, 0, SL_MAX_TIME_S,
+						&o->hang_timeout_s))
 				return 2;
 			break;
 		case OPT_MAX_COST:
-			if (sl_cli_parse_double(cmd, "max-cost", parser.arg, 1e-12, &d))
+			if (sl_cli_parse_double(cmd, "max-cost", parser.arg, 1e-12, SL_MAX_COST_USD, &d))
 				return 2;
 			o->req.max_cost_usd_per_iter = d;
 			break;
 		case OPT_MIN_THROUGHPUT:
-			if (sl_cli_parse_double(cmd, "min-throughput", parser.arg, 1e-12, &d))
+			if (sl_cli_parse_double(cmd, "min-throughput", parser.arg, 1e-12,
+						SL_MAX_THROUGHPUT_IT_S, &d))
 				return 2;
 			o->req.min_throughput_it_s = d;
 			break;
@@ -130,7 +135,12 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 			break;
 		default:
 			if (sl_cli_parse_long(cmd, options[idx].name, parser.arg,
-					      idx == OPT_SEED ? 0 : 1, &v))
+					      idx == OPT_SEED ? 0 : 1,
+					      idx == OPT_SEED ? INT64_MAX
+					      : idx == OPT_GLOBAL_BATCH ? SL_MAX_GLOBAL_BATCH
+					      : idx == OPT_SEQ_LEN ? SL_MAX_SEQ_LEN
+					      : idx == OPT_THREADS ? SL_MAX_THREADS : SL_MAX_STEPS,
+					      &v))
 				return 2;
 			if (idx == OPT_STEPS) o->steps = v;
 			if (idx == OPT_GLOBAL_BATCH) o->global_batch = v;

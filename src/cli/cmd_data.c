@@ -94,10 +94,19 @@ static size_t chunk_end(const char *text, size_t len, size_t from)
 	return len;
 }
 
+/* Describes every file, or, when one of them is bad, prints nothing on stdout and names each
+ * bad one on stderr (exit 1): a command that fails leaves stdout empty. */
 static int info(int count, char **paths)
 {
 	static const char *names[] = {"other", "byte", "gpt2"};
 	int status = 0;
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *report = open_memstream(&buf, &size);
+	if (!report) {
+		sl_log_error("out of memory");
+		return 1;
+	}
 	for (int i = 0; i < count; i++) {
 		struct sl_token_file f;
 		struct sl_err err = {0};
@@ -106,12 +115,17 @@ static int info(int count, char **paths)
 			status = 1;
 			continue;
 		}
-		printf("%s: %lld tokens, %d bytes each, vocabulary %u, tokenizer %s, largest token "
-		       "%u\n",
-		       paths[i], f.count, f.width, f.vocab,
-		       f.tokenizer <= 2 ? names[f.tokenizer] : "unknown", sl_token_file_max(&f));
+		fprintf(report, "%s: %lld tokens, %d bytes each, vocabulary %u, tokenizer %s, "
+			"largest token %u\n",
+			paths[i], f.count, f.width, f.vocab,
+			f.tokenizer <= 2 ? names[f.tokenizer] : "unknown", sl_token_file_max(&f));
 		sl_token_file_close(&f);
 	}
+	if (fclose(report) != 0)
+		status = 1;
+	if (!status)
+		fwrite(buf, 1, size, stdout);
+	free(buf);
 	return status;
 }
 

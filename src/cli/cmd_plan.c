@@ -10,6 +10,7 @@
 #include "search/search.h"
 #include "sim/sim.h"
 #include "util/json.h"
+#include "util/limits.h"
 
 static int run_plan(int argc, char **argv);
 
@@ -53,6 +54,10 @@ const struct sl_cli_command sl_cmd_plan = {
 	.run = run_plan,
 };
 
+/* Where the report goes: a memory buffer that reaches stdout only when the whole command
+ * succeeds, so a command that ends in an error prints nothing there (README "sailor plan"). */
+static FILE *report;
+
 struct plan_args {
 	const char *model, *pool, *trace, *output, *profiles;
 	struct sl_search_request req;
@@ -69,8 +74,8 @@ static void print_replica_groups(const struct sl_sim_env *env, const struct sl_p
 		while (j + n < plan->num_pipelines &&
 		       !memcmp(sl_plan_replica(plan, k, j + n), r, sizeof(*r)))
 			n++;
-		printf("%s%d x %s tp%d %s", j ? ", " : "", n, cat->gpus[r->gpu].name, r->tp,
-		       cat->zones[r->zone].name);
+		fprintf(report, "%s%d x %s tp%d %s", j ? ", " : "", n, cat->gpus[r->gpu].name,
+			r->tp, cat->zones[r->zone].name);
 		j += n;
 	}
 }
@@ -80,21 +85,23 @@ static void print_candidate(const struct sl_sim_env *env, const struct sl_pool *
 {
 	const struct sl_plan *plan = &c->plan;
 	const struct sl_sim_result *res = &c->result;
-	printf("  micro-batch %d, %d micro-batches per pipeline, %d pipeline%s, %d stage%s\n",
+	fprintf(report,
+		"  micro-batch %d, %d micro-batches per pipeline, %d pipeline%s, %d stage%s\n",
 	       plan->micro_batch, res->microbatches, plan->num_pipelines,
 	       plan->num_pipelines == 1 ? "" : "s", plan->num_stages, plan->num_stages == 1 ? "" : "s");
-	printf("  %-6s %-9s %s\n", "stage", "layers", "replicas (GPU type, TP degree, zone)");
+	fprintf(report, "  %-6s %-9s %s\n", "stage", "layers",
+		"replicas (GPU type, TP degree, zone)");
 	for (int k = 0; k < plan->num_stages; k++) {
-		printf("  %-6d %3d-%-5d ", k, plan->stages[k].first_layer, plan->stages[k].last_layer);
+		fprintf(report, "  %-6d %3d-%-5d ", k, plan->stages[k].first_layer, plan->stages[k].last_layer);
 		print_replica_groups(env, plan, k);
-		printf("\n");
+		fprintf(report, "\n");
 	}
-	printf("  predicted: %.4f it/s, %.1f samples/s, %.0f tokens/s (iteration %.3f s)\n",
+	fprintf(report, "  predicted: %.4f it/s, %.1f samples/s, %.0f tokens/s (iteration %.3f s)\n",
 	       res->throughput_it_s, res->samples_per_s, res->tokens_per_s, res->iteration_time_s);
 	if (res->time_estimated)
-		printf("  (layer times estimated: no profile of %s on some GPU type used, see "
+		fprintf(report, "  (layer times estimated: no profile of %s on some GPU type used, see "
 		       "'sailor simulate')\n", env->model.name);
-	printf("  cost: %.4f $/iteration (GPU rent %.4f, egress %.4f), %.2f $/hour\n",
+	fprintf(report, "  cost: %.4f $/iteration (GPU rent %.4f, egress %.4f), %.2f $/hour\n",
 	       res->cost_usd_per_iter, res->gpu_cost_usd_per_iter, res->egress_cost_usd_per_iter,
 	       res->cost_usd_per_iter * res->throughput_it_s * 3600.0);
 	const struct sl_catalogue *cat = &env->catalogue;
@@ -117,11 +124,11 @@ static void print_candidate(const struct sl_sim_env *env, const struct sl_pool *
 		long long avail = sl_pool_gpu_total(pool, g);
 		if (!used && !avail)
 			continue;
-		printf("  %-9s %4lld of %4lld GPUs used", cat->gpus[g].name, used, avail);
+		fprintf(report, "  %-9s %4lld of %4lld GPUs used", cat->gpus[g].name, used, avail);
 		if (used)
-			printf(", peak memory %.1f of %.1f GiB", peak / (1 << 30),
+			fprintf(report, ", peak memory %.1f of %.1f GiB", peak / (1 << 30),
 			       cat->gpus[g].memory_bytes / (1 << 30));
-		printf("\n");
+		fprintf(report, "\n");
 	}
 }
 
@@ -227,23 +234,23 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 		json_array_append_new(json_steps, s);
 	} else if (out.count) {
 		if (steps > 1)
-			printf("== step %d of %d (lasts %.0f s): %lld GPUs available\n", step, steps,
+			fprintf(report, "== step %d of %d (lasts %.0f s): %lld GPUs available\n", step, steps,
 			       pool->duration_s, sl_pool_total(pool));
 		for (int i = 0; i < out.count; i++) {
-			printf(out.count > 1 ? "plan %d of %d:\n" : "plan:\n", i + 1, out.count);
+			fprintf(report, out.count > 1 ? "plan %d of %d:\n" : "plan:\n", i + 1, out.count);
 			print_candidate(env, pool, &out.best[i]);
 		}
 		if (a->req.pareto && out.pareto_count) {
-			printf("throughput-versus-$ frontier (%d plans):\n", out.pareto_count);
-			printf("  %10s %12s %6s  %s\n", "it/s", "$/iter", "GPUs", "shape");
+			fprintf(report, "throughput-versus-$ frontier (%d plans):\n", out.pareto_count);
+			fprintf(report, "  %10s %12s %6s  %s\n", "it/s", "$/iter", "GPUs", "shape");
 			for (int i = 0; i < out.pareto_count; i++) {
 				const struct sl_search_candidate *c = &out.pareto[i];
-				printf("  %10.4f %12.4f %6lld  P=%d D=%d mbs=%d\n", c->result.throughput_it_s,
+				fprintf(report, "  %10.4f %12.4f %6lld  P=%d D=%d mbs=%d\n", c->result.throughput_it_s,
 				       c->result.cost_usd_per_iter, c->result.num_gpus, c->plan.num_stages,
 				       c->plan.num_pipelines, c->plan.micro_batch);
 			}
 		}
-		printf("search: %.3f s, %lld plans simulated, cost model %s\n", out.search_time_s,
+		fprintf(report, "search: %.3f s, %lld plans simulated, cost model %s\n", out.search_time_s,
 		       out.plans_simulated, sl_cost_model_name(a->req.cost_model));
 	}
 	if (out.count)
@@ -292,30 +299,30 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			break;
 		case OPT_MAX_COST:
 			if (sl_cli_parse_double(&sl_cmd_plan, "max-cost", parser.arg, 1e-12,
-						&a->req.max_cost_usd_per_iter))
+						SL_MAX_COST_USD, &a->req.max_cost_usd_per_iter))
 				return 2;
 			break;
 		case OPT_MIN_THROUGHPUT:
 			if (sl_cli_parse_double(&sl_cmd_plan, "min-throughput", parser.arg, 1e-12,
-						&a->req.min_throughput_it_s))
+						SL_MAX_THROUGHPUT_IT_S, &a->req.min_throughput_it_s))
 				return 2;
 			break;
 		case OPT_GLOBAL_BATCH:
-			if (sl_cli_parse_long(&sl_cmd_plan, "global-batch", parser.arg, 1, &v))
+			if (sl_cli_parse_long(&sl_cmd_plan, "global-batch", parser.arg, 1,
+					      SL_MAX_GLOBAL_BATCH, &v))
 				return 2;
 			a->req.global_batch = v;
 			break;
 		case OPT_TOP:
-			if (sl_cli_parse_long(&sl_cmd_plan, "top", parser.arg, 1, &v))
+			if (sl_cli_parse_long(&sl_cmd_plan, "top", parser.arg, 1, SL_MAX_TOP_PLANS, &v))
 				return 2;
-			if (v > 100)
-				return sl_cli_usage_error(&sl_cmd_plan, "--top: at most 100 plans");
 			a->req.top_k = (int)v;
 			break;
 		case OPT_MAX_STAGES:
-			if (sl_cli_parse_long(&sl_cmd_plan, "max-stages", parser.arg, 1, &v))
+			if (sl_cli_parse_long(&sl_cmd_plan, "max-stages", parser.arg, 1,
+					      SL_PLAN_MAX_STAGES, &v))
 				return 2;
-			a->req.max_stages = v > SL_PLAN_MAX_STAGES ? SL_PLAN_MAX_STAGES : (int)v;
+			a->req.max_stages = (int)v;
 			break;
 		}
 	}
@@ -358,15 +365,30 @@ static int run_plan(int argc, char **argv)
 		sl_sim_env_free(env);
 		return sl_err_exit_status(rc);
 	}
+	char *buf = NULL;
+	size_t buf_bytes = 0;
+	report = open_memstream(&buf, &buf_bytes);
+	if (!report) {
+		fprintf(stderr, "sailor plan: out of memory\n");
+		sl_pool_trace_free(&trace);
+		sl_sim_env_free(env);
+		return 1;
+	}
 	json_t *steps = a.json ? json_array() : NULL;
 	struct sl_plan best;
 	sl_plan_init(&best);
-	int found_all = 1;
-	for (int s = 0; s < trace.step_count && !rc; s++)
+	int found_all = 1, unplanned = 0;
+	for (int s = 0; s < trace.step_count && !rc; s++) {
+		int found = 1;
 		rc = plan_step(&a, env, &trace.steps[s], s + 1, trace.step_count, steps, &best,
-			       &found_all);
-	/* a document only when some step has a plan: failures leave stdout empty */
-	if (!rc && a.json && best.num_stages > 0) {
+			       &found);
+		unplanned += !found;
+		found_all &= found;
+	}
+	/* A step without a plan fails the command: exit 1, nothing on stdout, no -o file (the steps
+	 * that have no plan are named on stderr). Otherwise -o is written first, so that a failed
+	 * write also leaves stdout empty. */
+	if (!rc && found_all && a.json) {
 		json_t *doc = json_object();
 		json_object_set_new(doc, "schema", json_string("sailor.planning/1"));
 		json_object_set_new(doc, "model", json_string(env->model.name));
@@ -374,15 +396,28 @@ static int run_plan(int argc, char **argv)
 		json_object_set_new(doc, "objective", json_string(sl_objective_name(a.req.objective)));
 		json_object_set_new(doc, "steps", steps);
 		steps = NULL;
-		sl_json_print(stdout, doc);
+		sl_json_print(report, doc);
 		json_decref(doc);
 	}
 	json_decref(steps);
-	if (!rc && a.output && best.num_stages > 0) {
+	if (!rc && found_all && a.output) {
 		rc = sl_plan_save(&best, &env->catalogue, a.output, &err);
 		if (rc)
 			fprintf(stderr, "sailor plan: %s\n", err.msg);
 	}
+	int closed = fclose(report);
+	report = NULL;
+	if (!rc && !found_all && trace.step_count > 1)
+		fprintf(stderr, "sailor plan: %d of %d steps have no plan: nothing printed%s\n",
+			unplanned, trace.step_count, a.output ? ", no plan written" : "");
+	if (!rc && found_all) {
+		if (closed != 0 || fwrite(buf, 1, buf_bytes, stdout) != buf_bytes ||
+		    fflush(stdout) != 0) {
+			fprintf(stderr, "sailor plan: cannot write the report on stdout\n");
+			rc = SL_EIO;
+		}
+	}
+	free(buf);
 	sl_plan_free(&best);
 	sl_pool_trace_free(&trace);
 	sl_sim_env_free(env);

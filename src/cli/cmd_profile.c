@@ -77,10 +77,8 @@ static int fail(const struct sl_err *err)
 static int parse_int(const char *name, const char *text, long long min, long long max, int *out)
 {
 	long long v;
-	if (sl_cli_parse_long(&sl_cmd_profile, name, text, min, &v))
+	if (sl_cli_parse_long(&sl_cmd_profile, name, text, min, max, &v))
 		return 2;
-	if (v > max)
-		return sl_cli_usage_error(&sl_cmd_profile, "--%s %lld: at most %lld", name, v, max);
 	*out = (int)v;
 	return 0;
 }

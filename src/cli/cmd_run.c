@@ -29,6 +29,7 @@
 #include "dist/placement.h"
 #include "dist/roles.h"
 #include "dist/runner.h"
+#include "util/limits.h"
 #include "util/log.h"
 
 static int run_run(int argc, char **argv);
@@ -86,8 +87,9 @@ struct watch {
 static void scan_line(struct watch *w, const char *line)
 {
 	long long step;
-	const char *p = strstr(line, "\"event\":\"step\",\"step\":");
-	if (p && sscanf(p + 23, "%lld", &step) == 1)
+	static const char step_key[] = "\"event\":\"step\",\"step\":";
+	const char *p = strstr(line, step_key);
+	if (p && sscanf(p + sizeof(step_key) - 1, "%lld", &step) == 1)
 		w->last_step = step;
 	else if (sscanf(line, "step %lld/", &step) == 1)
 		w->last_step = step;
@@ -366,7 +368,7 @@ static int run_run(int argc, char **argv)
 			o.cluster = parser.arg;
 		else if (idx == OPT_THREADS_PER_RANK)
 			rc = sl_cli_parse_int(&sl_cmd_run, options[idx].name, parser.arg, 1,
-					      &o.threads_per_rank);
+					      SL_MAX_THREADS, &o.threads_per_rank);
 		else if (idx == OPT_DRY_RUN)
 			dry_run = 1;
 		else if (idx == OPT_GPUS) {
@@ -389,9 +391,6 @@ static int run_run(int argc, char **argv)
 	int rc = sl_cli_train_options_check(&sl_cmd_run, &o.train, 0);
 	if (rc)
 		return rc;
-	if (o.threads_per_rank > 256)
-		return sl_cli_usage_error(&sl_cmd_run, "--threads-per-rank %d: at most 256",
-					  o.threads_per_rank);
 	int size = 0, rank = 0;
 	if (sl_launch_in_mpi_job(&size, &rank) && !dry_run)
 		return work(&o, argc, argv);

@@ -8,6 +8,7 @@
 #include "cluster/catalogue.h"
 #include "sim/sim.h"
 #include "util/json.h"
+#include "util/limits.h"
 
 static int run_simulate(int argc, char **argv);
 
@@ -63,7 +64,8 @@ static int run_simulate(int argc, char **argv)
 		} else if (!strcmp(name, "plan")) {
 			plan_path = parser.arg;
 		} else if (!strcmp(name, "global-batch")) {
-			if (sl_cli_parse_long(&sl_cmd_simulate, name, parser.arg, 1, &global_batch))
+			if (sl_cli_parse_long(&sl_cmd_simulate, name, parser.arg, 1,
+					      SL_MAX_GLOBAL_BATCH, &global_batch))
 				return 2;
 		} else if (!strcmp(name, "cost-model")) {
 			if (sl_cost_model_parse(parser.arg, &cm, &err))

@@ -1,12 +1,14 @@
 /* `sailor train`: trains a GPT-2-style model on a token file on this machine's CPU (the
  * single-process runtime core, src/train/trainer.h). Options are declared once in the table
  * below, which drives both parsing and --help. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/options.h"
 #include "cli/train_options.h"
 #include "train/trainer.h"
+#include "util/limits.h"
 #include "util/log.h"
 
 static int run_train(int argc, char **argv);
@@ -57,7 +59,8 @@ static int run_train(int argc, char **argv)
 		if (idx < SL_TOPT_COUNT)
 			rc = sl_cli_train_option(&sl_cmd_train, idx, arg, &o, &seed);
 		else if (idx == OPT_THREADS)
-			rc = sl_cli_parse_int(&sl_cmd_train, options[idx].name, arg, 1, &o.threads);
+			rc = sl_cli_parse_int(&sl_cmd_train, options[idx].name, arg, 1,
+					      SL_MAX_THREADS, &o.threads);
 		else if (idx == OPT_INIT_FROM)
 			o.init_from = arg;
 		else if (idx == OPT_SAVE_ST)

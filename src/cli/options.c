@@ -98,31 +98,34 @@ int sl_cli_usage_error(const struct sl_cli_command *command, const char *fmt, ..
 }
 
 int sl_cli_parse_long(const struct sl_cli_command *command, const char *option, const char *text,
-		      long long min_value, long long *out)
+		      long long min_value, long long max_value, long long *out)
 {
 	char *end = NULL;
 	errno = 0;
 	long long value = strtoll(text, &end, 10);
-	if (errno || end == text || *end != '\0')
-		return sl_cli_usage_error(command, "--%s: '%s' is not a whole number", option, text);
-	if (value < min_value)
-		return sl_cli_usage_error(command, "--%s: %lld is too small (at least %lld)", option,
-					  value, min_value);
+	if (end == text || *end != '\0')
+		return sl_cli_usage_error(command, "--%s: '%s' is not a whole number (give %lld to %lld)",
+					  option, text, min_value, max_value);
+	if (errno == ERANGE || value < min_value || value > max_value)
+		return sl_cli_usage_error(command, "--%s: %s is out of range: give %lld to %lld",
+					  option, text, min_value, max_value);
 	*out = value;
 	return 0;
 }
 
 int sl_cli_parse_double(const struct sl_cli_command *command, const char *option, const char *text,
-			double min_value, double *out)
+			double min_value, double max_value, double *out)
 {
 	char *end = NULL;
 	errno = 0;
 	double value = strtod(text, &end);
-	if (errno || end == text || *end != '\0' || !isfinite(value))
-		return sl_cli_usage_error(command, "--%s: '%s' is not a number", option, text);
-	if (value < min_value)
-		return sl_cli_usage_error(command, "--%s: %g is too small (at least %g)", option,
-					  value, min_value);
+	if (end == text || *end != '\0' || isnan(value))
+		return sl_cli_usage_error(command, "--%s: '%s' is not a number (give %g to %g)", option,
+					  text, min_value, max_value);
+	/* ERANGE also flags an underflow to a denormal or 0: no option means such a value */
+	if (errno == ERANGE || !isfinite(value) || value < min_value || value > max_value)
+		return sl_cli_usage_error(command, "--%s: %s is out of range: give %g to %g", option,
+					  text, min_value, max_value);
 	*out = value;
 	return 0;
 }

@@ -74,12 +74,13 @@ void sl_cli_print_help(FILE *stream, const struct sl_cli_command *command);
 int sl_cli_usage_error(const struct sl_cli_command *command, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Parses a whole positive/non-negative number or a finite double from an option argument,
- * printing a usage error naming the option on failure (returns 2). */
+/* Parses a whole number or a finite double in [min_value, max_value] from an option argument
+ * (the ranges come from util/limits.h). Anything else gets one usage error naming the option,
+ * the value and the range; returns 2 then, 0 on success. */
 int sl_cli_parse_long(const struct sl_cli_command *command, const char *option, const char *text,
-		      long long min_value, long long *out);
+		      long long min_value, long long max_value, long long *out);
 int sl_cli_parse_double(const struct sl_cli_command *command, const char *option, const char *text,
-			double min_value, double *out);
+			double min_value, double max_value, double *out);
 
 /* The subcommand table (src/cli/commands.c). */
 extern const struct sl_cli_command *const sl_cli_commands[];

@@ -1,15 +1,18 @@
 /* Parsing of the training options shared by `sailor train` and `sailor run` (train_options.h). */
 #include "cli/train_options.h"
 
+#include <limits.h>
+#include <stdint.h>
+
+#include "util/limits.h"
+
 int sl_cli_parse_int(const struct sl_cli_command *c, const char *name, const char *text,
-		     long long min, int *out)
+		     long long min, long long max, int *out)
 {
 	long long v;
-	int rc = sl_cli_parse_long(c, name, text, min, &v);
+	int rc = sl_cli_parse_long(c, name, text, min, max < INT_MAX ? max : INT_MAX, &v);
 	if (rc)
 		return rc;
-	if (v > (1LL << 30))
-		return sl_cli_usage_error(c, "--%s: %lld is too large", name, v);
 	*out = (int)v;
 	return 0;
 }
@@ -21,27 +24,29 @@ int sl_cli_train_option(const struct sl_cli_command *c, int idx, const char *arg
 	switch (idx) {
 	case SL_TOPT_MODEL: o->model = arg; return 0;
 	case SL_TOPT_DATA: o->data = arg; return 0;
-	case SL_TOPT_MICRO: return sl_cli_parse_int(c, name, arg, 1, &o->micro_batch);
-	case SL_TOPT_GLOBAL: return sl_cli_parse_long(c, name, arg, 1, &o->global_batch);
-	case SL_TOPT_STEPS: return sl_cli_parse_long(c, name, arg, 0, &o->steps);
-	case SL_TOPT_SEQ: return sl_cli_parse_int(c, name, arg, 1, &o->seq_len);
-	case SL_TOPT_LR: return sl_cli_parse_double(c, name, arg, 0.0, &o->lr);
-	case SL_TOPT_MIN_LR: return sl_cli_parse_double(c, name, arg, 0.0, &o->min_lr);
-	case SL_TOPT_WARMUP: return sl_cli_parse_long(c, name, arg, 0, &o->warmup_steps);
-	case SL_TOPT_DECAY: return sl_cli_parse_long(c, name, arg, 1, &o->lr_decay_steps);
-	case SL_TOPT_WD: return sl_cli_parse_double(c, name, arg, 0.0, &o->weight_decay);
-	case SL_TOPT_BETA1: return sl_cli_parse_double(c, name, arg, 0.0, &o->beta1);
-	case SL_TOPT_BETA2: return sl_cli_parse_double(c, name, arg, 0.0, &o->beta2);
-	case SL_TOPT_EPS: return sl_cli_parse_double(c, name, arg, 0.0, &o->eps);
-	case SL_TOPT_CLIP: return sl_cli_parse_double(c, name, arg, 0.0, &o->grad_clip);
-	case SL_TOPT_SEED: return sl_cli_parse_long(c, name, arg, 0, seed);
+	case SL_TOPT_MICRO: return sl_cli_parse_int(c, name, arg, 1, SL_MAX_MICRO_BATCH, &o->micro_batch);
+	case SL_TOPT_GLOBAL: return sl_cli_parse_long(c, name, arg, 1, SL_MAX_GLOBAL_BATCH, &o->global_batch);
+	case SL_TOPT_STEPS: return sl_cli_parse_long(c, name, arg, 0, SL_MAX_STEPS, &o->steps);
+	case SL_TOPT_SEQ: return sl_cli_parse_int(c, name, arg, 1, SL_MAX_SEQ_LEN, &o->seq_len);
+	case SL_TOPT_LR: return sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_LR, &o->lr);
+	case SL_TOPT_MIN_LR: return sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_LR, &o->min_lr);
+	case SL_TOPT_WARMUP: return sl_cli_parse_long(c, name, arg, 0, SL_MAX_STEPS, &o->warmup_steps);
+	case SL_TOPT_DECAY: return sl_cli_parse_long(c, name, arg, 1, SL_MAX_STEPS, &o->lr_decay_steps);
+	case SL_TOPT_WD: return sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_WEIGHT_DECAY,
+					   &o->weight_decay);
+	case SL_TOPT_BETA1: return sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_ADAM_BETA, &o->beta1);
+	case SL_TOPT_BETA2: return sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_ADAM_BETA, &o->beta2);
+	case SL_TOPT_EPS: return sl_cli_parse_double(c, name, arg, SL_MIN_ADAM_EPS, SL_MAX_ADAM_EPS,
+					   &o->eps);
+	case SL_TOPT_CLIP: return sl_cli_parse_double(c, name, arg, 0.0, SL_MAX_GRAD_CLIP, &o->grad_clip);
+	case SL_TOPT_SEED: return sl_cli_parse_long(c, name, arg, 0, INT64_MAX, seed);
 	case SL_TOPT_SHUFFLE: o->shuffle = 1; return 0;
 	case SL_TOPT_CKPT_DIR: o->ckpt_dir = arg; return 0;
-	case SL_TOPT_CKPT_EVERY: return sl_cli_parse_long(c, name, arg, 0, &o->ckpt_every);
-	case SL_TOPT_CKPT_KEEP: return sl_cli_parse_int(c, name, arg, 1, &o->ckpt_keep);
+	case SL_TOPT_CKPT_EVERY: return sl_cli_parse_long(c, name, arg, 0, SL_MAX_STEPS, &o->ckpt_every);
+	case SL_TOPT_CKPT_KEEP: return sl_cli_parse_int(c, name, arg, 1, 1 << 20, &o->ckpt_keep);
 	case SL_TOPT_RESUME: o->resume = 1; return 0;
 	case SL_TOPT_JSON: o->json = 1; return 0;
-	case SL_TOPT_LOG_EVERY: return sl_cli_parse_long(c, name, arg, 1, &o->log_every);
+	case SL_TOPT_LOG_EVERY: return sl_cli_parse_long(c, name, arg, 1, SL_MAX_STEPS, &o->log_every);
 	}
 	return 0;
 }

@@ -48,9 +48,10 @@ enum {
 int sl_cli_train_option(const struct sl_cli_command *c, int idx, const char *arg,
 			struct sl_train_options *o, long long *seed);
 
-/* A whole int option in [min, 2^30]; returns 0 or 2 after printing a usage error. */
+/* A whole int option in [min, max] (max clamped to INT_MAX); returns 0 or 2 after printing a
+ * usage error naming the option, the value and the range. */
 int sl_cli_parse_int(const struct sl_cli_command *c, const char *name, const char *text,
-		     long long min, int *out);
+		     long long min, long long max, int *out);
 
 /* The checks between options both commands make (--model when model_required, --data given,
  * betas below 1, --resume / --ckpt-every with --ckpt-dir). Returns 0 or 2 after printing a

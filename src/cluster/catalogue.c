@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/json.h"
+#include "util/limits.h"
 #include "util/paths.h"
 
 int sl_catalogue_gpu_index(const struct sl_catalogue *cat, const char *name)
@@ -187,8 +188,21 @@ static int load_gpus(const char *path, struct sl_catalogue *cat, struct sl_err *
 			    t->memory_bandwidth_bps < 0 || t->runtime_overhead_bytes < 0 ||
 			    t->nccl_buffer_bytes < 0))
 			rc = sl_err_set(err, SL_EINPUT,
-					"%s: prices, FLOP/s, bandwidths and overheads must not be "
-					"negative", ctx);
+					"%s: memory_bytes must be positive, gpus_per_node 1 to 64, and "
+					"prices, FLOP/s, bandwidths and overheads not negative", ctx);
+		/* upper bounds (and a floor for memory) keep sums and products over a plan finite */
+		if (!rc && (t->memory_bytes < (1 << 20) || t->memory_bytes > SL_MAX_MEMORY_BYTES ||
+			    t->usd_per_hour > SL_MAX_GPU_USD_PER_HOUR ||
+			    t->peak_fp32_flops > SL_MAX_GPU_FLOPS ||
+			    t->peak_tensor_flops > SL_MAX_GPU_FLOPS ||
+			    t->memory_bandwidth_bps > SL_MAX_BANDWIDTH_BPS ||
+			    t->runtime_overhead_bytes > t->memory_bytes ||
+			    t->nccl_buffer_bytes > t->memory_bytes))
+			rc = sl_err_set(err, SL_EINPUT,
+					"%s: out of range: memory_bytes 1 MiB to 1 PiB, usd_per_hour at "
+					"most %g, FLOP/s at most %g, memory_bandwidth_bps at most %g, "
+					"overheads at most memory_bytes", ctx, SL_MAX_GPU_USD_PER_HOUR,
+					SL_MAX_GPU_FLOPS, SL_MAX_BANDWIDTH_BPS);
 		t->gpus_per_node = (int)per_node;
 		json_t *v = json_object_get(g, "network_as");
 		if (!rc && v && !json_is_string(v))

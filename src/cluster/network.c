@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/json.h"
+#include "util/limits.h"
 #include "util/paths.h"
 
 struct sl_network {
@@ -203,14 +204,20 @@ static int parse_fit(const json_t *v, const char *ctx, struct sl_net_fit *out, s
 		if (!json_is_number(x))
 			return sl_err_set(err, SL_EINPUT, "%s[0][%d]: expected a number", ctx, i);
 		c[i] = json_number_value(x);
+		/* GB/s against log2(MB): real fits have |c| < 100; a denormal is no measurement */
+		if (fabs(c[i]) > SL_MAX_FIT_COEFF || (c[i] != 0 && fabs(c[i]) < SL_MIN_FIT_COEFF))
+			return sl_err_set(err, SL_EINPUT, "%s[0][%d]: %g is out of range: give 0 or "
+					  "%g to %g in absolute value", ctx, i, c[i], SL_MIN_FIT_COEFF,
+					  SL_MAX_FIT_COEFF);
 	}
 	out->a2 = c[0];
 	out->a1 = c[1];
 	out->a0 = c[2];
 	out->max_bps = json_number_value(maxv);
 	out->derived = 0;
-	if (out->max_bps < 0)
-		return sl_err_set(err, SL_EINPUT, "%s[1]: must not be negative", ctx);
+	if (out->max_bps < 0 || out->max_bps > SL_MAX_BANDWIDTH_BPS)
+		return sl_err_set(err, SL_EINPUT, "%s[1]: %g is out of range: give 0 to %g bytes/s",
+				  ctx, out->max_bps, SL_MAX_BANDWIDTH_BPS);
 	return 0;
 }
 
@@ -318,9 +325,10 @@ static int load_egress(struct sl_network *net, const char *path, const struct sl
 		for (int d = 0; !rc && d < cat->zone_count; d++) {
 			double price = 0;
 			rc = sl_json_get_number(row, cat->zones[s].name, cat->zones[d].name, &price, err);
-			if (!rc && price < 0)
-				rc = sl_err_set(err, SL_EINPUT, "%s.%s: must not be negative",
-						cat->zones[s].name, cat->zones[d].name);
+			if (!rc && (price < 0 || price > SL_MAX_USD_PER_GB))
+				rc = sl_err_set(err, SL_EINPUT, "%s.%s: %g is out of range: give 0 to "
+						"%g $/GB", cat->zones[s].name, cat->zones[d].name,
+						price, SL_MAX_USD_PER_GB);
 			net->egress[s * cat->zone_count + d] = price;
 		}
 	}

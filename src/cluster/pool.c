@@ -3,11 +3,13 @@
 #include "cluster/pool.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/json.h"
+#include "util/limits.h"
 
 int sl_pool_from_json(const json_t *root, const char *path, const struct sl_catalogue *cat,
 		      struct sl_pool *out, struct sl_err *err)
@@ -38,9 +40,14 @@ int sl_pool_from_json(const json_t *root, const char *path, const struct sl_cata
 		else if (z < 0)
 			rc = sl_err_set(err, SL_ENOTFOUND, "%s.zone: unknown zone '%s' (known: %s)", ctx,
 					zone, sl_catalogue_zone_names(cat, names, sizeof(names)));
-		else if (count < 0 || count > 1000000)
-			rc = sl_err_set(err, SL_EINPUT, "%s.count: must be 0 to 1000000, got %lld", ctx,
-					count);
+		else if (count < 0 || count > SL_MAX_POOL_COUNT)
+			rc = sl_err_set(err, SL_EINPUT, "%s.count: must be 0 to %d, got %lld", ctx,
+					SL_MAX_POOL_COUNT, count);
+		else if (out->counts[g][z] + count > SL_MAX_POOL_COUNT)
+			rc = sl_err_set(err, SL_EINPUT,
+					"%s.count: %s in %s adds up to %lld GPUs over the entries that "
+					"name it, more than %d", ctx, gpu, zone,
+					out->counts[g][z] + count, SL_MAX_POOL_COUNT);
 		else
 			out->counts[g][z] += (int)count;
 	}
@@ -145,6 +152,11 @@ int sl_trace_load_csv(const char *path, const struct sl_catalogue *cat, struct s
 					ncols, n);
 			break;
 		}
+		if (rows == SL_MAX_TRACE_ROWS) {
+			rc = sl_err_set(err, SL_EINPUT, "line %d: more than %d rows: split the trace",
+					lineno, SL_MAX_TRACE_ROWS);
+			break;
+		}
 		if (rows == rows_cap) {
 			int ncap = rows_cap ? rows_cap * 2 : 16;
 			struct sl_pool *np = realloc(row_pools, (size_t)ncap * sizeof(*np));
@@ -158,18 +170,36 @@ int sl_trace_load_csv(const char *path, const struct sl_catalogue *cat, struct s
 		struct sl_pool *p = &row_pools[rows];
 		memset(p, 0, sizeof(*p));
 		char *end;
+		errno = 0;
 		p->timestamp_s = strtod(fields[1], &end);
 		if (end == fields[1] || *end) {
 			rc = sl_err_set(err, SL_EINPUT, "line %d: Timestamp '%s' is not a number", lineno,
 					fields[1]);
 			break;
 		}
+		/* the steps' durations are differences of timestamps: they must be finite and grow */
+		if (errno == ERANGE || !isfinite(p->timestamp_s) || p->timestamp_s < 0 ||
+		    p->timestamp_s > SL_MAX_TIMESTAMP_S) {
+			rc = sl_err_set(err, SL_EINPUT,
+					"line %d: Timestamp '%s' is out of range: give seconds from 0 to "
+					"%.3g", lineno, fields[1], SL_MAX_TIMESTAMP_S);
+			break;
+		}
+		if (rows > 0 && !(p->timestamp_s > row_pools[rows - 1].timestamp_s)) {
+			rc = sl_err_set(err, SL_EINPUT,
+					"line %d: Timestamp %s does not follow the previous row's %.17g: "
+					"rows must be in increasing time order", lineno, fields[1],
+					row_pools[rows - 1].timestamp_s);
+			break;
+		}
 		for (int c = 2; c < n; c++) {
 			long v = strtol(fields[c], &end, 10);
-			if (end == fields[c] || *end || v < 0 || v > 1000000) {
+			if (end == fields[c] || *end || v < 0 || v > SL_MAX_POOL_COUNT ||
+			    p->counts[col_gpu[c]][col_zone[c]] + v > SL_MAX_POOL_COUNT) {
 				rc = sl_err_set(err, SL_EINPUT,
-						"line %d: column %d: count '%s' is not a whole number >= 0",
-						lineno, c + 1, fields[c]);
+						"line %d: column %d: count '%s' is not a whole number from 0 "
+						"to %d (over the columns that name the same GPU type and "
+						"zone)", lineno, c + 1, fields[c], SL_MAX_POOL_COUNT);
 				break;
 			}
 			p->counts[col_gpu[c]][col_zone[c]] += (int)v;

@@ -443,8 +443,9 @@ static void on_line(void *ctx, int is_stderr, const char *line)
 		const char *p = strstr(line, "rank ");
 		const char *on = p ? strstr(p, ", on ") : NULL;
 		int rank;
+		/* (signal 15 is the stop the controller itself sends, not a death) */
 		if (on && (strstr(on, ") died") || strstr(on, ") failed")) &&
-		    sscanf(p, "rank %d (", &rank) == 1) {
+		    !strstr(on, "(signal 15,") && sscanf(p, "rank %d (", &rank) == 1) {
 			c->dead_rank = rank;
 			const char *end = strchr(on + 5, ')');
 			size_t n = end ? (size_t)(end - on - 5) : 0;
@@ -502,7 +503,9 @@ static int generation_ended(struct ctl *c)
 		sl_log_warn("generation %d left %d processes behind: killed", c->gen.index, orphans);
 	int complete = c->gen.status == 0 && c->step >= c->o->steps;
 	int failed = !complete && c->stop == STOP_NONE;
-	if (c->stop == STOP_HANG)
+	/* a rank that died while a stop was on its way is still a failure: its step may not have
+	 * been checkpointed, and its host counts towards exclusion */
+	if (c->stop == STOP_HANG || (!complete && c->dead_rank >= 0))
 		failed = 1;
 	if (c->rc.active)
 		c->rc.exit_s = now;

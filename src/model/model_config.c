@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/json.h"
+#include "util/limits.h"
 #include "util/paths.h"
 
 static int is_path(const char *s)
@@ -40,14 +41,16 @@ static const char *known_models(char *buf, size_t size)
 	return buf[0] ? buf : "none found in the data directory";
 }
 
-static int get_positive(const json_t *root, const char *key, int *out, struct sl_err *err)
+static int get_positive(const json_t *root, const char *key, long long max, int *out,
+			struct sl_err *err)
 {
 	long long v = 0;
 	int rc = sl_json_get_int(root, "", key, &v, err);
 	if (rc)
 		return rc;
-	if (v <= 0 || v > 1LL << 30)
-		return sl_err_set(err, SL_EINPUT, "%s: must be a positive integer, got %lld", key, v);
+	if (v <= 0 || v > max)
+		return sl_err_set(err, SL_EINPUT, "%s: must be a whole number from 1 to %lld, got %lld",
+				  key, max, v);
 	*out = (int)v;
 	return 0;
 }
@@ -82,20 +85,21 @@ int sl_model_config_load(const char *name_or_path, struct sl_model_config *out,
 		rc = sl_json_get_string(root, "", "name", &name, err);
 	if (!rc)
 		snprintf(out->name, sizeof(out->name), "%s", name ? name : name_or_path);
-	if (!rc) rc = get_positive(root, "layers", &out->num_blocks, err);
-	if (!rc) rc = get_positive(root, "hidden", &out->hidden, err);
-	if (!rc) rc = get_positive(root, "heads", &out->heads, err);
-	if (!rc) rc = get_positive(root, "seq_len", &out->seq_len, err);
-	if (!rc) rc = get_positive(root, "vocab", &out->vocab, err);
+	if (!rc) rc = get_positive(root, "layers", SL_MAX_MODEL_BLOCKS, &out->num_blocks, err);
+	if (!rc) rc = get_positive(root, "hidden", SL_MAX_HIDDEN, &out->hidden, err);
+	if (!rc) rc = get_positive(root, "heads", SL_MAX_HEADS, &out->heads, err);
+	if (!rc) rc = get_positive(root, "seq_len", SL_MAX_SEQ_LEN, &out->seq_len, err);
+	if (!rc) rc = get_positive(root, "vocab", SL_MAX_VOCAB, &out->vocab, err);
 	out->ffn_hidden = out->hidden * 4;
 	if (!rc && json_object_get(root, "ffn_hidden"))
-		rc = get_positive(root, "ffn_hidden", &out->ffn_hidden, err);
+		rc = get_positive(root, "ffn_hidden", SL_MAX_FFN_HIDDEN, &out->ffn_hidden, err);
 	out->default_global_batch = 1024;
 	if (!rc)
 		rc = sl_json_opt_int(root, "", "global_batch", &out->default_global_batch, err);
-	if (!rc && out->default_global_batch <= 0)
-		rc = sl_err_set(err, SL_EINPUT, "global_batch: must be positive, got %lld",
-				out->default_global_batch);
+	if (!rc && (out->default_global_batch <= 0 ||
+		    out->default_global_batch > SL_MAX_GLOBAL_BATCH))
+		rc = sl_err_set(err, SL_EINPUT, "global_batch: must be a whole number from 1 to %lld, "
+				"got %lld", SL_MAX_GLOBAL_BATCH, out->default_global_batch);
 	if (!rc && out->hidden % out->heads != 0)
 		rc = sl_err_set(err, SL_EINPUT,
 				"hidden %d is not divisible by heads %d: choose heads that divide hidden",

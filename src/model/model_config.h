@@ -25,7 +25,8 @@ struct sl_model_config {
 };
 
 /* Loads by name from the data directory if name_or_path has no '/' and no ".json" suffix,
- * else from the file. Validates: every size positive, hidden divisible by heads. */
+ * else from the file. Validates: every size from 1 to its limit in util/limits.h (layers <=
+ * SL_MAX_MODEL_BLOCKS, ...), hidden divisible by heads. */
 int sl_model_config_load(const char *name_or_path, struct sl_model_config *out,
 			 struct sl_err *err);
 

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/atomic_file.h"
 #include "util/json.h"
+#include "util/limits.h"
 
 void sl_plan_init(struct sl_plan *plan) { memset(plan, 0, sizeof(*plan)); }
 
@@ -148,14 +150,12 @@ static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct 
 		snprintf(out->model, sizeof(out->model), "%s", json_string_value(model));
 	}
 	if (json_object_get(root, "global_batch")) {
-		rc = positive_int(root, "", "global_batch", 0, 0, 1LL << 40, &v, err);
+		rc = positive_int(root, "", "global_batch", 0, 0, SL_MAX_GLOBAL_BATCH, &v, err);
 		if (rc)
-			return sl_err_set(err, SL_EINPUT,
-					  "global_batch: must be a whole number of samples >= 1 (or leave it "
-					  "out to use --global-batch or the model's default)");
+			return rc;
 		out->global_batch = v;
 	}
-	rc = positive_int(root, "", "micro_batch", 1, 0, 1 << 20, &v, err);
+	rc = positive_int(root, "", "micro_batch", 1, 0, SL_MAX_MICRO_BATCH, &v, err);
 	if (rc)
 		return rc;
 	out->micro_batch = (int)v;
@@ -188,10 +188,10 @@ static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct 
 		if (!rc) rc = sl_json_as_int(json_array_get(layers, 1), lctx, &b, err);
 		if (rc)
 			return rc;
-		if (a < 0 || b < a || b > 1 << 20)
+		if (a < 0 || b < a || b > SL_PLAN_MAX_LAYER)
 			return sl_err_set(err, SL_EINPUT,
-					  "%s.layers: [%lld, %lld] is not a range: expected 0 <= first <= last",
-					  ctx, a, b);
+					  "%s.layers: [%lld, %lld] is not a range: expected 0 <= first <= "
+					  "last <= %d", ctx, a, b, SL_PLAN_MAX_LAYER);
 		out->stages[k].first_layer = (int)a;
 		out->stages[k].last_layer = (int)b;
 		rc = sl_json_get_array(st, ctx, "replicas", &reps, err);
@@ -258,8 +258,9 @@ static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct 
 			rc = sl_json_as_int(json_array_get(mbs, (size_t)j), ctx, &v, err);
 			if (rc)
 				return rc;
-			if (v < 1 || v > 1 << 24)
-				return sl_err_set(err, SL_EINPUT, "%s: must be at least 1, got %lld", ctx, v);
+			if (v < 1 || v > SL_MAX_GLOBAL_BATCH)
+				return sl_err_set(err, SL_EINPUT, "%s: must be 1 to %lld, got %lld", ctx,
+						  SL_MAX_GLOBAL_BATCH, v);
 			out->microbatches[j] = (int)v;
 		}
 		out->uneven_microbatches = 1;
@@ -302,16 +303,38 @@ static int read_sosp_replica(const json_t *e, const char *ctx, const struct sl_c
 	return 0;
 }
 
+/* A measured figure of a validation file: absent or null leaves *has 0; 0 means "not timed" (the
+ * artifact's files mark untimed runs so); anything else must be a normal number from the
+ * smallest plausible measurement to max. */
+static int measured(const json_t *root, const char *key, double max, int *has, double *out,
+		    struct sl_err *err)
+{
+	json_t *v = json_object_get(root, key);
+	if (!v || json_is_null(v))
+		return 0;
+	double x = 0;
+	int rc = sl_json_as_number(v, key, &x, err);
+	if (rc)
+		return rc;
+	double min = !strcmp(key, "max_mem") ? 1.0 : SL_MIN_TIME_S;
+	if (x != 0 && !(x >= min && x <= max))
+		return sl_err_set(err, SL_EINPUT, "%s: %g is out of range: give 0 (not measured) or "
+				  "%g to %g", key, x, min, max);
+	*has = 1;
+	*out = x;
+	return 0;
+}
+
 static int read_sosp(const json_t *root, const struct sl_catalogue *cat, struct sl_plan *out,
 		     struct sl_err *err)
 {
 	long long v = 0;
-	int rc = positive_int(root, "", "mbs", 1, 0, 1 << 20, &v, err);
+	int rc = positive_int(root, "", "mbs", 1, 0, SL_MAX_MICRO_BATCH, &v, err);
 	if (rc)
 		return rc;
 	out->micro_batch = (int)v;
 	if (json_object_get(root, "gbs")) {
-		rc = positive_int(root, "", "gbs", 0, 0, 1LL << 40, &v, err);
+		rc = positive_int(root, "", "gbs", 0, 0, SL_MAX_GLOBAL_BATCH, &v, err);
 		if (rc)
 			return rc;
 		out->global_batch = v;
@@ -358,6 +381,9 @@ static int read_sosp(const json_t *root, const struct sl_catalogue *cat, struct 
 			rc = sl_json_as_int(json_array_get(ls, i), ictx, &l, err);
 			if (rc)
 				return rc;
+			if (l < 0 || l > SL_PLAN_MAX_LAYER)
+				return sl_err_set(err, SL_EINPUT, "%s: layer %lld is not in 0..%d", ictx,
+						  l, SL_PLAN_MAX_LAYER);
 			if (i == 0)
 				first = l;
 			else if (l != prev + 1)
@@ -396,22 +422,16 @@ static int read_sosp(const json_t *root, const struct sl_catalogue *cat, struct 
 	}
 	if (rc)
 		return rc;
-	double x;
-	if (json_is_number(json_object_get(root, "real"))) {
-		sl_json_get_number(root, "", "real", &x, NULL);
-		out->measured.has_real = 1;
-		out->measured.real_s = x;
-	}
-	if (json_is_number(json_object_get(root, "max_mem"))) {
-		sl_json_get_number(root, "", "max_mem", &x, NULL);
-		out->measured.has_max_mem = 1;
-		out->measured.max_mem_bytes = x;
-	}
-	if (json_is_number(json_object_get(root, "red_grads"))) {
-		sl_json_get_number(root, "", "red_grads", &x, NULL);
-		out->measured.has_red_grads = 1;
-		out->measured.red_grads_s = x;
-	}
+	rc = measured(root, "real", SL_MAX_TIME_S, &out->measured.has_real,
+		      &out->measured.real_s, err);
+	if (!rc)
+		rc = measured(root, "max_mem", SL_MAX_MEMORY_BYTES, &out->measured.has_max_mem,
+			      &out->measured.max_mem_bytes, err);
+	if (!rc)
+		rc = measured(root, "red_grads", SL_MAX_TIME_S, &out->measured.has_red_grads,
+			      &out->measured.red_grads_s, err);
+	if (rc)
+		return rc;
 	out->format = SL_PLAN_FORMAT_SOSP25;
 	return 0;
 }
@@ -488,10 +508,10 @@ int sl_plan_check(const struct sl_plan *plan, int num_layers, long long global_b
 			   plan->format == SL_PLAN_FORMAT_SOSP25 ? "mbs" : "micro_batch", plan->micro_batch);
 		return check_fail(plan, err);
 	}
-	if (global_batch < 1) {
+	if (global_batch < 1 || global_batch > SL_MAX_GLOBAL_BATCH) {
 		sl_err_set(err, SL_EINPUT,
-			   "global_batch: must be at least 1, got %lld (set it in the plan or with "
-			   "--global-batch)", global_batch);
+			   "global_batch: must be 1 to %lld, got %lld (set it in the plan or with "
+			   "--global-batch)", SL_MAX_GLOBAL_BATCH, global_batch);
 		return check_fail(plan, err);
 	}
 	int next = 0;
@@ -616,15 +636,17 @@ json_t *sl_plan_to_json(const struct sl_plan *plan, const struct sl_catalogue *c
 int sl_plan_save(const struct sl_plan *plan, const struct sl_catalogue *cat, const char *path,
 		 struct sl_err *err)
 {
+	struct sl_atomic_file af;
+	int rc = sl_atomic_open(&af, path, "plan", err);
+	if (rc)
+		return rc;
 	json_t *root = sl_plan_to_json(plan, cat);
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		json_decref(root);
-		return sl_err_set(err, SL_EIO, "plan '%s': cannot write", path);
+	if (sl_json_print(af.f, root) != 0) {
+		sl_atomic_abort(&af);
+		rc = sl_err_set(err, SL_EIO, "cannot write plan '%s'", path);
+	} else {
+		rc = sl_atomic_commit(&af, err);
 	}
-	int rc = sl_json_print(f, root);
-	if (fclose(f) != 0 || rc)
-		rc = sl_err_set(err, SL_EIO, "plan '%s': cannot write", path);
 	json_decref(root);
 	return rc;
 }

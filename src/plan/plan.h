@@ -37,10 +37,13 @@
 #include "cluster/catalogue.h"
 #include "model/model_config.h"
 #include "util/err.h"
+#include "util/limits.h"
 
 #define SL_PLAN_MAX_STAGES 64
 #define SL_PLAN_MAX_PIPELINES 1024
 #define SL_PLAN_PATH_MAX 512
+/* The highest layer number a plan may name: the model's head with SL_MAX_MODEL_BLOCKS blocks. */
+#define SL_PLAN_MAX_LAYER (SL_MAX_MODEL_BLOCKS + 1)
 
 enum sl_plan_format { SL_PLAN_FORMAT_SAILOR = 0, SL_PLAN_FORMAT_SOSP25 = 1 };
 

@@ -8,16 +8,24 @@
 #include <sys/stat.h>
 
 #include "util/json.h"
+#include "util/limits.h"
 #include "util/paths.h"
 
+/* A key that is a number: canonical decimal only ("5", never "05", "+5", " 5" or "5.0"), so
+ * that two keys can never name the same micro-batch size, TP degree or layer. */
 static int parse_key(const char *key, long *out)
 {
-	char *end;
-	long v = strtol(key, &end, 10);
-	if (end == key || *end || v < 0 || v > 1 << 20)
+	size_t n = strlen(key);
+	if (n == 0 || n > 7 || strspn(key, "0123456789") != n || (key[0] == '0' && n > 1))
 		return -1;
-	*out = v;
+	*out = strtol(key, NULL, 10);
 	return 0;
+}
+
+/* A measured time: 0 (not measured) or a normal double in [SL_MIN_TIME_S, SL_MAX_TIME_S]. */
+static int valid_time(double t)
+{
+	return t == 0 || (t >= SL_MIN_TIME_S && t <= SL_MAX_TIME_S);
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -34,6 +42,9 @@ static int load_entry(const json_t *layers, const char *ctx, int expected, struc
 	if (!json_is_object(layers) || json_object_size(layers) == 0)
 		return sl_err_set(err, SL_EINPUT, "%s: expected an object of layers", ctx);
 	int n = (int)json_object_size(layers);
+	if (n > SL_MAX_MODEL_BLOCKS + 2)
+		return sl_err_set(err, SL_EINPUT, "%s: %d layers, more than a model may have (%d)",
+				  ctx, n, SL_MAX_MODEL_BLOCKS + 2);
 	if (expected > 0 && n != expected)
 		return sl_err_set(err, SL_EINPUT,
 				  "%s: has %d layers but the model has %d: use the profile of this "
@@ -71,9 +82,10 @@ static int load_entry(const json_t *layers, const char *ctx, int expected, struc
 		double t[3];
 		for (int i = 0; i < 3 && !rc; i++) {
 			json_t *x = json_array_get(v, (size_t)i);
-			if (!json_is_number(x) || json_number_value(x) < 0)
-				rc = sl_err_set(err, SL_EINPUT, "%s.%s[%d]: expected seconds >= 0", ctx,
-						key, i);
+			if (!json_is_number(x) || !valid_time(json_number_value(x)))
+				rc = sl_err_set(err, SL_EINPUT,
+						"%s.%s[%d]: expected seconds: 0 (not measured) or %g to %g",
+						ctx, key, i, SL_MIN_TIME_S, SL_MAX_TIME_S);
 			else
 				t[i] = json_number_value(x);
 		}
@@ -84,6 +96,10 @@ static int load_entry(const json_t *layers, const char *ctx, int expected, struc
 		e->update_s[layer] = t[2];
 		seen[layer] = 1;
 	}
+	for (int l = 0; !rc && l < n; l++)
+		if (!seen[l])
+			rc = sl_err_set(err, SL_EINPUT, "%s: no layer %d: give every layer 0..%d once",
+					ctx, l, n - 1);
 	free(seen);
 	return rc;
 }
@@ -117,9 +133,9 @@ int sl_profile_load(const char *path, int expected_layers, struct sl_profile **o
 			rc = sl_err_set(err, SL_EINPUT, "%s: expected a micro-batch size", mk);
 			break;
 		}
-		if (!json_is_object(mv) || mbs < 1) {
-			rc = sl_err_set(err, SL_EINPUT, "%s: expected a positive micro-batch size with an "
-					"object of TP degrees", mk);
+		if (!json_is_object(mv) || mbs < 1 || mbs > SL_MAX_MICRO_BATCH) {
+			rc = sl_err_set(err, SL_EINPUT, "%s: expected a micro-batch size from 1 to %d "
+					"with an object of TP degrees", mk, SL_MAX_MICRO_BATCH);
 			break;
 		}
 		json_object_foreach(mv, tk, tv)
@@ -127,8 +143,8 @@ int sl_profile_load(const char *path, int expected_layers, struct sl_profile **o
 			long tp;
 			char ctx[64];
 			snprintf(ctx, sizeof(ctx), "%s.%s", mk, tk);
-			if (parse_key(tk, &tp) || tp < 1) {
-				rc = sl_err_set(err, SL_EINPUT, "%s: expected a positive TP degree", ctx);
+			if (parse_key(tk, &tp) || tp < 1 || tp > 64) {
+				rc = sl_err_set(err, SL_EINPUT, "%s: expected a TP degree from 1 to 64", ctx);
 				break;
 			}
 			if (prof->entry_count == SL_PROFILE_MAX_ENTRIES) {

@@ -165,7 +165,20 @@ static int prunable(const struct search_state *st, double time_lb_s, double cost
 		return (req->objective == SL_OBJECTIVE_THROUGHPUT ? time_lb_s : cost_lb) > best;
 	}
 	const struct sl_search_outcome *out = st->rank.out;
-	if (req->pareto || out->count < st->rank.top_capacity)
+	if (req->pareto) {
+		/* a kept frontier plan strictly faster and strictly cheaper than the bounds dominates
+		 * every plan of this shape (consider_pareto would reject each), so only it needs no
+		 * simulating: without this, --pareto simulated the whole space, at a cost that grows
+		 * with the global batch (the schedule is O(micro-batches)). Not with uneven
+		 * micro-batches: the bounds are those of the even plan, its uneven variant may beat
+		 * them. */
+		for (int i = 0; !req->uneven_microbatches && i < out->pareto_count; i++)
+			if (out->pareto[i].result.iteration_time_s < time_lb_s &&
+			    out->pareto[i].result.cost_usd_per_iter < cost_lb)
+				return 1;
+		return 0;
+	}
+	if (out->count < st->rank.top_capacity)
 		return 0;
 	const struct sl_sim_result *kth = &out->best[out->count - 1].result;
 	if (req->objective == SL_OBJECTIVE_THROUGHPUT)

@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "train/crc32.h"
+#include "util/atomic_file.h"
 #include "util/json.h"
+#include "util/limits.h"
 #include "util/log.h"
 
 #define MAGIC "SLCKPT\0\0"
@@ -130,16 +132,23 @@ static void persist_test_hook(long long step)
 	}
 }
 
+/* The step of a checkpoint's file name, which must be exactly what sl_checkpoint_path writes
+ * ("step-%08lld.ckpt"): "step-5.ckpt" or "step-+0000005.ckpt" would name step 5 a second time,
+ * and a 20-digit step would overflow. */
 static int step_of_name(const char *name, long long *step)
 {
-	int used = 0;
-	long long s;
-	if (sscanf(name, "step-%lld.ckpt%n", &s, &used) == 1 && used > 0 && name[used] == '\0' &&
-	    s >= 0) {
-		*step = s;
-		return 1;
-	}
-	return 0;
+	if (strncmp(name, "step-", 5))
+		return 0;
+	size_t digits = strspn(name + 5, "0123456789");
+	if (digits < 8 || digits > 18 || strcmp(name + 5 + digits, ".ckpt"))
+		return 0;
+	long long s = strtoll(name + 5, NULL, 10);
+	char canonical[64];
+	snprintf(canonical, sizeof(canonical), "step-%08lld.ckpt", s);
+	if (strcmp(canonical, name))
+		return 0;
+	*step = s;
+	return 1;
 }
 
 static int cmp_desc(const void *a, const void *b)
@@ -187,7 +196,8 @@ int sl_checkpoint_list(const char *dir, long long **steps, int *count, struct sl
 	return 0;
 }
 
-/* Removes temporary files a crashed writer left behind (".step-N.ckpt.tmp"). */
+/* Removes temporary files a crashed writer left behind: ".step-N.ckpt.tmp-XXXXXX" (see
+ * util/atomic_file.h) and ".step-N.ckpt.tmp" from older versions. */
 static void remove_stale_temps(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -196,8 +206,7 @@ static void remove_stale_temps(const char *dir)
 	struct dirent *ent;
 	while ((ent = readdir(d))) {
 		size_t n = strlen(ent->d_name);
-		if (strncmp(ent->d_name, ".step-", 6) || n < 10 ||
-		    strcmp(ent->d_name + n - 9, ".ckpt.tmp"))
+		if (strncmp(ent->d_name, ".step-", 6) || n < 10 || !strstr(ent->d_name, ".ckpt.tmp"))
 			continue;
 		char path[4400];
 		snprintf(path, sizeof(path), "%s/%s", dir, ent->d_name);
@@ -247,15 +256,14 @@ int sl_checkpoint_save(const char *dir, const struct sl_gpt *gpt, const struct s
 	size_t n = strlen(text);
 	size_t meta_bytes = (HEADER_BYTES + n + DATA_ALIGN - 1) / DATA_ALIGN * DATA_ALIGN - HEADER_BYTES;
 
-	char final_path[4200], tmp[4300];
+	char final_path[4200];
 	sl_checkpoint_path(final_path, sizeof(final_path), dir, st->step);
-	snprintf(tmp, sizeof(tmp), "%s/.step-%08lld.ckpt.tmp", dir, st->step);
-	FILE *f = fopen(tmp, "wb");
-	if (!f) {
+	struct sl_atomic_file af;
+	if ((rc = sl_atomic_open(&af, final_path, "checkpoint", err))) {
 		free(text);
-		return sl_err_set(err, SL_EIO, "cannot write checkpoint '%s': %s", tmp,
-				  strerror(errno));
+		return rc;
 	}
+	FILE *f = af.f;
 	setvbuf(f, NULL, _IOFBF, 1 << 22);
 	uint32_t crc = 0;
 	unsigned char header[HEADER_BYTES] = {0};
@@ -279,20 +287,14 @@ int sl_checkpoint_save(const char *dir, const struct sl_gpt *gpt, const struct s
 	put_u32(trailer, crc);
 	memcpy(trailer + 8, END_MAGIC, 8);
 	ok = ok && fwrite(trailer, 1, sizeof(trailer), f) == sizeof(trailer);
-	ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-	int e = errno;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, final_path) != 0) {
-		e = ok ? errno : e;
-		unlink(tmp);
+	if (!ok) {
+		int e = errno;
+		sl_atomic_abort(&af);
 		return sl_err_set(err, SL_EIO, "cannot write checkpoint '%s': %s", final_path,
 				  strerror(e));
 	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
+	if ((rc = sl_atomic_commit(&af, err)))
+		return rc;
 	if (path_out)
 		snprintf(path_out, path_size, "%s", final_path);
 	prune(dir, keep < 1 ? 1 : keep, st->step);
@@ -391,7 +393,8 @@ static int load_file(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state 
 		goto out;
 	}
 	json_error_t jerr;
-	meta = json_loadb((const char *)map + HEADER_BYTES, (size_t)meta_bytes, 0, &jerr);
+	meta = json_loadb((const char *)map + HEADER_BYTES, (size_t)meta_bytes, JSON_REJECT_DUPLICATES,
+			  &jerr);
 	if (!meta) {
 		rc = sl_err_set(err, SL_EINPUT, "checkpoint '%s': metadata: %s", path, jerr.text);
 		goto out;
@@ -412,6 +415,17 @@ static int load_file(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state 
 	if (!rc) rc = sl_json_get_int(rng, "rng", "seed", &seed, err);
 	if (rc) {
 		sl_err_prefix(err, "checkpoint '%s'", path);
+		goto out;
+	}
+	/* the position counters are added to and multiplied on resume: keep them in range */
+	const char *bad = step < 0 || step > SL_MAX_STEPS ? "step"
+			  : seq < 1 || seq > SL_MAX_SEQ_LEN ? "data.seq_len"
+			  : epoch < 0 || epoch > SL_MAX_STEPS ? "data.epoch"
+			  : next < 0 || next > UINT32_MAX ? "data.next_window"
+			  : tokens < 0 || tokens > (1LL << 50) ? "data.tokens" : NULL;
+	if (bad) {
+		rc = sl_err_set(err, SL_EINPUT, "checkpoint '%s': %s is out of range: the file is "
+				"damaged", path, bad);
 		goto out;
 	}
 	if ((rc = check_model(path, model, &gpt->model, err))) {

@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include "train/rng.h"
+#include "train/tokenizer.h"
+#include "util/atomic_file.h"
+#include "util/limits.h"
 
 static uint32_t get_u32(const unsigned char *p)
 {
@@ -75,8 +78,14 @@ int sl_token_file_open(struct sl_token_file *file, const char *path, struct sl_e
 	} else if (get_u32(h + 12) != 2 && get_u32(h + 12) != 4) {
 		rc = sl_err_set(err, SL_EINPUT, "data file '%s': token width %u bytes: must be 2 or 4",
 				path, get_u32(h + 12));
-	} else if (get_u32(h + 16) == 0) {
-		rc = sl_err_set(err, SL_EINPUT, "data file '%s': vocabulary size is 0", path);
+	} else if (get_u32(h + 16) == 0 || get_u32(h + 16) > SL_MAX_VOCAB ||
+		   (get_u32(h + 12) == 2 && get_u32(h + 16) > 65536)) {
+		rc = sl_err_set(err, SL_EINPUT, "data file '%s': vocabulary size %u is out of range: "
+				"1 to %d (65536 with 2-byte tokens)", path, get_u32(h + 16),
+				SL_MAX_VOCAB);
+	} else if (get_u32(h + 20) > SL_TOKENIZER_GPT2) {
+		rc = sl_err_set(err, SL_EINPUT, "data file '%s': tokenizer %u is unknown (0 other, "
+				"1 byte-level, 2 GPT-2 BPE)", path, get_u32(h + 20));
 	} else {
 		file->width = (int)get_u32(h + 12);
 		file->vocab = get_u32(h + 16);
@@ -105,6 +114,17 @@ int sl_token_file_open(struct sl_token_file *file, const char *path, struct sl_e
 	file->map = map;
 	file->map_bytes = size;
 	file->tokens = h + SL_TOKENS_HEADER_BYTES;
+	/* every token below the vocabulary the file declares: the loader's check against the
+	 * model's vocabulary relies on it (one pass over the file, as fast as reading it) */
+	uint32_t max = file->count > 0 ? sl_token_file_max(file) : 0;
+	if (file->count > 0 && max >= file->vocab) {
+		munmap(map, size);
+		file->map = NULL;
+		file->tokens = NULL;
+		return sl_err_set(err, SL_EINPUT, "data file '%s': token %u is not below the "
+				  "vocabulary size %u its header declares: the file is damaged",
+				  path, max, file->vocab);
+	}
 	return 0;
 }
 
@@ -142,11 +162,11 @@ int sl_token_file_write(const char *path, const uint32_t *tokens, long long coun
 			return sl_err_set(err, SL_EINPUT, "token %u at position %lld is not below the "
 					  "vocabulary size %u", tokens[i], i, vocab);
 	int width = vocab <= 65536 ? 2 : 4;
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "wb");
-	if (!f)
-		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+	struct sl_atomic_file af;
+	int rc = sl_atomic_open(&af, path, "token file", err);
+	if (rc)
+		return rc;
+	FILE *f = af.f;
 	unsigned char header[SL_TOKENS_HEADER_BYTES];
 	memcpy(header, SL_TOKENS_MAGIC, 8);
 	put_u32(header + 8, SL_TOKENS_VERSION);
@@ -172,15 +192,12 @@ int sl_token_file_write(const char *path, const uint32_t *tokens, long long coun
 	}
 	if (ok && fill)
 		ok = fwrite(buf, 1, fill, f) == fill;
-	ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-	int e = errno;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, path) != 0) {
-		e = ok ? errno : e;
-		unlink(tmp);
-		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", path, strerror(e));
+	if (!ok) {
+		int e = errno;
+		sl_atomic_abort(&af);
+		return sl_err_set(err, SL_EIO, "cannot write token file '%s': %s", path, strerror(e));
 	}
-	return 0;
+	return sl_atomic_commit(&af, err);
 }
 
 /* Fisher-Yates shuffle of the windows of an epoch from a generator seeded by (seed, epoch). */

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/atomic_file.h"
+
 static long long numel_of(int ndim, const long long *shape)
 {
 	long long n = 1;
@@ -49,13 +51,13 @@ int sl_safetensors_write(const char *path, const struct sl_st_entry *entries, in
 	if (!text)
 		return sl_err_set(err, SL_ENOMEM, "safetensors '%s': cannot build the header", path);
 	size_t n = strlen(text), padded = (n + 7) / 8 * 8;
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "wb");
-	if (!f) {
+	struct sl_atomic_file af;
+	int rc = sl_atomic_open(&af, path, "safetensors", err);
+	if (rc) {
 		free(text);
-		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+		return rc;
 	}
+	FILE *f = af.f;
 	unsigned char len_bytes[8];
 	for (int i = 0; i < 8; i++)
 		len_bytes[i] = (unsigned char)((uint64_t)padded >> (8 * i));
@@ -67,15 +69,12 @@ int sl_safetensors_write(const char *path, const struct sl_st_entry *entries, in
 		size_t elems = (size_t)numel_of(entries[i].ndim, entries[i].shape);
 		ok = fwrite(entries[i].data, sizeof(float), elems, f) == elems;
 	}
-	ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-	int e = errno;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, path) != 0) {
-		e = ok ? errno : e;
-		unlink(tmp);
-		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", path, strerror(e));
+	if (!ok) {
+		int e = errno;
+		sl_atomic_abort(&af);
+		return sl_err_set(err, SL_EIO, "cannot write safetensors '%s': %s", path, strerror(e));
 	}
-	return 0;
+	return sl_atomic_commit(&af, err);
 }
 
 void sl_safetensors_close(struct sl_safetensors *st)
@@ -103,11 +102,19 @@ static int check_entry(const struct sl_safetensors *st, const char *name, json_t
 	json_t *d;
 	json_array_foreach(shape, i, d)
 	{
-		if (!json_is_integer(d) || json_integer_value(d) < 0)
-			return sl_err_set(err, SL_EINPUT, "safetensors '%s': tensor '%s': bad shape",
-					  st->path, name);
+		/* a tensor larger than the file cannot be valid: bounding every product by the
+		 * file's size keeps numel * 4 from overflowing */
+		if (!json_is_integer(d) || json_integer_value(d) < 0 ||
+		    (json_integer_value(d) > 0 &&
+		     numel > (long long)(st->data_bytes / 4 + 1) / json_integer_value(d)))
+			return sl_err_set(err, SL_EINPUT, "safetensors '%s': tensor '%s': bad shape "
+					  "(dimensions must be whole numbers >= 0 whose product fits "
+					  "in the file)", st->path, name);
 		numel *= json_integer_value(d);
 	}
+	if (json_array_size(shape) > 8)
+		return sl_err_set(err, SL_EINPUT, "safetensors '%s': tensor '%s': %zu dimensions, "
+				  "at most 8", st->path, name, json_array_size(shape));
 	json_int_t begin = json_integer_value(json_array_get(offs, 0));
 	json_int_t end = json_integer_value(json_array_get(offs, 1));
 	if (begin < 0 || end < begin || (size_t)end > st->data_bytes)
@@ -155,7 +162,7 @@ int sl_safetensors_open(struct sl_safetensors *st, const char *path, struct sl_e
 				  path, (unsigned long long)n);
 	}
 	json_error_t jerr;
-	st->header = json_loadb((const char *)p + 8, (size_t)n, 0, &jerr);
+	st->header = json_loadb((const char *)p + 8, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);
 	if (!json_is_object(st->header)) {
 		sl_safetensors_close(st);
 		return sl_err_set(err, SL_EINPUT, "safetensors '%s': header is not a JSON object: %s",

@@ -26,6 +26,7 @@
 #include <jansson.h>
 
 #include "util/json.h"
+#include "util/limits.h"
 
 /* --- string -> int map, open addressing --- */
 
@@ -182,6 +183,15 @@ static int load_encoder(struct sl_bpe *bpe, const char *path, struct sl_err *err
 		if (json_integer_value(value) > max_id)
 			max_id = json_integer_value(value);
 	}
+	/* ids are dense, 0..N-1 for N tokens (as GPT-2's are): together with the check for ids
+	 * used twice below, no id is missing, and the decoder table is as long as the file */
+	if (json_object_size(root) > SL_MAX_BPE_VOCAB || max_id >= (long long)json_object_size(root)) {
+		rc = sl_err_set(err, SL_EINPUT,
+				"encoder.json '%s': id %lld for %zu tokens: ids must be 0 to %zu, each "
+				"used once (at most %d tokens)", path, max_id, json_object_size(root),
+				json_object_size(root) - 1, SL_MAX_BPE_VOCAB);
+		goto out;
+	}
 	bpe->vocab = (uint32_t)(max_id + 1);
 	bpe->decoder = calloc(bpe->vocab, sizeof(char *));
 	if (!bpe->decoder || map_init(&bpe->encoder, json_object_size(root))) {
@@ -220,6 +230,12 @@ static int load_merges(struct sl_bpe *bpe, const char *path, struct sl_err *err)
 	while ((n = getline(&line, &cap, f)) >= 0)
 		lines++;
 	rewind(f);
+	if (lines > SL_MAX_BPE_MERGES) {
+		free(line);
+		fclose(f);
+		return sl_err_set(err, SL_EINPUT, "vocab.bpe '%s': %zu lines, more than %d merges",
+				  path, lines, SL_MAX_BPE_MERGES);
+	}
 	int rc = map_init(&bpe->merges, lines) ? sl_err_set(err, SL_ENOMEM, "out of memory") : 0;
 	int lineno = 0, rank = 0;
 	while (!rc && (n = getline(&line, &cap, f)) >= 0) {

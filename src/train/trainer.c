@@ -24,6 +24,8 @@
 #include "train/optimizer.h"
 #include "train/progress.h"
 #include "train/safetensors.h"
+#include "util/atomic_file.h"
+#include "util/limits.h"
 #include "util/log.h"
 
 void sl_train_options_defaults(struct sl_train_options *o)
@@ -159,7 +161,8 @@ struct run {
 	struct sl_gpt gpt;
 	int32_t *tokens, *targets;
 	float *dump_logits;
-	double *step_times;
+	double *step_times;  /* one per step run, grown as it runs (not sized by --steps up front) */
+	long long step_times_cap;
 	int seq, nmb;
 	long long global;
 	char resumed_from[4200];  /* checkpoint resumed from, "" if none */
@@ -258,11 +261,22 @@ static int setup(struct run *r, struct sl_err *err)
 	int rc = sl_model_config_load(o->model, &r->model, err);
 	if (rc)
 		return rc;
+	/* files written at the end: a folder that is missing fails now, not after the run */
+	if (o->save_safetensors && (rc = sl_atomic_check(o->save_safetensors, "safetensors", err)))
+		return rc;
+	if (o->dump_first_step && (rc = sl_atomic_check(o->dump_first_step, "safetensors", err)))
+		return rc;
 	r->seq = o->seq_len > 0 ? o->seq_len : r->model.seq_len;
 	if (r->seq > r->model.seq_len)
 		return sl_err_set(err, SL_EINPUT,
 				  "--seq-len %d is longer than model '%s' allows (seq_len %d)", r->seq,
 				  r->model.name, r->model.seq_len);
+	/* the kernels count a micro-batch's tokens in an int */
+	if ((long long)o->micro_batch * r->seq > SL_MAX_MICROBATCH_TOKENS)
+		return sl_err_set(err, SL_EUSAGE,
+				  "micro-batch %d x sequence %d = %lld tokens, more than %d: choose "
+				  "a smaller --micro-batch or --seq-len", o->micro_batch, r->seq,
+				  (long long)o->micro_batch * r->seq, SL_MAX_MICROBATCH_TOKENS);
 	r->global = o->global_batch > 0 ? o->global_batch : o->micro_batch;
 	if (o->micro_batch <= 0 || r->global % o->micro_batch)
 		return sl_err_set(err, SL_EUSAGE,
@@ -285,7 +299,8 @@ static int setup(struct run *r, struct sl_err *err)
 	size_t n = (size_t)o->micro_batch * r->seq;
 	r->tokens = malloc(n * sizeof(int32_t));
 	r->targets = malloc(n * sizeof(int32_t));
-	r->step_times = malloc((size_t)(o->steps > 0 ? o->steps : 1) * sizeof(double));
+	r->step_times_cap = 1024;
+	r->step_times = malloc((size_t)r->step_times_cap * sizeof(double));
 	if (o->dump_first_step)
 		r->dump_logits = malloc(n * (size_t)r->model.vocab * sizeof(float));
 	if (!r->tokens || !r->targets || !r->step_times || (o->dump_first_step && !r->dump_logits))
@@ -379,6 +394,16 @@ static int train_loop(struct run *r, long long start, json_t *train, struct sl_e
 		double lr = sl_lr_at(&sched, step);
 		sl_adamw_apply(r->gpt.params, r->gpt.param_count, &adamw, lr, step + 1, norm);
 		double dt = sl_now_s() - t0;
+		if (ran == r->step_times_cap) {
+			double *grown = realloc(r->step_times,
+						(size_t)(2 * r->step_times_cap) * sizeof(double));
+			if (!grown) {
+				rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+				break;
+			}
+			r->step_times = grown;
+			r->step_times_cap *= 2;
+		}
 		r->step_times[ran++] = dt;
 		if ((step + 1) % o->log_every == 0 || step + 1 == o->steps || step == start)
 			print_step(r, step + 1, loss, lr, norm, dt);

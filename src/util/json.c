@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/limits.h"
+
 json_t *sl_json_load_file(const char *path, const char *what, struct sl_err *err)
 {
 	FILE *file = fopen(path, "rb");
@@ -34,6 +36,14 @@ json_t *sl_json_load_file(const char *path, const char *what, struct sl_err *err
 		size += got;
 		if (got == 0)
 			break;
+		if (size > SL_MAX_JSON_FILE_BYTES) {
+			free(text);
+			fclose(file);
+			sl_err_set(err, SL_EINPUT, "%s '%s': larger than %d MiB: not a file sailor "
+				   "reads (the shipped ones are a few hundred KiB)", what, path,
+				   SL_MAX_JSON_FILE_BYTES >> 20);
+			return NULL;
+		}
 	}
 	int failed = ferror(file);
 	fclose(file);

@@ -96,7 +96,7 @@ expect tp-too-large 1 "$f" "replicas[0].tp: TP degree 8 is larger than a A100-40
 f=$(mk zero-mbs '{"schema": "sailor.plan/1", "micro_batch": 0, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
 expect zero-micro-batch 1 "$f" "micro_batch: must be a whole number from 1" -- simulate --model OPT-350 --plan "$f"
 f=$(mk neg-gb '{"schema": "sailor.plan/1", "global_batch": -1024, "micro_batch": 2, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
-expect negative-global-batch 1 "$f" "global_batch: must be a whole number of samples >= 1" -- simulate --model OPT-350 --plan "$f"
+expect negative-global-batch 1 "$f" "global_batch: must be a whole number from 1 to 65536, got -1024" -- simulate --model OPT-350 --plan "$f"
 f=$(mk wrong-model '{"schema": "sailor.plan/1", "model": "GPT-Neo-2.7", "micro_batch": 2, "stages": [{"layers": [0, 25], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2}]}]}')
 expect model-mismatch 1 "$f" "the plan is for 'GPT-Neo-2.7' but --model is 'OPT-350'" -- simulate --model OPT-350 --plan "$f"
 f=$(mk bad-model '{"layers": 2, "hidden": 10, "heads": 3, "seq_len": 8, "vocab": 16}')

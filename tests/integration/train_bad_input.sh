@@ -44,7 +44,7 @@ expect 1 "no checkpoint in '.*/empty' to resume from" -- \
   "$SAILOR" "${t[@]}" --data "$work/tokens.bin" --ckpt-dir "$work/empty" --resume
 expect 2 "--resume needs --ckpt-dir" -- "$SAILOR" "${t[@]}" --data "$work/tokens.bin" --resume
 expect 2 "--model is required" -- "$SAILOR" train --data "$work/tokens.bin"
-expect 2 "--micro-batch: 0 is too small" -- "$SAILOR" "${t[@]}" --data "$work/tokens.bin" --micro-batch 0
+expect 2 "--micro-batch: 0 is out of range: give 1 to 65536" -- "$SAILOR" "${t[@]}" --data "$work/tokens.bin" --micro-batch 0
 expect 1 "unknown model 'gpt9'" -- "$SAILOR" train --model gpt9 --data "$work/tokens.bin"
 
 # A damaged only checkpoint: clear error, exit 1, and the file is kept (set aside), not lost.

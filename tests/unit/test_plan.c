@@ -150,7 +150,7 @@ static void bad_plans_get_clear_messages(void **state)
 	assert_int_equal(load_and_check("{\"micro_batch\": 0, \"stages\": [" STAGE0 ", " STAGE1 "]}", &err), SL_EINPUT);
 	assert_non_null(strstr(err.msg, "micro_batch: must be a whole number from 1"));
 	assert_int_equal(load_and_check("{\"global_batch\": -4, \"micro_batch\": 2, \"stages\": [" STAGE0 ", " STAGE1 "]}", &err), SL_EINPUT);
-	assert_non_null(strstr(err.msg, "global_batch: must be a whole number of samples >= 1"));
+	assert_non_null(strstr(err.msg, "global_batch: must be a whole number from 1 to 65536, got"));
 	/* uneven micro-batches must add up */
 	assert_int_equal(load_and_check("{\"global_batch\": 64, \"micro_batch\": 2, \"stages\": [" STAGE0 ", " STAGE1 "], \"microbatches_per_pipeline\": [31]}", &err), SL_EINPUT);
 	assert_non_null(strstr(err.msg, "microbatches_per_pipeline: add up to 31 micro-batches"));

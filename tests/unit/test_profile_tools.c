@@ -158,14 +158,14 @@ static void gpu_overlay_adds_types_and_rejects_bad_files(void **state)
 	struct {
 		const char *text, *expect;
 	} bad[] = {
-		{"{\"schema\": \"sailor.gpus/1\", \"gpus\": [{\"name\": \"A100-40\", \"memory_bytes\": 1, "
+		{"{\"schema\": \"sailor.gpus/1\", \"gpus\": [{\"name\": \"A100-40\", \"memory_bytes\": 1073741824, "
 		 "\"gpus_per_node\": 1, \"usd_per_hour\": 1}]}", "gpus[0].name: 'A100-40' is a GPU type of the shipped"},
-		{"{\"schema\": \"sailor.gpus/1\", \"gpus\": [{\"name\": \"x\", \"memory_bytes\": 1, "
+		{"{\"schema\": \"sailor.gpus/1\", \"gpus\": [{\"name\": \"x\", \"memory_bytes\": 1073741824, "
 		 "\"gpus_per_node\": 1, \"usd_per_hour\": 1, \"usd_per_hr\": 2}]}", "gpus[0].usd_per_hr: unknown field"},
 		{"{\"schema\": \"sailor.gpus/1\", \"gpus\": [{\"name\": \"x\", \"memory_bytes\": 0, "
 		 "\"gpus_per_node\": 1, \"usd_per_hour\": 1}]}", "gpus[0].memory_bytes: 0: must be positive"},
-		{"{\"schema\": \"sailor.gpus/1\", \"gpus\": [{\"name\": \"x\", \"memory_bytes\": 1, "
-		 "\"gpus_per_node\": 1, \"usd_per_hour\": 1}, {\"name\": \"x\", \"memory_bytes\": 1, "
+		{"{\"schema\": \"sailor.gpus/1\", \"gpus\": [{\"name\": \"x\", \"memory_bytes\": 1073741824, "
+		 "\"gpus_per_node\": 1, \"usd_per_hour\": 1}, {\"name\": \"x\", \"memory_bytes\": 1073741824, "
 		 "\"gpus_per_node\": 1, \"usd_per_hour\": 1}]}", "gpus[1].name: 'x' is listed twice"},
 		{"{\"schema\": \"sailor.pool/1\", \"gpus\": []}", "schema: expected \"sailor.gpus/1\""},
 	};
