@@ -216,6 +216,7 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 	memset(&cmd, 0, sizeof(cmd));
 	char mpirun[PATH_MAX];
 	char rundir[] = "/tmp/sailor-run-XXXXXX";
+	int made_rundir = 0;
 	int rc = sl_dist_validate(o, &table, &cat, &err);
 	if (rc) {
 		if (rc == SL_EUSAGE)
@@ -238,12 +239,15 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 	char **worker = calloc((size_t)argc + 2, sizeof(char *));
 	if (!rc && !worker)
 		rc = sl_err_set(&err, SL_ENOMEM, "out of memory");
+	if (!rc && len <= 0)
+		rc = sl_err_set(&err, SL_EIO, "cannot find this program's own path (/proc/self/exe): "
+				"the ranks must run the same binary");
 	if (!rc) {
-		worker[0] = len > 0 ? self : argv[-1];
+		worker[0] = self;
 		for (int i = 0; i < argc; i++)
 			worker[i + 1] = argv[i];
 		/* the hostfile and rankfile of a cluster run live in a folder of their own */
-		if (o->cluster && !mkdtemp(rundir))
+		if (o->cluster && !(made_rundir = mkdtemp(rundir) != NULL))
 			rc = sl_err_set(&err, SL_EIO, "cannot create '%s': %s", rundir,
 					strerror(errno));
 	}
@@ -309,7 +313,7 @@ out:
 		unlink(cmd.hostfile);
 	if (cmd.rankfile[0])
 		unlink(cmd.rankfile);
-	if (o->cluster && strcmp(rundir, "/tmp/sailor-run-XXXXXX"))
+	if (made_rundir)
 		rmdir(rundir);
 	free(worker);
 	sl_launch_cmd_free(&cmd);
