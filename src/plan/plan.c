@@ -138,6 +138,45 @@ static int positive_int(const json_t *obj, const char *ctx, const char *key, int
 	return 0;
 }
 
+const char *sl_recompute_name(enum sl_recompute r)
+{
+	switch (r) {
+	case SL_RECOMPUTE_FULL: return "full";
+	case SL_RECOMPUTE_SELECTIVE: return "selective";
+	default: return "none";
+	}
+}
+
+/* The optional per-stage memory options "recompute" and "zero" (plan.h). */
+static int stage_memory_options(const json_t *st, const char *ctx, struct sl_plan_stage *out,
+				struct sl_err *err)
+{
+	out->recompute = SL_RECOMPUTE_NONE;
+	out->zero = 0;
+	json_t *rec = json_object_get(st, "recompute");
+	if (rec && !json_is_null(rec)) {
+		const char *name = json_is_string(rec) ? json_string_value(rec) : "";
+		if (!strcmp(name, "none"))
+			out->recompute = SL_RECOMPUTE_NONE;
+		else if (!strcmp(name, "full"))
+			out->recompute = SL_RECOMPUTE_FULL;
+		else if (!strcmp(name, "selective"))
+			out->recompute = SL_RECOMPUTE_SELECTIVE;
+		else
+			return sl_err_set(err, SL_EINPUT,
+					  "%s.recompute: expected \"none\", \"full\" or \"selective\"", ctx);
+	}
+	json_t *zero = json_object_get(st, "zero");
+	if (zero && !json_is_null(zero)) {
+		if (!json_is_integer(zero) || json_integer_value(zero) < 0 || json_integer_value(zero) > 1)
+			return sl_err_set(err, SL_EINPUT,
+					  "%s.zero: expected 0 (replicated optimizer state) or 1 (ZeRO-1: "
+					  "AdamW moments split across the stage's replicas)", ctx);
+		out->zero = (unsigned char)json_integer_value(zero);
+	}
+	return 0;
+}
+
 static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct sl_plan *out,
 		     struct sl_err *err)
 {
@@ -194,6 +233,9 @@ static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct 
 					  "last <= %d", ctx, a, b, SL_PLAN_MAX_LAYER);
 		out->stages[k].first_layer = (int)a;
 		out->stages[k].last_layer = (int)b;
+		rc = stage_memory_options(st, ctx, &out->stages[k], err);
+		if (rc)
+			return rc;
 		rc = sl_json_get_array(st, ctx, "replicas", &reps, err);
 		if (rc)
 			return rc;
@@ -602,6 +644,11 @@ json_t *sl_plan_to_json(const struct sl_plan *plan, const struct sl_catalogue *c
 		json_array_append_new(layers, json_integer(plan->stages[k].first_layer));
 		json_array_append_new(layers, json_integer(plan->stages[k].last_layer));
 		json_object_set_new(st, "layers", layers);
+		if (plan->stages[k].recompute != SL_RECOMPUTE_NONE)
+			json_object_set_new(st, "recompute",
+					    json_string(sl_recompute_name(plan->stages[k].recompute)));
+		if (plan->stages[k].zero)
+			json_object_set_new(st, "zero", json_integer(plan->stages[k].zero));
 		json_t *reps = json_array();
 		for (int j = 0; j < plan->num_pipelines;) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);

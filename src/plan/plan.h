@@ -11,6 +11,15 @@
  *    "microbatches_per_pipeline": [n_0, ..., n_{D-1}]}
  *   "layers" is an inclusive [first, last] range; "count" (default 1) is a run-length; "model",
  *   "global_batch" and "microbatches_per_pipeline" are optional.
+ *   Memory options, per stage, both optional:
+ *     "recompute": "none" (default) | "full" | "selective" — activation recomputation: "full"
+ *       keeps only each block's input during forward and recomputes the block in backward;
+ *       "selective" recomputes only the attention core (scores, softmax, weighted sum).
+ *     "zero": 0 (default) | 1 — ZeRO stage 1: the stage's AdamW moments are split across its D
+ *       data-parallel replicas; gradients are reduce-scattered and updated parameters
+ *       all-gathered instead of all-reduced.
+ *   Both are accepted where they change nothing (recompute on a stage without blocks, zero on
+ *   a stage with one replica): the stage then runs and costs exactly as without them.
  * The SOSP'25 artifact's plans are read as they are: a validation file (top-level "mbs", "gbs",
  * "pipeline_list": [{"layers_per_stage", "tmp_per_stage": [[ [[[gpu, gpus_per_node, zone]], tp],
  * ...D ], ...P ]}], plus "real", "max_mem", "red_grads" kept in `measured`) or a planner plan
@@ -54,9 +63,21 @@ struct sl_replica {
 	short pad;   /* keep 0 */
 };
 
+enum sl_recompute {
+	SL_RECOMPUTE_NONE = 0,      /* keep every activation of every micro-batch in flight */
+	SL_RECOMPUTE_FULL = 1,      /* keep block inputs only; recompute blocks in backward */
+	SL_RECOMPUTE_SELECTIVE = 2, /* recompute only the attention core in backward */
+};
+
+/* "none" / "full" / "selective". */
+const char *sl_recompute_name(enum sl_recompute r);
+
 struct sl_plan_stage {
-	int first_layer; /* inclusive */
-	int last_layer;  /* inclusive */
+	int first_layer;             /* inclusive */
+	int last_layer;              /* inclusive */
+	unsigned char recompute;     /* enum sl_recompute */
+	unsigned char zero;          /* 0: replicated optimizer state; 1: ZeRO-1 over the replicas */
+	unsigned char pad[2];        /* keep 0 */
 };
 
 /* What a measured run (a SOSP'25 validation file) says it took; absent fields have has_* = 0. */
