@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/options.h"
+#include "dist/cluster_file.h"
 #include "cluster/catalogue.h"
 #include "cluster/pool.h"
 #include "search/search.h"
@@ -17,7 +18,7 @@ static int run_plan(int argc, char **argv);
 enum {
 	OPT_MODEL, OPT_POOL, OPT_TRACE, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT,
 	OPT_GLOBAL_BATCH, OPT_TOP, OPT_PARETO, OPT_COST_MODEL, OPT_MAX_STAGES, OPT_UNEVEN, OPT_JSON,
-	OPT_OUTPUT, OPT_PROFILES, OPT_GPUS,
+	OPT_OUTPUT, OPT_PROFILES, OPT_GPUS, OPT_NETWORK, OPT_CLUSTER,
 };
 
 static const struct sl_cli_option plan_options[] = {
@@ -32,11 +33,13 @@ static const struct sl_cli_option plan_options[] = {
 	[OPT_PARETO] = {"pareto", 0, NULL, "also show the throughput-versus-$ frontier", NULL},
 	[OPT_COST_MODEL] = {"cost-model", 0, "sailor|sosp25", "simulator that ranks the plans", "sailor"},
 	[OPT_MAX_STAGES] = {"max-stages", 0, "P", "deepest pipeline to consider", "all layers"},
-	[OPT_UNEVEN] = {"uneven-microbatches", 0, NULL, "also consider giving faster pipelines more micro-batches (the runtime does not execute such plans yet)", NULL},
+	[OPT_UNEVEN] = {"uneven-microbatches", 0, NULL, "also consider giving faster pipelines more micro-batches (sailor run executes them)", NULL},
 	[OPT_JSON] = {"json", 0, NULL, "print one JSON document {\"steps\": [...]} on stdout", NULL},
 	[OPT_OUTPUT] = {"output", 'o', "PLAN.json", "write the best plan (of the last step) to this file", NULL},
 	[OPT_PROFILES] = {"profiles", 0, "DIR", SL_CLI_PROFILES_HELP, "none"},
 	[OPT_GPUS] = {"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
+	[OPT_NETWORK] = {"network", 0, "FILE", SL_CLI_NETWORK_HELP, "none"},
+	[OPT_CLUSTER] = {"cluster", 0, "FILE", SL_CLI_CLUSTER_HELP, "none"},
 };
 
 const struct sl_cli_command sl_cmd_plan = {
@@ -59,7 +62,7 @@ const struct sl_cli_command sl_cmd_plan = {
 static FILE *report;
 
 struct plan_args {
-	const char *model, *pool, *trace, *output, *profiles;
+	const char *model, *pool, *trace, *output, *profiles, *network, *cluster;
 	struct sl_search_request req;
 	int json;
 };
@@ -275,6 +278,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_TRACE: a->trace = parser.arg; break;
 		case OPT_OUTPUT: a->output = parser.arg; break;
 		case OPT_PROFILES: a->profiles = parser.arg; break;
+		case OPT_NETWORK: a->network = parser.arg; break;
+		case OPT_CLUSTER: a->cluster = parser.arg; break;
 		case OPT_GPUS:
 			if (sl_catalogue_set_overlay(parser.arg, &err)) {
 				fprintf(stderr, "sailor plan: %s\n", err.msg);
@@ -344,10 +349,17 @@ static int run_plan(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	struct sl_err err = {0};
 	struct sl_sim_env *env = NULL;
-	if ((rc = sl_sim_env_load_overlaid(a.model, NULL, a.profiles, &env, &err))) {
+	/* static: the environment borrows it until the process ends */
+	static struct sl_cluster cluster;
+	int have_cluster = 0;
+	if ((rc = sl_cli_load_environment_files(a.network, a.cluster, &cluster, &have_cluster,
+						&err)) ||
+	    (rc = sl_sim_env_load_overlaid(a.model, NULL, a.profiles, &env, &err))) {
 		fprintf(stderr, "sailor plan: %s\n", err.msg);
 		return sl_err_exit_status(rc);
 	}
+	if (have_cluster)
+		sl_sim_env_set_cluster(env, &cluster);
 	struct sl_pool_trace trace = {0};
 	if (a.pool) {
 		trace.steps = calloc(1, sizeof(*trace.steps));

@@ -17,6 +17,7 @@
 #include "cluster/catalogue.h"
 #include "dist/comm.h"
 #include "dist/launch.h"
+#include "dist/launch_run.h"
 #include "profile/netprof.h"
 #include "profile/profiler.h"
 #include "util/log.h"
@@ -25,7 +26,8 @@ static int run_profile(int argc, char **argv);
 
 enum {
 	OPT_MODEL, OPT_GPU, OPT_TP, OPT_MBS, OPT_SEQ, OPT_THREADS, OPT_REPEATS, OPT_WARMUP,
-	OPT_OUTPUT, OPT_NETWORK, OPT_CLUSTER, OPT_SIZES, OPT_TIMEOUT, OPT_GPUS, OPT_QUIET,
+	OPT_MIN_SAMPLE, OPT_OUTPUT, OPT_NETWORK, OPT_CLUSTER, OPT_SIZES, OPT_TIMEOUT, OPT_GPUS, OPT_QUIET,
+	OPT_HOST,
 };
 
 static const struct sl_cli_option options[] = {
@@ -37,13 +39,15 @@ static const struct sl_cli_option options[] = {
 	[OPT_THREADS] = {"threads", 't', "T", "CPU threads of each TP rank", "1"},
 	[OPT_REPEATS] = {"repeats", 'r', "R", "timed repetitions per entry (the median is kept)", "5 (network: 3)"},
 	[OPT_WARMUP] = {"warmup", 0, "W", "untimed repetitions before them", "1"},
+	[OPT_MIN_SAMPLE] = {"min-sample-ms", 0, "MS", "a timed sample repeats a phase until it lasts this long (0: one call)", "200"},
 	[OPT_OUTPUT] = {"output", 'o', "DIR|FILE", "layers: folder of <MODEL>/<GPU>.json; network: the file", NULL},
 	[OPT_NETWORK] = {"network", 0, NULL, "measure the network of --cluster instead of layers", NULL},
-	[OPT_CLUSTER] = {"cluster", 'c', "FILE", "network: the hosts to measure between (sailor.cluster/1)", NULL},
+	[OPT_CLUSTER] = {"cluster", 'c', "FILE", "network: the hosts to measure between; layers: where --host is (sailor.cluster/1)", NULL},
 	[OPT_SIZES] = {"sizes", 0, "LIST", "network: message sizes in bytes", "4096,65536,262144,1048576"},
 	[OPT_TIMEOUT] = {"timeout", 0, "S", "network: stop the measurement after S seconds", "300"},
 	[OPT_GPUS] = {"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
 	[OPT_QUIET] = {"quiet", 'q', NULL, "no progress lines on stderr", NULL},
+	[OPT_HOST] = {"host", 0, "NAME", "layers: run the --tp TP ranks as MPI ranks on this host of --cluster, as `sailor run` would", "none: threads here"},
 };
 
 const struct sl_cli_command sl_cmd_profile = {
@@ -57,8 +61,10 @@ const struct sl_cli_command sl_cmd_profile = {
 		"backward, AdamW) for each micro-batch size and TP degree, and writes\n"
 		"DIR/<MODEL>/<GPU>.json in the profile format `simulate --profiles DIR` reads, with\n"
 		"provenance (host, date, threads, OpenBLAS core, repeats, spread) and per-layer memory.\n"
-		"To measure a testbed device class, run it inside that class's cgroup, e.g. through\n"
-		"the testbed's agent: /run/sailor-testbed/<name>/agent <address> sailor profile ...\n"
+		"To measure a testbed device class, run it with the CPU of --tp devices of a host of\n"
+		"that class: scripts/testbed exec DESC HOST --devices N -- sailor profile --tp N ...\n"
+		"(entries already in the output file for other (mbs, tp) are kept, so TP degrees can\n"
+		"be measured one run at a time).\n"
 		"Network: places one MPI rank on every host of the cluster file (and a second on a\n"
 		"host with two slots), measures point-to-point and all-reduce bandwidth against message\n"
 		"size between every two zones (per GPU type) and within a host, and writes the fits in\n"
@@ -91,6 +97,59 @@ static void join_args(char *buf, size_t size, int argc, char **argv)
 		used += (size_t)snprintf(buf + used, size - used, " %s", argv[i]);
 }
 
+/* "<this program> profile <options>": what every rank of a profiling job runs. */
+static char **worker_argv(int argc, char **argv, char *self, size_t size)
+{
+	ssize_t len = readlink("/proc/self/exe", self, size - 1);
+	self[len > 0 ? len : 0] = 0;
+	char **worker = calloc((size_t)argc + 2, sizeof(char *));
+	if (!worker)
+		return NULL;
+	worker[0] = len > 0 ? self : argv[-1];
+	for (int i = 0; i < argc; i++)
+		worker[i + 1] = argv[i];
+	return worker;
+}
+
+/* Layers with MPI TP ranks: tp ranks on the host named, through the cluster's launcher. */
+static int launch_layers(const char *cluster_path, const char *host, int tp, int timeout_s,
+			 int argc, char **argv)
+{
+	struct sl_err err = {0};
+	struct sl_catalogue cat;
+	struct sl_cluster cluster;
+	if (sl_catalogue_load(NULL, &cat, &err) || sl_cluster_load(cluster_path, &cat, &cluster, &err))
+		return fail(&err);
+	int h = -1;
+	for (int i = 0; i < cluster.host_count; i++)
+		if (!strcmp(cluster.hosts[i].name, host))
+			h = i;
+	int rc = 0;
+	if (h < 0)
+		rc = sl_err_set(&err, SL_EINPUT, "--host '%s': no such host in '%s'", host,
+				cluster_path);
+	else if (cluster.hosts[h].slots < tp)
+		rc = sl_err_set(&err, SL_EINPUT, "--tp %d: host '%s' has %d slots: a TP group runs "
+				"on one host", tp, host, cluster.hosts[h].slots);
+	int rank_host[SL_PROFILER_MAX_TP];
+	for (int r = 0; r < tp && r < SL_PROFILER_MAX_TP; r++)
+		rank_host[r] = h;
+	char self[PATH_MAX];
+	char **worker = rc ? NULL : worker_argv(argc, argv, self, sizeof(self));
+	if (!rc && !worker)
+		rc = sl_err_set(&err, SL_ENOMEM, "out of memory");
+	if (!rc)
+		rc = sl_launch_run_on_hosts(&cluster, rank_host, tp, timeout_s,
+					    (const char *const *)worker, "sailor profile", &err);
+	if (rc == SL_ETIMEOUT)
+		sl_err_set(&err, SL_EIO, "the profile took longer than %d s and was stopped: use "
+			   "fewer --mbs, fewer --repeats, a smaller --min-sample-ms, or a larger "
+			   "--timeout", timeout_s);
+	free(worker);
+	sl_cluster_free(&cluster);
+	return rc ? fail(&err) : 0;
+}
+
 static int run_network(struct sl_netprof_options *no, int argc, char **argv)
 {
 	struct sl_err err = {0};
@@ -111,14 +170,9 @@ static int run_network(struct sl_netprof_options *no, int argc, char **argv)
 		return 0;
 	}
 	char self[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[len > 0 ? len : 0] = 0;
-	char **worker = calloc((size_t)argc + 2, sizeof(char *));
+	char **worker = worker_argv(argc, argv, self, sizeof(self));
 	if (!worker)
 		return 1;
-	worker[0] = len > 0 ? self : argv[-1];
-	for (int i = 0; i < argc; i++)
-		worker[i + 1] = argv[i];
 	/* argv[0] is "profile": the worker runs "<self> profile <options>" */
 	int rc = sl_netprof_launch(no, &cat, (const char *const *)worker, &err);
 	free(worker);
@@ -130,10 +184,13 @@ static int run_network(struct sl_netprof_options *no, int argc, char **argv)
 
 static int run_profile(int argc, char **argv)
 {
-	struct sl_profiler_options po = {.threads = 1, .repeats = 0, .warmup = 1, .verbose = 1};
+	struct sl_profiler_options po = {.threads = 1, .repeats = 0, .warmup = 1, .verbose = 1,
+					  .min_sample_s = 0.2};
+	int min_sample_ms = 200;
 	struct sl_netprof_options no = {.timeout_s = 300};
 	const char *output = NULL, *mbs = "1,2,4", *tp = "1", *sizes = "4096,65536,262144,1048576";
 	int network = 0, repeats = 0;
+	const char *host = NULL;
 	struct sl_err err = {0};
 	struct sl_cli_parser parser;
 	sl_cli_parser_init(&parser, &sl_cmd_profile, argc, argv);
@@ -150,12 +207,17 @@ static int run_profile(int argc, char **argv)
 		case OPT_THREADS: rc = parse_int("threads", parser.arg, 1, 256, &po.threads); break;
 		case OPT_REPEATS: rc = parse_int("repeats", parser.arg, 1, 1000, &repeats); break;
 		case OPT_WARMUP: rc = parse_int("warmup", parser.arg, 0, 1000, &po.warmup); break;
+		case OPT_MIN_SAMPLE:
+			rc = parse_int("min-sample-ms", parser.arg, 0, 60000, &min_sample_ms);
+			po.min_sample_s = 1e-3 * min_sample_ms;
+			break;
 		case OPT_OUTPUT: output = parser.arg; break;
 		case OPT_NETWORK: network = 1; break;
 		case OPT_CLUSTER: no.cluster = parser.arg; break;
 		case OPT_SIZES: sizes = parser.arg; break;
 		case OPT_TIMEOUT: rc = parse_int("timeout", parser.arg, 1, 86400, &no.timeout_s); break;
 		case OPT_QUIET: po.verbose = 0; break;
+		case OPT_HOST: host = parser.arg; break;
 		case OPT_GPUS:
 			if (sl_catalogue_set_overlay(parser.arg, &err))
 				return fail(&err);
@@ -186,12 +248,14 @@ static int run_profile(int argc, char **argv)
 		for (int i = 0; i < no.size_count; i++)
 			no.sizes[i] = list[i];
 		no.repeats = repeats ? repeats : 3;
+		no.min_sample_s = po.min_sample_s;
 		no.output = output;
 		no.command = command;
 		return run_network(&no, argc, argv);
 	}
-	if (no.cluster)
-		return sl_cli_usage_error(&sl_cmd_profile, "--cluster applies to --network only");
+	if (!!no.cluster != !!host)
+		return sl_cli_usage_error(&sl_cmd_profile, "layers on a host of a cluster need both "
+					  "--cluster FILE and --host NAME");
 	if (!po.model)
 		return sl_cli_usage_error(&sl_cmd_profile, "--model is required");
 	if (!po.gpu)
@@ -213,6 +277,38 @@ static int run_profile(int argc, char **argv)
 		return sl_cli_usage_error(&sl_cmd_profile, "--gpu '%s': not a device type of the "
 					  "catalogue (%s); add it with --gpus FILE (sailor.gpus/1)",
 					  po.gpu, sl_catalogue_gpu_names(&cat, names, sizeof(names)));
+	}
+	if (host || sl_launch_in_mpi_job(NULL, NULL)) {
+		if (po.tp_count != 1)
+			return sl_cli_usage_error(&sl_cmd_profile, "--tp: give one TP degree per run "
+						  "with MPI ranks (--host); the output file keeps the "
+						  "entries of earlier runs");
+		if (!sl_launch_in_mpi_job(NULL, NULL))
+			return launch_layers(no.cluster, host, po.tp[0], no.timeout_s, argc, argv);
+		struct sl_comm comm;
+		if (sl_comm_mpi_init(&comm, &argc, &argv, &err))
+			return fail(&err);
+		po.comm = &comm;
+		if (comm.rank != 0)
+			po.verbose = 0;
+		json_t *prof = NULL;
+		int rc = sl_profiler_run(&po, &prof, &err);
+		char path[4096];
+		if (!rc && comm.rank == 0) {
+			json_t *model_name = json_object_get(json_object_get(prof, "source"), "model");
+			rc = sl_profiler_write(prof, output, json_string_value(model_name), po.gpu,
+					       path, sizeof(path), &err);
+			if (!rc)
+				fprintf(stderr, "sailor profile: wrote '%s'\n", path);
+		}
+		json_decref(prof);
+		if (rc) {
+			fprintf(stderr, "sailor profile: rank %d: %s\n", comm.rank, err.msg);
+			fflush(stderr);
+			sl_comm_abort(&comm, 1);
+		}
+		sl_comm_finalize(&comm);
+		return 0;
 	}
 	json_t *prof = NULL;
 	int rc = sl_profiler_run(&po, &prof, &err);

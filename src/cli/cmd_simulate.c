@@ -6,6 +6,7 @@
 
 #include "cli/options.h"
 #include "cluster/catalogue.h"
+#include "dist/cluster_file.h"
 #include "sim/sim.h"
 #include "util/json.h"
 #include "util/limits.h"
@@ -21,18 +22,24 @@ static const struct sl_cli_option options[] = {
 	 "sailor"},
 	{"profiles", 0, "DIR", SL_CLI_PROFILES_HELP, "none"},
 	{"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
+	{"network", 0, "FILE", SL_CLI_NETWORK_HELP, "none"},
+	{"cluster", 0, "FILE", SL_CLI_CLUSTER_HELP, "none"},
 	{"json", 0, NULL, "print one JSON object (schema sailor.simulation/1) on stdout", NULL},
 };
 
 const struct sl_cli_command sl_cmd_simulate = {
 	.name = "simulate",
 	.synopsis = "--model M --plan FILE [--global-batch G] [--cost-model sailor|sosp25]\n"
-		    "           [--profiles DIR] [--gpus FILE] [--json]",
+		    "           [--profiles DIR] [--gpus FILE] [--network FILE] [--cluster FILE]\n"
+		    "           [--json]",
 	.summary = "iteration time, peak memory and $ per iteration of a plan",
 	.description =
 		"Simulates one training iteration of the plan: per stage compute, point-to-point,\n"
 		"pipeline bubble, data-parallel sync, optimizer and memory per GPU against its\n"
-		"capacity; then iteration time, throughput and cost (GPU rent + egress).",
+		"capacity; then iteration time, throughput and cost (GPU rent + egress).\n"
+		"When every device type of the plan has a profile of our runtime (written by\n"
+		"`sailor profile`), the plan is modelled as `sailor run` executes it: its instruction\n"
+		"lists, MPI transfers and all-reduces, and memory as the ranks' resident memory.",
 	.options = options,
 	.option_count = sizeof(options) / sizeof(options[0]),
 	.run = run_simulate,
@@ -46,7 +53,10 @@ static int fail(struct sl_err *err)
 
 static int run_simulate(int argc, char **argv)
 {
-	const char *model = NULL, *plan_path = NULL, *profiles = NULL;
+	const char *model = NULL, *plan_path = NULL, *profiles = NULL, *network = NULL,
+		   *cluster_path = NULL;
+	struct sl_cluster cluster;
+	int have_cluster = 0;
 	long long global_batch = 0;
 	enum sl_cost_model cm = SL_COST_SAILOR;
 	int json = 0;
@@ -75,6 +85,10 @@ static int run_simulate(int argc, char **argv)
 		} else if (!strcmp(name, "gpus")) {
 			if (sl_catalogue_set_overlay(parser.arg, &err))
 				return fail(&err);
+		} else if (!strcmp(name, "network")) {
+			network = parser.arg;
+		} else if (!strcmp(name, "cluster")) {
+			cluster_path = parser.arg;
 		} else if (!strcmp(name, "json")) {
 			json = 1;
 		}
@@ -85,6 +99,8 @@ static int run_simulate(int argc, char **argv)
 	if (!plan_path)
 		return sl_cli_usage_error(&sl_cmd_simulate, "--plan FILE is required");
 
+	if (sl_cli_load_environment_files(network, cluster_path, &cluster, &have_cluster, &err))
+		return fail(&err);
 	struct sl_catalogue cat;
 	if (sl_catalogue_load(NULL, &cat, &err))
 		return fail(&err);
@@ -107,6 +123,8 @@ static int run_simulate(int argc, char **argv)
 				"plan '%s': model: the plan is for '%s' but --model is '%s': drop "
 				"--model or simulate it with --model %s", plan_path, plan.model, model,
 				plan.model);
+	if (!rc && have_cluster)
+		sl_sim_env_set_cluster(env, &cluster);
 	if (!rc && global_batch > 0)
 		plan.global_batch = global_batch;
 	if (!rc)
@@ -117,6 +135,8 @@ static int run_simulate(int argc, char **argv)
 	if (rc) {
 		sl_plan_free(&plan);
 		sl_sim_env_free(env);
+		if (have_cluster)
+			sl_cluster_free(&cluster);
 		return fail(&err);
 	}
 	if (json) {
@@ -128,5 +148,7 @@ static int run_simulate(int argc, char **argv)
 	}
 	sl_plan_free(&plan);
 	sl_sim_env_free(env);
+	if (have_cluster)
+		sl_cluster_free(&cluster);
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/options.h"
+#include "dist/cluster_file.h"
 #include "cluster/catalogue.h"
 #include "sim/validate.h"
 #include "util/json.h"
@@ -15,6 +16,8 @@ static const struct sl_cli_option options[] = {
 	{"cost-model", 'c', "NAME", "sailor or sosp25", "sailor"},
 	{"profiles", 0, "DIR", SL_CLI_PROFILES_HELP, "none"},
 	{"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
+	{"network", 0, "FILE", SL_CLI_NETWORK_HELP, "none"},
+	{"cluster", 0, "FILE", SL_CLI_CLUSTER_HELP, "none"},
 	{"json", 0, NULL, "print one JSON object (schema sailor.validation/1) on stdout", NULL},
 };
 
@@ -32,7 +35,9 @@ const struct sl_cli_command sl_cmd_validate = {
 
 static int run_validate(int argc, char **argv)
 {
-	const char *model = NULL, *profiles = NULL;
+	const char *model = NULL, *profiles = NULL, *network = NULL, *cluster_path = NULL;
+	struct sl_cluster cluster;
+	int have_cluster = 0;
 	enum sl_cost_model cm = SL_COST_SAILOR;
 	int json = 0;
 	struct sl_err err = {0};
@@ -63,6 +68,10 @@ static int run_validate(int argc, char **argv)
 					return 1;
 				}
 			}
+			else if (!strcmp(name, "network"))
+				network = parser.arg;
+			else if (!strcmp(name, "cluster"))
+				cluster_path = parser.arg;
 			else if (!strcmp(name, "json"))
 				json = 1;
 		}
@@ -89,11 +98,17 @@ static int run_validate(int argc, char **argv)
 		return sl_cli_usage_error(&sl_cmd_validate, "expected a folder of measured runs");
 	struct sl_sim_env *env = NULL;
 	struct sl_validation v;
-	int rc = sl_sim_env_load_overlaid(model, NULL, profiles, &env, &err);
+	int rc = sl_cli_load_environment_files(network, cluster_path, &cluster, &have_cluster, &err);
+	if (!rc)
+		rc = sl_sim_env_load_overlaid(model, NULL, profiles, &env, &err);
+	if (!rc && have_cluster)
+		sl_sim_env_set_cluster(env, &cluster);
 	if (!rc)
 		rc = sl_validation_run(env, dir, cm, &v, &err);
 	if (rc) {
 		sl_sim_env_free(env);
+		if (have_cluster)
+			sl_cluster_free(&cluster);
 		fprintf(stderr, "sailor validate: %s\n", err.msg);
 		return sl_err_exit_status(rc);
 	}
@@ -126,5 +141,7 @@ static int run_validate(int argc, char **argv)
 	}
 	sl_validation_free(&v);
 	sl_sim_env_free(env);
+	if (have_cluster)
+		sl_cluster_free(&cluster);
 	return 0;
 }

@@ -1,6 +1,10 @@
 /* Table-driven option parsing and help: see options.h. */
 #include "cli/options.h"
 
+#include "cluster/catalogue.h"
+#include "cluster/network.h"
+#include "dist/cluster_file.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -128,4 +132,21 @@ int sl_cli_parse_double(const struct sl_cli_command *command, const char *option
 					  text, min_value, max_value);
 	*out = value;
 	return 0;
+}
+
+int sl_cli_load_environment_files(const char *network, const char *cluster_path,
+				  struct sl_cluster *cluster, int *have, struct sl_err *err)
+{
+	*have = 0;
+	if (!network && !cluster_path)
+		return 0;
+	struct sl_catalogue cat;
+	int rc = sl_catalogue_load(NULL, &cat, err);
+	if (!rc && network)
+		rc = sl_network_set_overlay(network, &cat, err);
+	if (!rc && cluster_path) {
+		rc = sl_cluster_load(cluster_path, &cat, cluster, err);
+		*have = !rc;
+	}
+	return rc;
 }

@@ -52,6 +52,19 @@ enum { SL_CLI_END = -1, SL_CLI_ERROR = -2, SL_CLI_HELP = -3 };
 #define SL_CLI_GPUS_HELP \
 	"more device types (sailor.gpus/1, e.g. data/testbed/gpus-cpu.json) beside data/gpus.json"
 
+/* --network and --cluster, which simulate and validate share (our runtime's plans). */
+#define SL_CLI_NETWORK_HELP \
+	"measured links (sailor.network/1, from `sailor profile --network`) over the shipped fits"
+#define SL_CLI_CLUSTER_HELP \
+	"hosts the ranks run on (sailor.cluster/1): our runtime's model places them as `sailor run` does"
+
+struct sl_cluster;
+struct sl_err;
+/* Applies --network (NULL: none) and loads --cluster (NULL: none; else *cluster is filled and
+ * *have set) against the catalogue as --gpus left it. */
+int sl_cli_load_environment_files(const char *network, const char *cluster_path,
+				  struct sl_cluster *cluster, int *have, struct sl_err *err);
+
 struct sl_cli_parser {
 	const struct sl_cli_command *command;
 	int argc;

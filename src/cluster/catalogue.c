@@ -81,7 +81,8 @@ static const char *const top_fields[] = {"schema", "note", "sources", "gpus"};
 static const char *const gpu_fields[] = {"name", "memory_bytes", "gpus_per_node", "usd_per_hour",
 					 "peak_fp32_flops", "peak_tensor_flops",
 					 "memory_bandwidth_bps", "runtime_overhead_bytes",
-					 "nccl_buffer_bytes", "network_as", "estimate_from", "note"};
+					 "nccl_buffer_bytes", "network_as", "estimate_from", "cpu_quota",
+					 "note"};
 
 static int check_fields(const json_t *obj, const char *ctx, const char *const *allowed, size_t n,
 			struct sl_err *err)
@@ -178,6 +179,20 @@ static int load_gpus(const char *path, struct sl_catalogue *cat, struct sl_err *
 		if (!rc) rc = sl_json_opt_number(g, ctx, "memory_bandwidth_bps", &t->memory_bandwidth_bps, err);
 		if (!rc) rc = sl_json_opt_number(g, ctx, "runtime_overhead_bytes", &t->runtime_overhead_bytes, err);
 		if (!rc) rc = sl_json_opt_number(g, ctx, "nccl_buffer_bytes", &t->nccl_buffer_bytes, err);
+		json_t *quota = json_object_get(g, "cpu_quota");
+		if (!rc && quota) {
+			json_t *c = json_object_get(quota, "cores"), *p = json_object_get(quota, "period_s");
+			if (!json_is_object(quota) || json_object_size(quota) != 2 || !json_is_number(c) ||
+			    !json_is_number(p) || !(json_number_value(c) >= 0.01) ||
+			    !(json_number_value(c) <= 256) || !(json_number_value(p) >= 1e-3) ||
+			    !(json_number_value(p) <= 1.0))
+				rc = sl_err_set(err, SL_EINPUT, "%s.cpu_quota: expected {\"cores\": 0.01 "
+						"to 256, \"period_s\": 0.001 to 1}", ctx);
+			else {
+				t->cpu_quota_cores = json_number_value(c);
+				t->cpu_quota_period_s = json_number_value(p);
+			}
+		}
 		if (!rc && t->memory_bytes <= 0)
 			rc = sl_err_set(err, SL_EINPUT, "%s.memory_bytes: %g: must be positive", ctx,
 					t->memory_bytes);

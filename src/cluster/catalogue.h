@@ -43,6 +43,11 @@ struct sl_gpu_type {
 	/* GPU type whose measured profile scales to this one when no profile of a model exists for
 	 * it (gpus.json "estimate_from"); its own index otherwise. */
 	int estimate_from;
+	/* A device that is a CPU quota (the testbed's classes, gpus.json "cpu_quota": {"cores",
+	 * "period_s"}): it computes at full speed for cores x period_s of every period_s and is
+	 * stopped for the rest (Linux CFS bandwidth control). 0: not a quota (a GPU). */
+	double cpu_quota_cores;
+	double cpu_quota_period_s;
 };
 
 struct sl_zone {

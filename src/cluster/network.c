@@ -23,6 +23,12 @@ struct sl_network {
 	int stand_in[SL_MAX_GPU_TYPES];
 	const struct sl_net_fit *wan[SL_MAX_ZONES][SL_MAX_ZONES]; /* slowest measured, either way */
 	const struct sl_net_fit *wan_any;                          /* slowest inter-zone overall */
+	/* two-rank all-reduce fits measured by `sailor profile --network` (overlay only) */
+	struct measured_allreduce {
+		int za, ga, zb, gb, same_host;
+		struct sl_net_fit fit;
+	} allreduce[SL_NET_MAX_ALLREDUCE];
+	int allreduce_count;
 };
 
 static const int count_values[SL_NET_COUNTS] = {1, 2, 4, 8};
@@ -221,12 +227,24 @@ static int parse_fit(const json_t *v, const char *ctx, struct sl_net_fit *out, s
 	return 0;
 }
 
+static int links_from_json(struct sl_network *net, json_t *root, const char *path,
+			   const struct sl_catalogue *cat, struct sl_err *err);
+
 static int load_links(struct sl_network *net, const char *path, const struct sl_catalogue *cat,
 		      struct sl_err *err)
 {
 	json_t *root = sl_json_load_file(path, "network fits", err);
 	if (!root)
 		return err ? err->code : SL_EINPUT;
+	int rc = links_from_json(net, root, path, cat, err);
+	json_decref(root);
+	return rc;
+}
+
+/* Reads the fits of root (zone_bandwidths.json's form; keys that are not zones are skipped). */
+static int links_from_json(struct sl_network *net, json_t *root, const char *path,
+			   const struct sl_catalogue *cat, struct sl_err *err)
+{
 	int rc = 0;
 	const char *szn, *sgn, *scn, *rzn, *rgn, *rcn;
 	json_t *a, *b, *c, *d, *e, *v;
@@ -275,11 +293,13 @@ static int load_links(struct sl_network *net, const char *path, const struct sl_
 			}
 		}
 	}
-	json_decref(root);
 	if (rc)
 		sl_err_prefix(err, "network fits '%s'", path);
 	return rc;
 }
+
+static int intra_from_json(struct sl_network *net, json_t *root, const char *path,
+			   const struct sl_catalogue *cat, struct sl_err *err);
 
 static int load_intra(struct sl_network *net, const char *path, const struct sl_catalogue *cat,
 		      struct sl_err *err)
@@ -287,6 +307,14 @@ static int load_intra(struct sl_network *net, const char *path, const struct sl_
 	json_t *root = sl_json_load_file(path, "intra-node fits", err);
 	if (!root)
 		return err ? err->code : SL_EINPUT;
+	int rc = intra_from_json(net, root, path, cat, err);
+	json_decref(root);
+	return rc;
+}
+
+static int intra_from_json(struct sl_network *net, json_t *root, const char *path,
+			   const struct sl_catalogue *cat, struct sl_err *err)
+{
 	int rc = 0;
 	const char *gn, *cn;
 	json_t *a, *v;
@@ -306,7 +334,6 @@ static int load_intra(struct sl_network *net, const char *path, const struct sl_
 			net->intra_present[g][ci] = 1;
 		}
 	}
-	json_decref(root);
 	if (rc)
 		sl_err_prefix(err, "intra-node fits '%s'", path);
 	return rc;
@@ -336,6 +363,82 @@ static int load_egress(struct sl_network *net, const char *path, const struct sl
 	if (rc)
 		sl_err_prefix(err, "egress prices '%s'", path);
 	return rc;
+}
+
+static char overlay_path[4096];
+
+/* The overlay's links and intra-node fits over the shipped ones (sl_network_set_overlay). */
+static int load_overlay(struct sl_network *net, const struct sl_catalogue *cat, struct sl_err *err)
+{
+	json_t *root = sl_json_load_file(overlay_path, "network fits", err);
+	if (!root)
+		return err ? err->code : SL_EINPUT;
+	int rc = 0;
+	const char *schema = json_string_value(json_object_get(root, "schema"));
+	if (!schema || strcmp(schema, SL_NETWORK_SCHEMA))
+		rc = sl_err_set(err, SL_EINPUT, "--network '%s': schema: expected \"%s\" (a file "
+				"written by `sailor profile --network`)", overlay_path, SL_NETWORK_SCHEMA);
+	if (!rc)
+		rc = links_from_json(net, root, overlay_path, cat, err);
+	/* the all-reduce fits of the measured pairs (source.pairs[], netprof.h) */
+	json_t *pairs = json_object_get(json_object_get(root, "source"), "pairs");
+	for (size_t i = 0; !rc && json_is_array(pairs) && i < json_array_size(pairs); i++) {
+		json_t *pr = json_array_get(pairs, i);
+		const char *kind = json_string_value(json_object_get(pr, "kind"));
+		int za = sl_catalogue_zone_index(cat, json_string_value(json_object_get(pr, "sender_zone")) ?: "");
+		int ga = sl_catalogue_gpu_index(cat, json_string_value(json_object_get(pr, "sender_gpu")) ?: "");
+		int zb = sl_catalogue_zone_index(cat, json_string_value(json_object_get(pr, "receiver_zone")) ?: "");
+		int gb = sl_catalogue_gpu_index(cat, json_string_value(json_object_get(pr, "receiver_gpu")) ?: "");
+		json_t *fit = json_object_get(pr, "allreduce_fit");
+		if (!kind || za < 0 || ga < 0 || zb < 0 || gb < 0 || !fit ||
+		    net->allreduce_count == SL_NET_MAX_ALLREDUCE)
+			continue;
+		char ctx[64];
+		snprintf(ctx, sizeof(ctx), "source.pairs[%zu].allreduce_fit", i);
+		struct measured_allreduce *m = &net->allreduce[net->allreduce_count];
+		rc = parse_fit(fit, ctx, &m->fit, err);
+		if (rc)
+			break;
+		m->za = za, m->ga = ga, m->zb = zb, m->gb = gb;
+		m->same_host = !strcmp(kind, "within a host");
+		net->allreduce_count++;
+	}
+	if (rc)
+		sl_err_prefix(err, "--network '%s'", overlay_path);
+	json_t *intra = json_object_get(root, "intra_node");
+	if (!rc && intra) {
+		if (!json_is_object(intra))
+			rc = sl_err_set(err, SL_EINPUT, "--network '%s': intra_node: expected an object",
+					overlay_path);
+		else
+			rc = intra_from_json(net, intra, overlay_path, cat, err);
+	}
+	json_decref(root);
+	return rc;
+}
+
+int sl_network_set_overlay(const char *path, const struct sl_catalogue *cat, struct sl_err *err)
+{
+	if (!path || !path[0]) {
+		overlay_path[0] = 0;
+		return 0;
+	}
+	if (strlen(path) >= sizeof(overlay_path))
+		return sl_err_set(err, SL_EINPUT, "--network: path too long");
+	char saved[sizeof(overlay_path)];
+	memcpy(saved, overlay_path, sizeof(saved));
+	snprintf(overlay_path, sizeof(overlay_path), "%s", path);
+	struct sl_network *net = NULL;
+	int rc = sl_network_load(NULL, cat, &net, err);
+	sl_network_free(net);
+	if (rc)
+		memcpy(overlay_path, saved, sizeof(saved));
+	return rc;
+}
+
+const char *sl_network_overlay(void)
+{
+	return overlay_path[0] ? overlay_path : NULL;
 }
 
 int sl_network_load(const char *data_dir, const struct sl_catalogue *cat,
@@ -370,6 +473,8 @@ int sl_network_load(const char *data_dir, const struct sl_catalogue *cat,
 		snprintf(path, sizeof(path), "%s/network/egress_usd_per_gb.json", data_dir);
 		rc = load_egress(net, path, cat, err);
 	}
+	if (!rc && overlay_path[0])
+		rc = load_overlay(net, cat, err);
 	if (rc) {
 		sl_network_free(net);
 		return rc;
@@ -434,6 +539,20 @@ const struct sl_net_fit *sl_network_fit(const struct sl_network *net, int src_zo
 const struct sl_net_fit *sl_network_intra_fit(const struct sl_network *net, int gpu, int count)
 {
 	return &net->intra[gpu][sl_net_count_index(count < 2 ? 2 : count)];
+}
+
+const struct sl_net_fit *sl_network_allreduce_fit(const struct sl_network *net, int za, int ga,
+					       int zb, int gb, int same_host)
+{
+	for (int i = 0; i < net->allreduce_count; i++) {
+		const struct measured_allreduce *m = &net->allreduce[i];
+		if (m->same_host != same_host)
+			continue;
+		if ((m->za == za && m->ga == ga && m->zb == zb && m->gb == gb) ||
+		    (m->za == zb && m->ga == gb && m->zb == za && m->gb == ga))
+			return &m->fit;
+	}
+	return NULL;
 }
 
 double sl_net_fit_gbps(const struct sl_net_fit *fit, double bytes)

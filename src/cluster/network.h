@@ -48,6 +48,17 @@ int sl_network_load(const char *data_dir, const struct sl_catalogue *cat,
 		    struct sl_network **out, struct sl_err *err);
 void sl_network_free(struct sl_network *net);
 
+#define SL_NETWORK_SCHEMA "sailor.network/1"
+
+/* Measured links beside the shipped fits (`--network FILE` of simulate, validate and plan): FILE
+ * is what `sailor profile --network` writes (schema "sailor.network/1"); its links and its
+ * "intra_node" fits replace the shipped ones where both have a link, and add the others. Like
+ * the --gpus overlay, a setting of the process: every later sl_network_load() applies it.
+ * Checked once here against cat (errors name the file and the JSON path; the previous setting
+ * stays on error); NULL or "" clears it. */
+int sl_network_set_overlay(const char *path, const struct sl_catalogue *cat, struct sl_err *err);
+const char *sl_network_overlay(void);
+
 /* Index of a GPU count in the tables: 1->0, 2->1, 3..4->2, 5+ ->3 (largest power of two <= n). */
 int sl_net_count_index(int count);
 
@@ -64,6 +75,14 @@ double sl_net_fit_gbps(const struct sl_net_fit *fit, double bytes);
 /* Seconds to send bytes over a fit: (bytes/1e9) / gbps; 0 for bytes <= 0. A non-positive fit
  * value (tiny messages) is clamped to the fit's value at 1 MB so the result stays finite. */
 double sl_net_send_time_s(const struct sl_net_fit *fit, double bytes);
+
+/* The all-reduce of two ranks measured by `sailor profile --network` between (zone a, GPU type
+ * a) and (zone b, GPU type b), on two hosts or (same_host) on one: its fit gives bytes / time of
+ * the whole all-reduce of a message of that size ("algorithm bandwidth"). NULL when the --network
+ * overlay has no such pair (the shipped files have none). */
+#define SL_NET_MAX_ALLREDUCE 256
+const struct sl_net_fit *sl_network_allreduce_fit(const struct sl_network *net, int za, int ga,
+					       int zb, int gb, int same_host);
 
 /* Egress price from zone a to zone b, USD per GB (1e9 bytes). */
 double sl_network_egress_usd_per_gb(const struct sl_network *net, int src_zone, int dst_zone);

@@ -177,6 +177,9 @@ static int stage_memory_options(const json_t *st, const char *ctx, struct sl_pla
 	return 0;
 }
 
+static int measured(const json_t *root, const char *key, double max, int *has, double *out,
+		    struct sl_err *err);
+
 static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct sl_plan *out,
 		     struct sl_err *err)
 {
@@ -307,6 +310,23 @@ static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct 
 		}
 		out->uneven_microbatches = 1;
 	}
+	/* a measured run of this plan (a validation file in our format) */
+	json_t *meas = json_object_get(root, "measured");
+	if (meas && !json_is_null(meas)) {
+		if (!json_is_object(meas))
+			return sl_err_set(err, SL_EINPUT, "measured: expected {\"iteration_s\", "
+					  "\"peak_memory_bytes\"}");
+		rc = measured(meas, "iteration_s", SL_MAX_TIME_S, &out->measured.has_real,
+			      &out->measured.real_s, err);
+		if (!rc)
+			rc = measured(meas, "peak_memory_bytes", SL_MAX_MEMORY_BYTES,
+				      &out->measured.has_max_mem, &out->measured.max_mem_bytes, err);
+		if (!rc)
+			rc = measured(meas, "dp_sync_s", SL_MAX_TIME_S, &out->measured.has_red_grads,
+				      &out->measured.red_grads_s, err);
+		if (rc)
+			return sl_err_prefix(err, "measured");
+	}
 	out->format = SL_PLAN_FORMAT_SAILOR;
 	return 0;
 }
@@ -358,7 +378,7 @@ static int measured(const json_t *root, const char *key, double max, int *has, d
 	int rc = sl_json_as_number(v, key, &x, err);
 	if (rc)
 		return rc;
-	double min = !strcmp(key, "max_mem") ? 1.0 : SL_MIN_TIME_S;
+	double min = strstr(key, "mem") ? 1.0 : SL_MIN_TIME_S;
 	if (x != 0 && !(x >= min && x <= max))
 		return sl_err_set(err, SL_EINPUT, "%s: %g is out of range: give 0 (not measured) or "
 				  "%g to %g", key, x, min, max);

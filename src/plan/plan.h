@@ -11,6 +11,9 @@
  *    "microbatches_per_pipeline": [n_0, ..., n_{D-1}]}
  *   "layers" is an inclusive [first, last] range; "count" (default 1) is a run-length; "model",
  *   "global_batch" and "microbatches_per_pipeline" are optional.
+ *   "measured" (optional): a run of the plan, for `sailor validate`: {"iteration_s": median
+ *   seconds per step, "peak_memory_bytes": the largest peak resident memory of a rank (our
+ *   runtime) or GPU, "dp_sync_s": optional}, beside provenance the loader ignores.
  *   Memory options, per stage, both optional:
  *     "recompute": "none" (default) | "full" | "selective" — activation recomputation: "full"
  *       keeps only each block's input during forward and recomputes the block in backward;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "dist/launch.h"
+#include "dist/launch_run.h"
 #include "dist/roles.h"
 #include "util/json.h"
 
@@ -219,32 +220,50 @@ static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 	for (int s = 0; s < o->size_count && !rc; s++) {
 		long long n = o->sizes[s];
 		rc = sl_comm_barrier(c, &c->world, err);
-		/* point-to-point: one untimed round first (connection set-up) */
-		for (int r = 0; r <= o->repeats && !rc && in; r++) {
-			double t0 = now_s();
-			if (me == p->a) {
-				rc = send_wait(c, buf, n, SL_COMM_BYTE, p->b, TAG_DATA, err);
-				if (!rc)
-					rc = recv_wait(c, &ack, 1, SL_COMM_BYTE, p->b, TAG_ACK, err);
-			} else {
-				rc = recv_wait(c, buf, n, SL_COMM_BYTE, p->a, TAG_DATA, err);
-				if (!rc)
-					rc = send_wait(c, &ack, 1, SL_COMM_BYTE, p->a, TAG_ACK, err);
-			}
-			t[r] = now_s() - t0;
-		}
-		if (!rc && me == p->a)
-			results[2 * s] = median(t + 1, o->repeats);
-		for (int r = 0; r <= o->repeats && !rc && in; r++) {
-			if (!(rc = sl_comm_barrier(c, &g, err))) {
+		/* Point-to-point, then all-reduce. Round 0 is untimed (connection set-up) and counts
+		 * how many operations a timed sample makes: it repeats them until min_sample_s has
+		 * passed on rank a, which tells b after each one. A sample of one message would
+		 * catch a device that is a CPU quota either inside a burst or across a whole
+		 * throttled gap; a sample of many shows its average. */
+		for (int kind = 0; kind < 2 && !rc && in; kind++) {
+			int calls = 1;
+			for (int r = 0; r <= o->repeats && !rc; r++) {
+				int counting = r == 0;
+				if (kind == 1)
+					rc = sl_comm_barrier(c, &g, err);
 				double t0 = now_s();
-				rc = sl_comm_allreduce(c, &g, buf, n / 4 > 0 ? n / 4 : 1, SL_COMM_FLOAT,
-						       SL_COMM_SUM, err);
-				t[r] = now_s() - t0;
+				int done = 0;
+				for (; !rc && (counting || done < calls); done++) {
+					if (kind == 1)
+						rc = sl_comm_allreduce(c, &g, buf, n / 4 > 0 ? n / 4 : 1,
+								       SL_COMM_FLOAT, SL_COMM_SUM, err);
+					else if (me == p->a) {
+						rc = send_wait(c, buf, n, SL_COMM_BYTE, p->b, TAG_DATA, err);
+						if (!rc)
+							rc = recv_wait(c, &ack, 1, SL_COMM_BYTE, p->b,
+								       TAG_ACK, err);
+					} else {
+						rc = recv_wait(c, buf, n, SL_COMM_BYTE, p->a, TAG_DATA, err);
+						if (!rc)
+							rc = send_wait(c, &ack, 1, SL_COMM_BYTE, p->a,
+								       TAG_ACK, err);
+					}
+					if (counting && !rc) {
+						double more = me == p->a && done + 1 < 1000 &&
+							      now_s() - t0 < o->min_sample_s;
+						rc = sl_comm_allreduce(c, &g, &more, 1, SL_COMM_DOUBLE,
+								       SL_COMM_MAX, err);
+						if (!rc && more == 0) {
+							calls = done + 1;
+							counting = 0;
+						}
+					}
+				}
+				t[r] = (now_s() - t0) / (done > 0 ? done : 1);
 			}
+			if (!rc && me == p->a)
+				results[2 * s + kind] = median(t + 1, o->repeats);
 		}
-		if (!rc && me == p->a)
-			results[2 * s + 1] = median(t + 1, o->repeats);
 	}
 	free(t);
 	if (in)
@@ -383,7 +402,8 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 					"cluster", o->cluster, "launcher_host", host, "date", date,
 					"repeats", o->repeats, "ranks", lay.world, "wall_s",
 					now_s() - t_start, "statistic",
-					"median over repeats; p2p: bytes / round trip with a 1-byte "
+					"median over repeats of samples of at least min_sample_s (the time per "
+					"operation kept); p2p: bytes / round trip with a 1-byte "
 					"answer; allreduce: bytes / time of a sum over the pair",
 					"pairs", list);
 		if (o->command)
@@ -409,94 +429,18 @@ int sl_netprof_launch(const struct sl_netprof_options *o, const struct sl_catalo
 {
 	struct sl_cluster cluster;
 	struct sl_netprof_layout lay;
-	struct sl_role_table table;
-	struct sl_launch_cmd cmd;
 	memset(&lay, 0, sizeof(lay));
-	memset(&table, 0, sizeof(table));
-	memset(&cmd, 0, sizeof(cmd));
-	char mpirun[4096], dir[] = "/tmp/sailor-netprof-XXXXXX";
-	int have_dir = 0;
 	int rc = sl_cluster_load(o->cluster, cat, &cluster, err);
+	if (rc)
+		return rc;
+	rc = sl_netprof_layout(&cluster, &lay, err);
 	if (!rc)
-		rc = sl_netprof_layout(&cluster, &lay, err);
-	if (!rc)
-		rc = sl_launch_find_mpirun(mpirun, sizeof(mpirun), err);
-	if (!rc) {
-		table.world_size = lay.world;
-		table.roles = calloc((size_t)lay.world, sizeof(*table.roles));
-		if (!table.roles)
-			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
-		for (int r = 0; !rc && r < lay.world; r++) {
-			table.roles[r].rank = r;
-			table.roles[r].host = lay.rank_host[r];
-			table.roles[r].tp = 1;
-			table.roles[r].gpu = cluster.hosts[lay.rank_host[r]].gpu;
-			table.roles[r].zone = cluster.hosts[lay.rank_host[r]].zone;
-		}
-	}
-	if (!rc) {
-		if (mkdtemp(dir))
-			have_dir = 1;
-		else
-			rc = sl_err_set(err, SL_EIO, "cannot create '%s': %s", dir, strerror(errno));
-	}
-	if (!rc) {
-		struct sl_launch_opts lo = {.mpirun = mpirun, .dir = dir, .threads_per_rank = 1};
-		rc = sl_launch_build(&table, &cluster, &lo, worker_argv, &cmd, err);
-	}
-	pid_t parent = getpid(), pid = -1;
-	if (!rc && (pid = fork()) < 0)
-		rc = sl_err_set(err, SL_EIO, "cannot fork mpirun: %s", strerror(errno));
-	if (!rc && pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(127);
-		struct sl_err e = {0};
-		if (sl_launch_setenv(&cmd, &e)) {
-			fprintf(stderr, "sailor profile: %s\n", e.msg);
-			_exit(127);
-		}
-		execvp(cmd.argv[0], cmd.argv);
-		fprintf(stderr, "sailor profile: cannot start '%s': %s\n", cmd.argv[0],
-			strerror(errno));
-		_exit(127);
-	}
-	if (!rc) {
-		/* bounded: mpirun is stopped after o->timeout_s */
-		double deadline = now_s() + o->timeout_s;
-		int status = 0, killed = 0;
-		for (;;) {
-			pid_t got = waitpid(pid, &status, WNOHANG);
-			if (got == pid || (got < 0 && errno != EINTR))
-				break;
-			if (!killed && now_s() > deadline) {
-				kill(pid, SIGTERM);
-				killed = 1;
-				deadline = now_s() + 3;
-			} else if (killed == 1 && now_s() > deadline) {
-				kill(pid, SIGKILL);
-				killed = 2;
-			}
-			struct timespec ts = {0, 50 * 1000 * 1000};
-			nanosleep(&ts, NULL);
-		}
-		if (killed)
-			rc = sl_err_set(err, SL_EIO, "the measurement took longer than %d s and was "
-					"stopped: use fewer or smaller --sizes, fewer --repeats, or a "
-					"larger --timeout", o->timeout_s);
-		else if (!WIFEXITED(status) || WEXITSTATUS(status))
-			rc = sl_err_set(err, SL_EIO, "the measuring ranks failed (mpirun exit status "
-					"%d; their messages are above)",
-					WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-	}
-	if (cmd.hostfile[0])
-		unlink(cmd.hostfile);
-	if (cmd.rankfile[0])
-		unlink(cmd.rankfile);
-	if (have_dir)
-		rmdir(dir);
-	sl_launch_cmd_free(&cmd);
-	free(table.roles);
+		rc = sl_launch_run_on_hosts(&cluster, lay.rank_host, lay.world, o->timeout_s,
+					    worker_argv, "sailor profile", err);
+	if (rc == SL_ETIMEOUT)
+		sl_err_set(err, SL_EIO, "the measurement took longer than %d s and was stopped: use "
+			   "fewer or smaller --sizes, fewer --repeats, or a larger --timeout",
+			   o->timeout_s);
 	sl_netprof_layout_free(&lay);
 	sl_cluster_free(&cluster);
 	return rc;

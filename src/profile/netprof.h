@@ -46,6 +46,8 @@ struct sl_netprof_options {
 	long long sizes[SL_NETPROF_MAX_SIZES]; /* message sizes, bytes, ascending */
 	int size_count;
 	int repeats;                  /* >= 1, median kept */
+	double min_sample_s;          /* a timed sample repeats the operation until it lasts this
+				       * long (0: one operation); the time kept is per operation */
 	int timeout_s;                /* the launcher stops mpirun after this long */
 	const char *command;          /* for provenance */
 };

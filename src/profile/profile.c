@@ -104,6 +104,45 @@ static int load_entry(const json_t *layers, const char *ctx, int expected, struc
 	return rc;
 }
 
+/* source.entries["mbs M tp T"].memory of a profile of our runtime; an entry without it has no
+ * memory figures (present = 0) and the simulator says so when it needs them. */
+static int load_memory(json_t *entries, struct sl_profile_entry *e, struct sl_err *err)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "mbs %d tp %d", e->mbs, e->tp);
+	json_t *mem = json_object_get(json_object_get(entries, key), "memory");
+	if (!mem)
+		return 0;
+	static const char *kinds[3] = {"embedding", "block", "head"};
+	for (int k = 0; k < 3; k++) {
+		json_t *kind = json_object_get(mem, kinds[k]);
+		json_t *pb = json_object_get(kind, "params_bytes");
+		json_t *ab = json_object_get(kind, "activations_bytes");
+		if (!json_is_number(pb) || !json_is_number(ab) || json_number_value(pb) < 0 ||
+		    json_number_value(ab) < 0 || json_number_value(pb) > SL_MAX_MEMORY_BYTES ||
+		    json_number_value(ab) > SL_MAX_MEMORY_BYTES)
+			return sl_err_set(err, SL_EINPUT, "source.entries.%s.memory.%s: expected "
+					  "params_bytes and activations_bytes from 0 to %g", key,
+					  kinds[k], SL_MAX_MEMORY_BYTES);
+		e->memory.params_bytes[k] = json_number_value(pb);
+		e->memory.activations_bytes[k] = json_number_value(ab);
+	}
+	json_t *ws = json_object_get(mem, "workspace_bytes");
+	if (!json_is_number(ws) || json_number_value(ws) < 0 || json_number_value(ws) > SL_MAX_MEMORY_BYTES)
+		return sl_err_set(err, SL_EINPUT, "source.entries.%s.memory.workspace_bytes: expected "
+				  "bytes from 0 to %g", key, SL_MAX_MEMORY_BYTES);
+	e->memory.workspace_bytes = json_number_value(ws);
+	json_t *rt = json_object_get(mem, "runtime_rss_bytes");
+	if (rt && (!json_is_number(rt) || json_number_value(rt) < 0 ||
+		   json_number_value(rt) > SL_MAX_MEMORY_BYTES))
+		return sl_err_set(err, SL_EINPUT, "source.entries.%s.memory.runtime_rss_bytes: "
+				  "expected bytes from 0 to %g", key, SL_MAX_MEMORY_BYTES);
+	e->memory.runtime_rss_bytes = rt ? json_number_value(rt) : 0;
+	e->memory.mpi_ranks = json_is_true(json_object_get(mem, "mpi_ranks"));
+	e->memory.present = 1;
+	return 0;
+}
+
 int sl_profile_load(const char *path, int expected_layers, struct sl_profile **out,
 		    struct sl_err *err)
 {
@@ -159,6 +198,13 @@ int sl_profile_load(const char *path, int expected_layers, struct sl_profile **o
 			if (rc)
 				break;
 		}
+	}
+	const char *schema = json_string_value(json_object_get(root, "schema"));
+	if (!rc && schema && !strcmp(schema, "sailor.profile/1")) {
+		prof->runtime_sailor = 1;
+		json_t *entries = json_object_get(json_object_get(root, "source"), "entries");
+		for (int i = 0; !rc && i < prof->entry_count; i++)
+			rc = load_memory(entries, &prof->entries[i], err);
 	}
 	json_decref(root);
 	if (!rc && prof->entry_count == 0)

@@ -8,6 +8,13 @@
  * copied into every layer entry (SIMULATOR.md section 2.2). Layers are read by number (not file
  * order) and must be 0..L-1 without gaps.
  *
+ * Profiles of our own runtime (schema "sailor.profile/1", written by `sailor profile`) also carry,
+ * per entry, the memory the runtime's layers take (source.entries["mbs M tp T"].memory): the
+ * bytes of each layer kind's parameter storage (values, gradients, two AdamW moments) and of
+ * its activation cache for one micro-batch, and the backward workspace. `runtime_sailor` says
+ * the times are our runtime's (the simulator then models `sailor run`, sim/time_runtime.c);
+ * shipped SOSP'25 profiles are Megatron-DeepSpeed's.
+ *
  * Invariants: each entry has num_layers layers; all times >= 0. Ownership: sl_profile_load
  * allocates, sl_profile_free frees.
  */
@@ -21,9 +28,25 @@
 #define SL_PROFILE_MAX_ENTRIES 96
 #define SL_PROFILE_PATH_MAX 512
 
+enum sl_layer_kind_index { SL_KIND_EMBEDDING = 0, SL_KIND_BLOCK = 1, SL_KIND_HEAD = 2 };
+
+/* Memory of our runtime's layers at one (mbs, tp) (bytes per rank of the TP group). */
+struct sl_profile_memory {
+	int present;
+	double params_bytes[3];       /* storage: values | grads | exp_avg | exp_avg_sq; the head's
+				       * includes its own copy of the token table */
+	double activations_bytes[3];  /* activation cache of one micro-batch in flight */
+	double workspace_bytes;       /* backward scratch shared by a stage's layers + 4 activation
+				       * buffers of the micro-batch */
+	double runtime_rss_bytes;     /* the profiling rank's resident memory less its tensors:
+				       * binary, libraries, and OpenMPI when mpi_ranks; 0 unknown */
+	int mpi_ranks;                /* measured as MPI ranks (`sailor profile --host`) */
+};
+
 struct sl_profile_entry {
 	int mbs;
 	int tp;
+	struct sl_profile_memory memory; /* runtime_sailor profiles only */
 	double *fwd_s;     /* [layer] */
 	double *bwd_s;     /* [layer] */
 	double *update_s;  /* [layer] (the same value in every layer in the shipped files) */
@@ -31,6 +54,7 @@ struct sl_profile_entry {
 
 struct sl_profile {
 	char path[SL_PROFILE_PATH_MAX];
+	int runtime_sailor;   /* schema "sailor.profile/1": our runtime's layers */
 	int num_layers;
 	int entry_count;
 	struct sl_profile_entry entries[SL_PROFILE_MAX_ENTRIES]; /* sorted by (mbs, tp) */

@@ -1,5 +1,6 @@
-/* The layer profiler (see profiler.h): TP ranks as threads, per-iteration times per layer and
- * phase, medians over the repeats.
+/* The layer profiler (see profiler.h): TP ranks as threads, or as the MPI ranks of the job this
+ * process is part of (options.comm), per-iteration times per layer and phase, medians over the
+ * repeats.
  * Invariants: every rank of a group runs the same sequence of layer calls (the all-reduces
  * inside the layers pair up); a phase's time is taken between two barriers, so it is the
  * slowest rank's. */
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dist/comm.h"
 #include "model/model_config.h"
 #include "train/cpu/kernels.h"
 #include "train/gpt_layers.h"
@@ -38,20 +40,52 @@ struct group {
 	pthread_barrier_t barrier;
 	float *bufs[MAX_TP];
 	float *acc;          /* shared result, sized on demand by rank 0 between barriers */
+	int ints[MAX_TP];    /* rank_max_int's contributions */
 	long long acc_count;
 	int failed;
 };
 
 struct rank {
-	struct group *g;
+	struct group *g;        /* threads: the in-process group */
+	struct sl_comm *comm;   /* MPI: the job, one rank per TP rank (g unused) */
 	int id;
 };
+
+/* Every TP rank waits for the others. */
+static void rank_barrier(struct rank *r)
+{
+	if (r->comm)
+		sl_comm_barrier(r->comm, &r->comm->world, NULL);
+	else
+		pthread_barrier_wait(&r->g->barrier);
+}
+
+/* The largest of the ranks' values of x (a failure flag, a count rank 0 decided). */
+static int rank_max_int(struct rank *r, int x)
+{
+	if (!r->comm) {
+		struct group *g = r->g;
+		g->ints[r->id] = x;
+		pthread_barrier_wait(&g->barrier);
+		int m = g->ints[0];
+		for (int k = 1; k < g->tp; k++)
+			m = g->ints[k] > m ? g->ints[k] : m;
+		pthread_barrier_wait(&g->barrier); /* nobody writes ints again before all read */
+		return m;
+	}
+	double v = x;
+	sl_comm_allreduce(r->comm, &r->comm->world, &v, 1, SL_COMM_DOUBLE, SL_COMM_MAX, NULL);
+	return (int)v;
+}
 
 /* A sum or max in rank order, so every rank gets the same bits (what the runtime's MPI
  * all-reduce guarantees as well). Rank 0 reduces into a shared buffer; all copy it out. */
 static int reduce(float *buf, long long count, void *ctx, int is_max)
 {
 	struct rank *r = ctx;
+	if (r->comm)
+		return sl_comm_allreduce(r->comm, &r->comm->world, buf, count, SL_COMM_FLOAT,
+					 is_max ? SL_COMM_MAX : SL_COMM_SUM, NULL);
 	struct group *g = r->g;
 	g->bufs[r->id] = buf;
 	pthread_barrier_wait(&g->barrier);
@@ -86,9 +120,12 @@ static int allreduce_max(float *buf, long long count, void *ctx) { return reduce
 struct job {
 	const struct sl_model_config *model;
 	int mbs, tp, seq, threads, iterations; /* iterations = warmup + repeats */
-	double *times;        /* [iteration][PHASES], the slowest rank's (written by rank 0) */
+	double min_sample_s;  /* a timed sample of a phase lasts at least this long */
+	int calls[PHASES];    /* calls of the phase per timed sample (set after iteration 0) */
+	double *times;        /* [iteration][PHASES], the slowest rank's per call (rank 0) */
 	size_t layer_param_bytes[3], layer_cache_bytes[3], workspace_bytes;
 	double rss_bytes;
+	double runtime_rss_bytes; /* rss_bytes less the tensors: process, libraries, MPI */
 };
 
 struct worker {
@@ -132,7 +169,7 @@ static void *run_rank(void *arg)
 {
 	struct worker *w = arg;
 	struct job *j = w->job;
-	struct group *g = w->id.g;
+	struct rank *me = &w->id;
 	const struct sl_model_config *m = j->model;
 	int n = m->num_blocks;
 	struct sl_err err = {0};
@@ -170,10 +207,12 @@ static void *run_rank(void *arg)
 				j->mbs, j->seq);
 	/* every rank must agree to go on: a rank that failed would leave the others waiting in
 	 * an all-reduce */
-	if (rc)
-		g->failed = 1;
-	pthread_barrier_wait(&g->barrier);
-	if (g->failed) {
+	int failed = rc != 0;
+	if (!me->comm && rc)
+		me->g->failed = 1;
+	rank_barrier(me);
+	failed = me->comm ? rank_max_int(me, failed) : me->g->failed;
+	if (failed) {
 		if (!rc)
 			rc = SL_EIO; /* another rank's error is reported */
 		goto out;
@@ -189,8 +228,12 @@ static void *run_rank(void *arg)
 		double t[PHASES + 1];
 		double loss = 0;
 		for (int p = 0; p < PHASES && !rc; p++) {
-			pthread_barrier_wait(&g->barrier);
+			rank_barrier(me);
 			t[p] = now_s();
+			/* iteration 0 counts the calls a sample needs: it calls the phase until
+			 * min_sample_s has passed on rank 0 (which tells the others each time) */
+			int counting = it == 0;
+			for (int c = 0; !rc && (counting || c < j->calls[p]); c++) {
 			switch (p) {
 			case F_EMB: rc = sl_gpt_layer_forward(&layers[0], &ws, &mb, NULL, emb_out, NULL, &err); break;
 			case F_BLK: rc = sl_gpt_layer_forward(&layers[1], &ws, &mb, emb_out, blk_out, NULL, &err); break;
@@ -202,14 +245,30 @@ static void *run_rank(void *arg)
 			case U_BLK: rc = step_update(&layers[1], it + 1); break;
 			case U_HEAD: rc = step_update(&layers[2], it + 1); break;
 			}
+			if (counting) {
+				int more = w->id.id == 0 && now_s() - t[p] < j->min_sample_s &&
+					   c + 1 < 1000;
+				if (!rank_max_int(me, more)) {
+					j->calls[p] = c + 1;
+					counting = 0;
+					break;
+				}
+			}
+			}
 		}
-		pthread_barrier_wait(&g->barrier);
+		rank_barrier(me);
 		t[PHASES] = now_s();
 		/* the slowest rank's phase: phases start on a barrier, so the next barrier's time
 		 * on rank 0 is the end of the slowest; rank 0 records its view */
 		if (w->id.id == 0 && !rc)
 			for (int p = 0; p < PHASES; p++)
-				j->times[(size_t)it * PHASES + (size_t)p] = t[p + 1] - t[p];
+				j->times[(size_t)it * PHASES + (size_t)p] = (t[p + 1] - t[p]) / j->calls[p];
+		/* Iteration 0 set how many calls one timed sample makes (above), so that every
+		 * sample lasts at least min_sample_s: a device that is a CPU quota runs in bursts of
+		 * its cgroup period (10 ms on the testbed), and a phase shorter than that would be
+		 * timed as either a burst or a burst plus a whole throttled gap. Counting call by
+		 * call (not from one call's time) keeps an unrepresentative first call from
+		 * asking for a thousand slow ones. */
 		/* a failed rank cannot stop the others mid-iteration without deadlock: layer errors
 		 * here are all input errors found identically by every rank */
 	}
@@ -220,10 +279,15 @@ static void *run_rank(void *arg)
 		}
 		j->workspace_bytes = ws.floats * sizeof(float) + 4 * act * sizeof(float);
 	}
-	pthread_barrier_wait(&g->barrier);
-	if (w->id.id == 0)
+	rank_barrier(me);
+	if (w->id.id == 0) {
 		j->rss_bytes = resident_bytes();
-	pthread_barrier_wait(&g->barrier);
+		double tensors = (double)j->workspace_bytes;
+		for (int k = 0; k < 3; k++)
+			tensors += (double)(j->layer_param_bytes[k] + j->layer_cache_bytes[k]);
+		j->runtime_rss_bytes = j->rss_bytes > tensors ? j->rss_bytes - tensors : 0;
+	}
+	rank_barrier(me);
 out:
 	free(bufs);
 	free(tokens);
@@ -242,8 +306,15 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Runs one (mbs, tp) measurement; j->times gets iterations x PHASES seconds. */
-static int measure(struct job *j, struct sl_err *err)
+static int measure(struct job *j, struct sl_comm *comm, struct sl_err *err)
 {
+	if (comm) {
+		struct worker w = {.job = j, .id = {.comm = comm, .id = comm->rank}};
+		run_rank(&w);
+		if (w.rc)
+			*err = w.err;
+		return w.rc;
+	}
 	struct group g = {.tp = j->tp};
 	struct worker w[MAX_TP];
 	pthread_t th[MAX_TP];
@@ -252,7 +323,7 @@ static int measure(struct job *j, struct sl_err *err)
 	for (int k = 0; k < j->tp; k++) {
 		memset(&w[k], 0, sizeof(w[k]));
 		w[k].job = j;
-		w[k].id = (struct rank){&g, k};
+		w[k].id = (struct rank){&g, NULL, k};
 	}
 	for (int k = 1; k < j->tp; k++) {
 		if (pthread_create(&th[k], NULL, run_rank, &w[k])) {
@@ -319,6 +390,9 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 					  "ffn_hidden %d: a TP degree must divide both (and be at most "
 					  "%d)", tp, model.name, model.heads, model.ffn_hidden, MAX_TP);
 	}
+	if (o->comm && (o->tp_count != 1 || o->tp[0] != o->comm->size))
+		return sl_err_set(err, SL_EUSAGE, "--tp: an MPI job of %d ranks profiles TP %d only "
+				  "(one TP rank per MPI rank)", o->comm->size, o->comm->size);
 	int L = model.num_blocks + 2;
 	char host[256] = "unknown", date[32];
 	gethostname(host, sizeof(host) - 1);
@@ -332,7 +406,9 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 				"host", host, "threads_per_rank", o->threads,
 				"openblas_core", sl_cpu_blas_core(), "warmup", o->warmup,
 				"repeats", o->repeats, "seq_len", seq, "date", date);
-	json_object_set_new(src, "tp_ranks_as", json_string("threads with an in-process all-reduce"));
+	json_object_set_new(src, "tp_ranks_as",
+			    json_string(o->comm ? "MPI ranks of one host, all-reduce over MPI"
+						: "threads with an in-process all-reduce"));
 	json_object_set_new(src, "statistic", json_string("median over repeats of the slowest TP "
 							  "rank's time; spread = (max - min) / median"));
 	if (o->command)
@@ -350,9 +426,11 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 		for (int b = 0; b < o->tp_count && !rc; b++) {
 			struct job j = {.model = &model, .mbs = o->mbs[a], .tp = o->tp[b], .seq = seq,
 					.threads = o->threads, .iterations = iterations,
-					.times = times};
+					.min_sample_s = o->min_sample_s, .times = times};
+			for (int p = 0; p < PHASES; p++)
+				j.calls[p] = 1;
 			double t0 = now_s();
-			rc = measure(&j, err);
+			rc = measure(&j, o->comm, err);
 			if (rc)
 				break;
 			double med[PHASES], spread[PHASES];
@@ -385,15 +463,27 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 			double params = (double)(j.layer_param_bytes[0] + 2 * j.layer_param_bytes[1] +
 						 j.layer_param_bytes[2]) / 16.0; /* 4 arrays of floats */
 			json_object_set_new(e, "median_s", md);
+			json_t *calls = json_object();
+			for (int p = 0; p < PHASES; p++)
+				json_object_set_new(calls, phase_names[p], json_integer(j.calls[p]));
+			json_object_set_new(e, "calls_per_sample", calls);
 			json_object_set_new(e, "spread", sp);
 			json_object_set_new(e, "update_s_per_param",
 					    json_real(params > 0 ? update / params : 0));
-			json_t *mem = json_pack("{s:o, s:o, s:o, s:I, s:f}", "embedding",
+			json_t *mem = json_pack("{s:o, s:o, s:o, s:I, s:f, s:f, s:b}", "embedding",
 						layer_memory(&j, 0), "block", layer_memory(&j, 1),
 						"head", layer_memory(&j, 2), "workspace_bytes",
-						(json_int_t)j.workspace_bytes, "rss_bytes", j.rss_bytes);
+						(json_int_t)j.workspace_bytes, "rss_bytes", j.rss_bytes,
+						"runtime_rss_bytes", j.runtime_rss_bytes,
+						"mpi_ranks", o->comm != NULL);
 			json_object_set_new(e, "memory", mem);
 			json_object_set_new(e, "wall_s", json_real(now_s() - t0));
+			/* entries of several runs may share a file (sl_profiler_write merges): each
+			 * keeps what it was measured with */
+			json_object_set_new(e, "date", json_string(date));
+			json_object_set_new(e, "threads_per_rank", json_integer(o->threads));
+			if (o->command)
+				json_object_set_new(e, "command", json_string(o->command));
 			snprintf(ek, sizeof(ek), "mbs %d tp %d", o->mbs[a], o->tp[b]);
 			json_object_set_new(entries_src, ek, e);
 			if (o->verbose)
@@ -422,7 +512,53 @@ static int make_dir(const char *path, struct sl_err *err)
 	return sl_err_set(err, SL_EIO, "cannot create folder '%s': %s", path, strerror(errno));
 }
 
-int sl_profiler_write(const json_t *profile, const char *dir, const char *model,
+/* Copies into profile the (mbs, tp) entries of the profile already at path that profile lacks,
+ * with their provenance, so that a device type can be profiled one TP degree at a time (each in
+ * the CPU share of that many devices: scripts/testbed exec --devices N). A file that is not a
+ * sailor profile is refused rather than overwritten. */
+static int merge_existing(json_t *profile, const char *path, struct sl_err *err)
+{
+	if (access(path, F_OK) != 0)
+		return 0;
+	json_error_t jerr;
+	json_t *old = json_load_file(path, 0, &jerr);
+	const char *schema = old ? json_string_value(json_object_get(old, "schema")) : NULL;
+	if (!old || !schema || strcmp(schema, SL_PROFILE_SCHEMA)) {
+		json_decref(old);
+		return sl_err_set(err, SL_EINPUT, "'%s' exists and is not a %s file written by "
+				  "`sailor profile`: move it away or choose another -o", path,
+				  SL_PROFILE_SCHEMA);
+	}
+	const char *key;
+	json_t *by_tp;
+	json_object_foreach(old, key, by_tp) {
+		if (!strcmp(key, "schema") || !strcmp(key, "source") || !json_is_object(by_tp))
+			continue;
+		json_t *mine = json_object_get(profile, key);
+		if (!mine) {
+			mine = json_object();
+			json_object_set_new(profile, key, mine);
+		}
+		const char *tk;
+		json_t *layers;
+		json_object_foreach(by_tp, tk, layers) {
+			if (json_object_get(mine, tk))
+				continue;
+			json_object_set(mine, tk, layers);
+			char ek[64];
+			snprintf(ek, sizeof(ek), "mbs %s tp %s", key, tk);
+			json_t *e = json_object_get(json_object_get(json_object_get(old, "source"),
+								    "entries"), ek);
+			json_t *entries = json_object_get(json_object_get(profile, "source"), "entries");
+			if (e && entries)
+				json_object_set(entries, ek, e);
+		}
+	}
+	json_decref(old);
+	return 0;
+}
+
+int sl_profiler_write(json_t *profile, const char *dir, const char *model,
 		      const char *gpu, char *path_out, size_t path_size, struct sl_err *err)
 {
 	char sub[4096], path[4200], tmp[4300];
@@ -434,6 +570,9 @@ int sl_profiler_write(const json_t *profile, const char *dir, const char *model,
 	if (rc)
 		return rc;
 	snprintf(path, sizeof(path), "%s/%s.json", sub, gpu);
+	rc = merge_existing(profile, path, err);
+	if (rc)
+		return rc;
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
 	FILE *f = fopen(tmp, "w");
 	if (!f)

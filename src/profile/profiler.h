@@ -6,14 +6,18 @@
  * holding the head without layer 0 has) on each of tp TP ranks, then runs `warmup` untimed and
  * `repeats` timed iterations of: forward embedding, block, head; backward head, block,
  * embedding; then per layer the gradient norm and AdamW over its parameters (the runtime's
- * optimizer step). A layer's time in one iteration is the slowest TP rank's; the profile keeps
+ * optimizer step). Each phase of a timed iteration is called as many times as make it last
+ * min_sample_s (counted after the first iteration) and its time divided by the calls: short
+ * phases on a device that is a CPU quota would otherwise be timed as whole quota bursts. A layer's time in one iteration is the slowest TP rank's; the profile keeps
  * the median over the repeats. All blocks of a model have the same shape, so the one block's
  * times stand for layers 1..N.
  *
- * TP ranks are threads of this process with an in-process all-reduce (a barrier, then a sum in
- * rank order), the way tests/unit/test_train_tp.c runs them, not MPI ranks: the profiler stays
- * one process that needs no mpirun, and the ranks of a TP group share one host in the runtime
- * too (MPI over shared memory there). Each rank computes on `threads` OpenMP threads.
+ * TP ranks are either threads of this process with an in-process all-reduce (a barrier, then a
+ * sum in rank order; no mpirun needed), or, with options.comm, the ranks of an MPI job placed on
+ * one host the way `sailor run` places a replica (`sailor profile --cluster F --host H`): the
+ * all-reduces then go through MPI and each rank runs on its own device, which is what a run's
+ * TP group does (on the testbed, devices that are CPU quotas and MPI ranks that poll make TP
+ * groups much slower than threads suggest). Each rank computes on `threads` OpenMP threads.
  *
  * The profile (profile.h's format, readable by sl_profile_load):
  *   {"schema": "sailor.profile/1",
@@ -36,7 +40,10 @@
 
 #include "util/err.h"
 
+struct sl_comm;
+
 #define SL_PROFILER_MAX_SIZES 8
+#define SL_PROFILER_MAX_TP 64
 #define SL_PROFILE_SCHEMA "sailor.profile/1"
 
 struct sl_profiler_options {
@@ -50,8 +57,13 @@ struct sl_profiler_options {
 	int threads;              /* CPU threads of each TP rank (>= 1) */
 	int repeats;              /* timed iterations (>= 1); the median is kept */
 	int warmup;               /* untimed iterations before them (>= 0) */
+	double min_sample_s;      /* each timed sample of a phase repeats it until it lasts this
+				   * long (0: one call); the time kept is per call */
 	const char *command;      /* the command line, for provenance (may be NULL) */
 	int verbose;              /* one line per entry on stderr */
+	struct sl_comm *comm;     /* NULL: TP ranks are threads; else this process is TP rank
+				   * comm->rank of an MPI job of exactly tp ranks (one tp value),
+				   * as `sailor run` would run them (rank 0 returns the profile) */
 };
 
 /* Measures every (mbs, tp) of o and returns the profile in *out. Errors: the model cannot be
@@ -60,8 +72,11 @@ struct sl_profiler_options {
 int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl_err *err);
 
 /* Writes the profile to "<dir>/<model>/<gpu>.json" (creating the folders; atomically: a
- * temporary file, then rename) and the path written into path_out (may be NULL). */
-int sl_profiler_write(const json_t *profile, const char *dir, const char *model,
+ * temporary file, then rename) and the path written into path_out (may be NULL). When that file
+ * already holds a sailor profile, its (mbs, tp) entries that this profile lacks are merged into
+ * profile first (so TP degrees can be measured in separate runs); a file there that is not one
+ * is an error and is left alone. */
+int sl_profiler_write(json_t *profile, const char *dir, const char *model,
 		      const char *gpu, char *path_out, size_t path_size, struct sl_err *err);
 
 /* Parses a comma-separated list of whole numbers in [min, max] ("1,2,4"), at most max_count,

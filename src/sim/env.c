@@ -196,7 +196,9 @@ static int load_profiles(struct sl_sim_env *env, const char *data_dir, struct sl
 		char *path = env->tables->profile_path[g];
 		sl_profile_locate(path, SL_PROFILE_PATH_MAX, data_dir, sl_sim_env_profile_overlay(env),
 				  env->model.name, env->catalogue.gpus[g].name);
-		if (!env->named_model || !file_exists(path))
+		/* a model of data/models (ours, e.g. gpt2-tiny) has profiles only where `sailor
+		 * profile` wrote them, usually in an overlay folder */
+		if (!file_exists(path))
 			continue;
 		rc = sl_profile_load(path, 0, &env->profiles[g], err);
 		if (!rc && env->profiles[g]->num_layers != env->num_layers) {
@@ -285,11 +287,7 @@ int sl_sim_env_load_overlaid(const char *model, const char *data_dir,
 	if (!rc) {
 		env->tables->L = env->num_layers;
 		if (profile_overlay_dir) {
-			if (!env->named_model)
-				rc = sl_err_set(err, SL_EUSAGE, "--profiles applies to the named models "
-						"only: %s is a hyper-parameter file, whose layer times "
-						"are estimated", model);
-			else if (snprintf(env->tables->profile_overlay_dir, SL_PROFILE_PATH_MAX, "%s",
+			if (snprintf(env->tables->profile_overlay_dir, SL_PROFILE_PATH_MAX, "%s",
 					  profile_overlay_dir) >= SL_PROFILE_PATH_MAX)
 				rc = sl_err_set(err, SL_EINPUT, "--profiles: path too long");
 			else

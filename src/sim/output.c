@@ -32,6 +32,8 @@ json_t *sl_sim_result_to_json(const struct sl_sim_env *env, const struct sl_plan
 	json_object_set_new(o, "schema", json_string("sailor.simulation/1"));
 	json_object_set_new(o, "model", json_string(env->model.name));
 	json_object_set_new(o, "cost_model", json_string(sl_cost_model_name(res->cost_model)));
+	json_object_set_new(o, "runtime", json_string(res->runtime_sailor ? "sailor run"
+									  : "Megatron-DeepSpeed"));
 	const char *overlay = sl_sim_env_profile_overlay(env);
 	json_object_set_new(o, "profiles_overlay", overlay ? json_string(overlay) : json_null());
 	json_object_set_new(o, "global_batch", json_integer(res->global_batch));
@@ -104,8 +106,9 @@ void sl_sim_result_print(FILE *f, const struct sl_sim_env *env, const struct sl_
 			 const struct sl_sim_result *res)
 {
 	const char *overlay = sl_sim_env_profile_overlay(env);
-	fprintf(f, "model %s, cost model %s%s%s, global batch %lld, micro-batch %d, %d micro-batches "
-		   "per pipeline\n", env->model.name, sl_cost_model_name(res->cost_model),
+	fprintf(f, "model %s, cost model %s%s%s%s, global batch %lld, micro-batch %d, %d "
+		   "micro-batches per pipeline\n", env->model.name, sl_cost_model_name(res->cost_model),
+		res->runtime_sailor ? " (runtime: sailor run)" : "",
 		overlay ? ", profiles " : "", overlay ? overlay : "", res->global_batch,
 		res->micro_batch, res->microbatches);
 	fprintf(f, "plan: %d stage%s x %d pipeline%s, %lld GPUs\n", res->num_stages,

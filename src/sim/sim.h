@@ -7,6 +7,11 @@
  *                   (bucketed ring over the slowest link, TP shards reduced concurrently), the
  *                   optimizer step per stage, and a per-component memory model with per-GPU-type
  *                   runtime overheads. Files: time_sailor.c, comm.c, memory.c, cost.c.
+ *                   When every GPU type of a plan has a profile of OUR runtime (sailor.profile/1,
+ *                   written by `sailor profile`), the plan is modelled as `sailor run` executes
+ *                   it instead (time_runtime.c: its own instruction lists, whole-copy transfers,
+ *                   MPI all-reduces, the process's resident memory). sl_sim_result.runtime says
+ *                   which.
  *   SL_COST_SOSP25  the SOSP'25 Sailor simulator exactly as ../shared/reference/sosp25/SIMULATOR.md
  *                   gives it (iteration time, egress cost, its validation memory estimate with the
  *                   fixed 5.06e9-byte overhead, its prices). File: time_sosp25.c.
@@ -71,7 +76,14 @@ struct sl_sim_env {
 	struct sl_network *network;
 	struct sl_profile *profiles[SL_MAX_GPU_TYPES]; /* NULL: no profile of the model there */
 	struct sl_sim_tables *tables;
+	const struct sl_cluster *cluster; /* borrowed, may be NULL: hosts of our runtime's ranks */
 };
+
+/* Gives the environment the cluster file whose hosts our runtime's ranks would run on (the
+ * launcher's placement, dist/placement.h): the runtime model (time_runtime.c) then knows which
+ * ranks share a host. Borrowed: it must outlive env. NULL: every replica a host of its own. */
+struct sl_cluster;
+void sl_sim_env_set_cluster(struct sl_sim_env *env, const struct sl_cluster *cluster);
 
 /* Loads everything for one model (a name or a hyper-parameter file, as sl_model_config_load)
  * from data_dir (NULL = sl_data_dir()). Errors name the file that failed. */
@@ -119,6 +131,7 @@ struct sl_sim_stage {
 
 struct sl_sim_result {
 	enum sl_cost_model cost_model;
+	int runtime_sailor;        /* 1: modelled as our runtime (sailor run), 0: DeepSpeed's */
 	int num_stages, num_pipelines, micro_batch;
 	long long global_batch;
 	int microbatches;          /* per pipeline (the largest when uneven) */

@@ -55,6 +55,11 @@ int sl_sim_check_plan(const struct sl_sim_env *env, const struct sl_plan *plan,
 	return 0;
 }
 
+void sl_sim_env_set_cluster(struct sl_sim_env *env, const struct sl_cluster *cluster)
+{
+	env->cluster = cluster;
+}
+
 int sl_simulate(const struct sl_sim_env *env, const struct sl_plan *plan, enum sl_cost_model cm,
 		struct sl_sim_result *out, struct sl_err *err)
 {
@@ -97,8 +102,15 @@ int sl_simulate(const struct sl_sim_env *env, const struct sl_plan *plan, enum s
 	if (next != env->num_layers)
 		return sl_err_set(err, SL_EINPUT, "plan: stages end at layer %d, the model has %d layers",
 				  next - 1, env->num_layers);
-	int rc = cm == SL_COST_SOSP25 ? sl_sim_sosp25(env, plan, G, out, err)
-				      : sl_sim_sailor(env, plan, G, out, err);
+	int rc;
+	if (cm == SL_COST_SOSP25) {
+		rc = sl_sim_sosp25(env, plan, G, out, err);
+	} else if (sl_sim_runtime_uses(env, plan)) {
+		out->runtime_sailor = 1;
+		rc = sl_sim_runtime(env, plan, G, out, err);
+	} else {
+		rc = sl_sim_sailor(env, plan, G, out, err);
+	}
 	if (rc)
 		return rc;
 	out->samples_per_s = (double)G * out->throughput_it_s;

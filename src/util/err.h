@@ -19,6 +19,7 @@ enum sl_errcode {
 	SL_ENOTFOUND = -4,/* a name (model, GPU type, zone, profile entry) is unknown */
 	SL_EINFEASIBLE = -5, /* valid input, but nothing satisfies it (no plan fits) */
 	SL_EUSAGE = -6,   /* command-line misuse */
+	SL_ETIMEOUT = -7, /* a bounded wait (a job, a measurement) ran out of time */
 };
 
 #define SL_ERR_MSG_MAX 1024

@@ -23,7 +23,8 @@ cat >"$desc" <<'JSON'
             "hosts": [{"name": "a0", "class": "cpu-fast", "slots": 2}, {"name": "a1", "class": "cpu-fast", "slots": 1}]},
            {"name": "us-west1-b", "region": "us-west1", "hosts": [{"name": "w0", "class": "cpu-slow", "slots": 1}]}]}
 JSON
-trap 'scripts/testbed down "$desc" >/dev/null 2>&1; rm -rf "$work"' EXIT
+# never remove through the testbed's cgroup bind mount should `down` fail
+trap 'scripts/testbed down "$desc" >/dev/null 2>&1; mountpoint -q "$work/state/tbud/cgroup" || rm -rf "$work"' EXIT
 fails=0
 check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi; }
 
@@ -49,8 +50,11 @@ for attempt in 1 2; do
   echo "mpirun attempt $attempt failed" >&2; sleep 1
 done
 cat "$work/ranks"
-check "rank on a0 runs in its namespace and class" 'grep -Eq "^rank [01] 10.78.1.2/16 .*sailor-testbed/tbud/cpu-fast" "$work/ranks"'
-check "rank on w0 runs in its namespace and class" 'grep -Eq "^rank [01] 10.78.2.2/16 .*sailor-testbed/tbud/cpu-slow" "$work/ranks"'
+check "rank on a0 runs in its namespace and on its own device (slot cgroup)" 'grep -Eq "^rank [01] 10.78.1.2/16 .*sailor-testbed/tbud/a0/slot0" "$work/ranks"'
+check "rank on w0 runs in its namespace and on its own device (slot cgroup)" 'grep -Eq "^rank [01] 10.78.2.2/16 .*sailor-testbed/tbud/w0/slot0" "$work/ranks"'
+check "a device of class cpu-slow has its quota" 'q=$(cat /sys/fs/cgroup/cpu/sailor-testbed/tbud/w0/slot0/cpu.cfs_quota_us 2>/dev/null || cut -d" " -f1 /sys/fs/cgroup/sailor-testbed/tbud/w0/slot0/cpu.max); [ "$q" -gt 0 ]'
+check "exec runs a command in the host's namespace with N devices" 'scripts/testbed exec "$desc" a0 --devices 2 -- sh -c "ip -o -4 addr show dev eth0; cat /proc/self/cgroup" | grep -q "sailor-testbed/tbud/a0/devices2"'
+check "exec refuses more devices than the host has" '! scripts/testbed exec "$desc" a0 --devices 9 -- true 2>"$work/exec-err" && grep -q "has 2 devices" "$work/exec-err"'
 
 timeout 60 scripts/testbed down "$desc" >/dev/null
 check "down removes the namespaces" '! ip netns list | grep -q "^sailor-tbud-"'

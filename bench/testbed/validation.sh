@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Measures the validation set of our runtime on the emulated cluster: brings the testbed up,
+# profiles its device classes (layers as MPI ranks on a host of each class, TP 1 and 2) and links,
+# runs every plan of PLANS with `sailor run`, and writes OUT/: one validation file per plan (the
+# plan plus "measured": median step time and the largest peak resident memory of a rank), and
+# OUT/env/: profiles/, network.json, cluster.json and gpus.json, which is everything
+#   sailor validate --model gpt2-tiny OUT --profiles OUT/env/profiles --gpus OUT/env/gpus.json \
+#       --network OUT/env/network.json --cluster OUT/env/cluster.json
+# needs to predict them. Raw run outputs go to OUT/env/raw/. Needs root (namespaces, tc, cgroups), mpirun, jq, python3.
+#
+# usage: bench/testbed/validation.sh PLANS_DIR OUT   environment: DESC (data/testbed/geo3.json),
+#        STEPS (10), SEQ (128), MBS (1,2,4)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$here"
+[ $# -eq 2 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
+plans=$1 out=$2
+DESC=${DESC:-data/testbed/geo3.json}
+STEPS=${STEPS:-10}
+SEQ=${SEQ:-128}
+MBS=${MBS:-1,2,4}
+S="$here/build/sailor"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+[ "$(id -u)" -eq 0 ] || { echo "validation: needs root (the testbed)" >&2; exit 1; }
+[ -x "$S" ] || make -s -j2
+mkdir -p "$out/env"
+env=$out/env
+trap '[ "${KEEP_TESTBED:-0}" = 1 ] || scripts/testbed down "$DESC" >/dev/null 2>&1 || true' EXIT
+scripts/testbed up "$DESC" -o "$env/cluster.json" >&2
+cp data/testbed/gpus-cpu.json "$env/gpus.json"
+jq -r '.hosts | group_by(.gpu)[] | .[0] | "\(.name) \(.gpu) \(.slots)"' "$env/cluster.json" |
+while read -r host gpu slots; do
+	for tp in 1 2; do
+		[ "$tp" -le "$slots" ] || continue
+		echo "validation: profiling $gpu (host $host) at TP $tp" >&2
+		nice -n -5 "$S" profile --model gpt2-tiny --gpu "$gpu" --gpus "$env/gpus.json" --tp "$tp" \
+			--mbs "$MBS" --seq-len "$SEQ" --cluster "$env/cluster.json" --host "$host" \
+			-o "$env/profiles" -q </dev/null
+	done
+done
+echo "validation: profiling the links" >&2
+nice -n -5 "$S" profile --network --cluster "$env/cluster.json" --gpus "$env/gpus.json" \
+	--sizes 16384,65536,262144,1048576,4194304 -o "$env/network.json" -q
+"$S" data data/text/fsf-licenses.txt -o "$env/tokens.bin" >/dev/null
+mkdir -p "$env/raw"
+for p in "$plans"/*.json; do
+	n=$(basename "$p" .json)
+	echo "validation: running $n" >&2
+	cmd=("$S" run --model gpt2-tiny --data "$env/tokens.bin" --plan "$p" --cluster "$env/cluster.json"
+	     --gpus "$env/gpus.json" --seq-len "$SEQ" --steps "$STEPS" --lr 1e-3 --json)
+	for attempt in 1 2; do  # OpenMPI's start-up in fresh namespaces flakes now and then
+		nice -n -5 timeout 600 "${cmd[@]}" >"$env/raw/$n.out" 2>"$env/raw/$n.err" && break
+	done
+	python3 bench/testbed/run_to_validation.py "$p" "$env/raw/$n.out" \
+		"sailor run --plan $n.json --cluster cluster.json --gpus gpus.json --seq-len $SEQ --steps $STEPS --lr 1e-3 --json (testbed $(basename "$DESC"), $(date -u +%Y-%m-%d))" \
+		"$out/$n.json" || echo "validation: $n did not finish (see $out/raw/$n.err)" >&2
+done
+rm -f "$env/tokens.bin"
+"$S" validate --model gpt2-tiny "$out" --profiles "$env/profiles" --gpus "$env/gpus.json" \
+	--network "$env/network.json" --cluster "$env/cluster.json"

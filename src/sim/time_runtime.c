@@ -1,0 +1,671 @@
+/* The cost model of our own runtime, `sailor run` (src/dist), used when every GPU type of a plan
+ * is profiled by `sailor profile` (profiles of schema sailor.profile/1 measure our runtime's
+ * layers; the shipped SOSP'25 profiles measure Megatron-DeepSpeed's, for which time_sailor.c
+ * models DeepSpeed's engine). Where the two runtimes differ, this file follows ours:
+ *
+ *   schedule   the very instruction lists the ranks execute (dist/schedule.h: 1F1B with
+ *              min(P-k, n) activation slots), run here with times instead of tensors: forward and
+ *              backward take the profile's stage times at the rank's (micro-batch, TP); a
+ *              receive waits until its message has arrived; sends are non-blocking (MPI_Isend).
+ *   transfers  every TP rank of the receiving replica gets a whole copy of the activation or
+ *              gradient (no partition + all-gather as in DeepSpeed), from one sender rank.
+ *              Messages between hosts share the sending host's link to the receiver's zone one
+ *              after the other (the testbed's per-zone tc class, a NIC on real hosts): arrival =
+ *              max(sent, link free) + bytes / fit bandwidth(bytes). Ranks on one host use the
+ *              intra-node fit (shared memory).
+ *   grad sync  after the last backward: the stage's gradient all-reduce (per TP rank over the
+ *              replicas when the stage has one TP degree, else whole tensors over every rank of
+ *              the stage), then the tied token table over the first and last stages, each a ring
+ *              all-reduce in buckets of SL_RUNTIME_BUCKET_BYTES that starts when its last member
+ *              arrives: 2(m-1) ring steps of 1/m of a bucket, each paced by the slowest hop of the
+ *              ring (rank order): a step is the slower of the hop's point-to-point send and
+ *              MPI's copies and sums on the receiving device (half of the two-rank all-reduce
+ *              the network profile measured within a host of that type, when it has one).
+ *   norm       the global gradient norm is an all-reduce over the world: every rank waits for
+ *              the last one. The step ends there for timing purposes.
+ *   optimizer  AdamW over the rank's own shard (the profile's update seconds per parameter),
+ *              after the norm; it delays the rank's next step. Two steps are run and the second
+ *              is timed, from norm to norm.
+ *   CPU quota  a device that is a CPU quota (the testbed's; catalogue cpu_quota) computes at
+ *              full speed for cores x period of every period and stands still for the rest,
+ *              and a rank waiting in MPI polls, spending that budget too. Work the profile
+ *              timed at the quota's average rate is replayed against the budget (run_work,
+ *              wait_polling): after a wait that ran out the budget, work starts at a period
+ *              boundary with a full budget and runs up to 1/cores times faster than average
+ *              for that budget, which pipelines, whose ranks wait and work in turn, show.
+ *   memory     peak resident memory of the process, per rank: the runtime baseline (what the
+ *              profile measured on an MPI rank of the device less its tensors: binary,
+ *              libraries, OpenMPI; else the catalogue's runtime_overhead_bytes) + the
+ *              layers' parameter storage (values, gradients, two moments) + slots x their
+ *              activation cache of one micro-batch + the backward workspace + the receive
+ *              buffers of stages > 0 (an input activation and an output gradient per slot) + the
+ *              gradient bucket + one gradient buffer; the layer figures are the profile's,
+ *              measured on the runtime's own layers. Every buffer the runtime allocates is
+ *              zeroed, so all of it is resident from the start: the 16 MiB gradient bucket
+ *              counts even for a rank with nothing to all-reduce.
+ * The ranks' hosts come from the cluster file the simulator was given (the launcher's own
+ * placement, dist/placement.h), else every replica is a host of its own.
+ *
+ * Unlike the rest of sl_simulate this model allocates (the instruction lists of every rank); it
+ * is meant for plans of our runtime, tens of ranks, not for the planner's inner loop over
+ * thousands of GPUs. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/placement.h"
+#include "dist/roles.h"
+#include "dist/schedule.h"
+#include "sim/internal.h"
+
+/* dist/grad_sync.h's SL_GRAD_BUCKET_FLOATS (4 Mi floats), repeated so that sim does not include
+ * the runtime's MPI-facing header; test_sim checks they agree. */
+#define SL_RUNTIME_BUCKET_BYTES (16.0 * 1024 * 1024)
+
+/* OpenMPI's TCP transport sends a message of up to its eager limit (btl_tcp_eager_limit, 64 KiB
+ * in OpenMPI 4.1) at once; a larger one goes by rendezvous and moves only while both ends are
+ * inside MPI calls (no progress thread): after MPI_Isend it waits for the sender's next
+ * receive, send or collective, and then for the receiver to be in the matching receive. Between
+ * ranks of one host the receiver copies the data itself (shared memory). */
+#define TCP_EAGER_BYTES 65536.0
+#define PENDING_MAX 128
+
+struct pending_send {
+	int dst, kind, microbatch;
+};
+
+struct rank_state {
+	double clock;       /* seconds since the previous step's norm */
+	int pc;             /* next instruction */
+	int host;           /* placement: a host index (cluster file) or the replica's own */
+	double fwd_s, bwd_s, update_s;
+	double compute_s, wait_s;
+	double reduce_arrive_s, sync_end_s;
+	struct pending_send pending[PENDING_MAX]; /* Isends waiting for this rank's next MPI call */
+	int pending_count;
+	/* a device that is a CPU quota (catalogue cpu_quota): budget per period and its use */
+	double quota_cores, period_s, used_s;
+	long period;        /* the period (clock / period_s) whose budget used_s counts */
+};
+
+/* Moves r into the period that holds its clock (a new period brings a fresh budget). Periods
+ * are counted by number so that rounding never leaves the clock on a boundary it cannot cross. */
+static void enter_period(struct rank_state *r)
+{
+	long k = (long)floor(r->clock / r->period_s + 1e-9);
+	if (k > r->period) {
+		r->period = k;
+		r->used_s = 0;
+	}
+}
+
+/* Advances r by up to want_s of running (work or polling, the same to the quota) and by any
+ * throttled time in between; stops early at limit_s (polling ends when its message is there).
+ * Returns the running time done. */
+static double run_for(struct rank_state *r, double want_s, double limit_s)
+{
+	double budget = r->quota_cores * r->period_s, done = 0;
+	while (want_s - done > 1e-12 && r->clock < limit_s) {
+		enter_period(r);
+		double end = (double)(r->period + 1) * r->period_s;
+		double left = budget - r->used_s;
+		if (left <= 1e-12) { /* throttled until the next period */
+			r->clock = end;
+			r->period++;
+			r->used_s = 0;
+			continue;
+		}
+		double take = fmin(want_s - done, fmin(left, fmin(end, limit_s) - r->clock));
+		if (take <= 0) { /* at the period's end: the next one */
+			r->clock = end;
+			r->period++;
+			r->used_s = 0;
+			continue;
+		}
+		r->clock += take;
+		r->used_s += take;
+		done += take;
+	}
+	return done;
+}
+
+static int has_quota(const struct rank_state *r)
+{
+	return r->quota_cores > 0 && r->quota_cores < 1 && r->period_s > 0;
+}
+
+/* Runs work that the profile timed at the device's steady rate (wall_s, the quota's average)
+ * from the rank's clock. On a CPU-quota device that is wall_s x cores of CPU, done at full speed
+ * while the current period's budget lasts and stopped until the next period when it is spent:
+ * so an operation that starts with a fresh budget (after a wait) finishes sooner than wall_s,
+ * one that starts with a spent budget later. Elsewhere it takes wall_s. */
+static void run_work(struct rank_state *r, double wall_s)
+{
+	if (!has_quota(r)) {
+		r->clock += wall_s;
+		return;
+	}
+	run_for(r, wall_s * r->quota_cores, INFINITY);
+}
+
+/* Waits until until_s inside MPI, which polls: the wait spends the quota like work, and a rank
+ * whose budget ran out before its message came resumes only at the next period. */
+static void wait_polling(struct rank_state *r, double until_s)
+{
+	if (until_s <= r->clock)
+		return;
+	if (!has_quota(r)) {
+		r->clock = until_s;
+		return;
+	}
+	run_for(r, INFINITY, until_s);
+	if (r->clock < until_s)
+		r->clock = until_s;
+}
+
+static double gbps_at(const struct sl_net_fit *fit, double bytes)
+{
+	double gbps = sl_net_fit_gbps(fit, bytes);
+	if (!(gbps > 0))
+		gbps = fit->a0 > 0 ? fit->a0 : 1.0;
+	return gbps;
+}
+
+/* Seconds to move bytes from rank a to rank b (hosts and device types from the table). */
+static double link_time(const struct sl_sim_env *env, const struct sl_role *a, int host_a,
+			const struct sl_role *b, int host_b, double bytes)
+{
+	if (bytes <= 0)
+		return 0;
+	const struct sl_net_fit *fit =
+		host_a == host_b ? sl_network_intra_fit(env->network, a->gpu, 2)
+				 : sl_network_fit(env->network, a->zone, a->gpu, 1, b->zone, b->gpu, 1);
+	return (bytes / 1e9) / gbps_at(fit, bytes);
+}
+
+/* A ring all-reduce of bytes over members (world ranks, in ring order), in buckets. */
+static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_role_table *t,
+			       const struct rank_state *st, const int *members, int m, double bytes)
+{
+	if (m <= 1 || bytes <= 0)
+		return 0;
+	double total = 0;
+	for (double done = 0; done < bytes; done += SL_RUNTIME_BUCKET_BYTES) {
+		double bucket = fmin(SL_RUNTIME_BUCKET_BYTES, bytes - done);
+		double chunk = bucket / m, worst = 0;
+		for (int i = 0; i < m; i++) {
+			int a = members[i], b = members[(i + 1) % m];
+			const struct sl_role *ra = &t->roles[a], *rb = &t->roles[b];
+			/* a ring step sends chunk bytes to the next rank and reduces them there: the
+			 * wire (point-to-point fit of the hop) or the work of MPI's copies and sums,
+			 * whichever is slower; the latter is half of the two-rank all-reduce of
+			 * 2 x chunk the network profile measured on one host of the receiver's type,
+			 * where the wire is nearly free (none measured: the wire alone) */
+			double s = link_time(env, ra, st[a].host, rb, st[b].host, chunk);
+			const struct sl_net_fit *ar = sl_network_allreduce_fit(
+				env->network, rb->zone, rb->gpu, rb->zone, rb->gpu, 1);
+			if (ar)
+				s = fmax(s, 0.5 * (2 * chunk / 1e9) / gbps_at(ar, 2 * chunk));
+			if (s > worst)
+				worst = s;
+		}
+		total += 2.0 * (m - 1) * worst;
+	}
+	return total;
+}
+
+/* Bytes of one rank's parameters in layers [first, last] at TP degree tp (fp32). */
+static double shard_bytes(const struct sl_sim_env *env, int tp, int first, int last)
+{
+	return SL_FP32_BYTES * sl_sim_stage_params(env, tp, first, last);
+}
+
+static const struct sl_profile_memory *memory_of(const struct sl_sim_env *env, int gpu, int mbs,
+						 int tp)
+{
+	const struct sl_profile *prof = env->profiles[gpu];
+	const struct sl_profile_entry *e = prof ? sl_profile_find(prof, mbs, tp) : NULL;
+	return e && e->memory.present ? &e->memory : NULL;
+}
+
+/* The largest parameter tensor of layers [first, last] (fp32): the token table when the stage
+ * holds the embedding or the head, else a block's MLP matrix (4 h x h). */
+static double largest_whole_tensor_bytes(const struct sl_sim_env *env, int first, int last)
+{
+	double h = env->model.hidden;
+	double ffn = env->model.ffn_hidden > 0 ? env->model.ffn_hidden : 4 * h;
+	double biggest = ffn * h;
+	if (first == 0 || last == env->num_layers - 1)
+		biggest = fmax(biggest, (double)env->model.vocab * h);
+	return SL_FP32_BYTES * biggest;
+}
+
+int sl_sim_runtime_uses(const struct sl_sim_env *env, const struct sl_plan *plan)
+{
+	for (long i = 0; i < (long)plan->num_stages * plan->num_pipelines; i++) {
+		const struct sl_profile *p = env->profiles[plan->replicas[i].gpu];
+		if (!p || !p->runtime_sailor)
+			return 0;
+	}
+	return 1;
+}
+
+/* Memory of one rank (see the top of the file). */
+static void rank_memory(const struct sl_sim_env *env, const struct sl_role *r, int mbs, int slots,
+			int P, int syncs, double sync_bytes, double whole_tensor_bytes,
+			struct sl_sim_memory *mem)
+{
+	const struct sl_gpu_type *g = &env->catalogue.gpus[r->gpu];
+	const struct sl_profile_memory *pm = memory_of(env, r->gpu, mbs, r->tp);
+	int L = env->num_layers;
+	memset(mem, 0, sizeof(*mem));
+	double storage = 0, act = 0;
+	for (int l = r->first_layer; pm && l <= r->last_layer; l++) {
+		int kind = l == 0 ? SL_KIND_EMBEDDING : (l == L - 1 ? SL_KIND_HEAD : SL_KIND_BLOCK);
+		storage += pm->params_bytes[kind];
+		act += pm->activations_bytes[kind];
+	}
+	if (pm && r->first_layer == 0 && r->last_layer == L - 1) {
+		/* one stage holds both ends: the head uses the embedding's table, no copy of its own */
+		storage -= 4.0 * SL_FP32_BYTES * (double)env->model.vocab / r->tp * env->model.hidden;
+	}
+	double activation_msg = SL_FP32_BYTES * (double)mbs * env->model.seq_len * env->model.hidden;
+	/* storage = values | grads | exp_avg | exp_avg_sq, one quarter each */
+	mem->params_bytes = storage / 4;
+	mem->grads_bytes = storage / 4;
+	mem->optimizer_bytes = storage / 2;
+	mem->activations_bytes = slots * act + (pm ? pm->workspace_bytes : 0);
+	/* the gradient bucket is allocated (and zeroed, so resident) by every rank, large enough
+	 * for the largest whole tensor when a stage mixes TP degrees (grad_sync.c) */
+	mem->buffers_bytes = (r->stage > 0 ? 2.0 * slots * activation_msg : 0) +
+			     fmax(SL_RUNTIME_BUCKET_BYTES, whole_tensor_bytes) + activation_msg;
+	(void)P;
+	(void)syncs;
+	(void)sync_bytes;
+	/* the process baseline as the profile measured it on an MPI rank of this device type;
+	 * else the catalogue's figure */
+	mem->runtime_bytes = pm && pm->mpi_ranks && pm->runtime_rss_bytes > 0
+				     ? pm->runtime_rss_bytes
+				     : g->runtime_overhead_bytes;
+	mem->total_bytes = mem->params_bytes + mem->grads_bytes + mem->optimizer_bytes +
+			   mem->activations_bytes + mem->buffers_bytes + mem->runtime_bytes;
+	mem->capacity_bytes = g->memory_bytes;
+}
+
+/* What the simulation of the instruction lists shares. */
+struct run {
+	const struct sl_sim_env *env;
+	const struct sl_role_table *t;
+	struct rank_state *st;
+	double *arrival;    /* [rank][kind][micro-batch]: when the message is there, -1 unknown */
+	double *ready;      /* same index: a large message the sender has started (rendezvous),
+			     * which moves once the receiver is in its receive; -1 none */
+	int *source;        /* same index: its sender */
+	double *link_free;  /* [host][zone]: when the host's link to the zone is free */
+	int nmax;
+	double act_bytes;
+	double egress_usd;
+};
+
+/* The message from rank src to rank dst starts moving at start_s. */
+static void transfer(struct run *x, int src, int dst, int kind, int m, double start_s)
+{
+	const struct sl_role *from = &x->t->roles[src], *to = &x->t->roles[dst];
+	struct rank_state *s = &x->st[src], *d = &x->st[dst];
+	double start = start_s, *free_at = NULL;
+	if (d->host != s->host) {
+		free_at = &x->link_free[(size_t)s->host * x->env->catalogue.zone_count + to->zone];
+		start = fmax(start, *free_at);
+		x->egress_usd += x->act_bytes / 1e9 *
+				 sl_network_egress_usd_per_gb(x->env->network, from->zone, to->zone);
+	}
+	double end = start + link_time(x->env, from, s->host, to, d->host, x->act_bytes);
+	if (free_at)
+		*free_at = end;
+	x->arrival[((size_t)dst * 2 + kind) * x->nmax + m] = end;
+}
+
+/* Rank r enters an MPI call at its clock: its waiting Isends are offered to their receivers
+ * (OpenMPI's rendezvous: the data moves once the receiver has matched it in a receive). */
+static void progress(struct run *x, int r)
+{
+	struct rank_state *me = &x->st[r];
+	for (int i = 0; i < me->pending_count; i++) {
+		size_t at = ((size_t)me->pending[i].dst * 2 + me->pending[i].kind) * x->nmax +
+			    me->pending[i].microbatch;
+		x->ready[at] = me->clock;
+		x->source[at] = r;
+	}
+	me->pending_count = 0;
+}
+
+int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
+		   struct sl_sim_result *out, struct sl_err *err)
+{
+	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
+	for (int k = 0; k < P; k++)
+		for (int j = 0; j < D; j++) {
+			const struct sl_replica *r = sl_plan_replica(plan, k, j);
+			if (!memory_of(env, r->gpu, b, r->tp))
+				return sl_err_set(err, SL_ENOTFOUND, "profile '%s': no memory figures "
+						  "for mbs %d tp %d: profile it again with `sailor "
+						  "profile`", env->profiles[r->gpu]->path, b, r->tp);
+		}
+	struct sl_role_table t;
+	memset(&t, 0, sizeof(t));
+	struct sl_schedule *sched = NULL;
+	struct rank_state *st = NULL;
+	double *arrival = NULL, *ready = NULL;
+	int *source = NULL;
+	int *members = NULL;
+	double *link_free = NULL;
+	int rc = sl_role_table_build(plan, G, &t, err);
+	if (!rc && env->cluster)
+		rc = sl_place_roles(&t, env->cluster, &env->catalogue, err);
+	if (!rc)
+		rc = sl_schedule_build_all(&t, &sched, err);
+	if (rc)
+		goto out;
+	const int W = t.world_size;
+	int nmax = 0;
+	for (int j = 0; j < D; j++)
+		if (t.microbatches[j] > nmax)
+			nmax = t.microbatches[j];
+	out->microbatches = nmax;
+	int hosts = env->cluster ? env->cluster->host_count : P * D;
+	st = calloc((size_t)W, sizeof(*st));
+	arrival = malloc((size_t)W * 2 * (size_t)nmax * sizeof(double));
+	ready = malloc((size_t)W * 2 * (size_t)nmax * sizeof(double));
+	source = malloc((size_t)W * 2 * (size_t)nmax * sizeof(int));
+	members = malloc((size_t)W * sizeof(int));
+	link_free = calloc((size_t)hosts * (size_t)env->catalogue.zone_count, sizeof(double));
+	if (!st || !arrival || !ready || !source || !members || !link_free) {
+		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (long i = 0; i < (long)W * 2 * nmax; i++)
+		arrival[i] = -1;
+	double act_bytes = SL_FP32_BYTES * (double)b * env->model.seq_len * env->model.hidden;
+
+	for (int r = 0; r < W; r++) {
+		const struct sl_role *ro = &t.roles[r];
+		st[r].host = env->cluster ? ro->host : ro->stage * D + ro->pipeline;
+		if (sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, ro->gpu, b, ro->tp, ro->first_layer,
+					 ro->last_layer, &st[r].fwd_s, &st[r].bwd_s)) {
+			rc = sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
+					env->catalogue.gpus[ro->gpu].name, b, ro->tp);
+			goto out;
+		}
+		st[r].update_s = sl_sim_stage_update_s(env, SL_COST_SAILOR, ro->gpu, b, ro->tp,
+						       ro->first_layer, ro->last_layer);
+		if (st[r].update_s < 0)
+			st[r].update_s = 0;
+		const struct sl_gpu_type *gt = &env->catalogue.gpus[ro->gpu];
+		st[r].quota_cores = gt->cpu_quota_cores;
+		st[r].period_s = gt->cpu_quota_period_s;
+		if (sl_sim_time_source(env, ro->gpu, b, ro->tp) == SL_TIME_ESTIMATED)
+			out->stages[ro->stage].time_estimated = 1;
+	}
+
+	/* run the instruction lists: always advance the runnable rank with the earliest clock, so
+	 * messages take the shared links in the order of simulated time */
+	struct run x = {.env = env, .t = &t, .st = st, .arrival = arrival, .ready = ready,
+			.source = source, .link_free = link_free, .nmax = nmax, .act_bytes = act_bytes};
+	/* Two steps, the second one timed: a step starts where the previous one's optimizer left
+	 * each rank (and its CPU budget). */
+	double prev_norm = 0, T = 0, pipeline_end = 0, egress_usd = 0;
+	double sync_bytes_of[SL_SIM_MAX_STAGES] = {0};
+	for (int step = 0; step < 2; step++) {
+	for (int r = 0; r < W; r++) {
+		st[r].pc = 0;
+		st[r].compute_s = st[r].wait_s = 0;
+	}
+	for (long i = 0; i < (long)W * 2 * nmax; i++)
+		arrival[i] = ready[i] = -1;
+	x.egress_usd = 0;
+	for (;;) {
+		int best = -1, progressed = 0;
+		for (int r = 0; r < W; r++) {
+			const struct sl_schedule *s = &sched[r];
+			if (st[r].pc >= s->count)
+				continue;
+			const struct sl_instr *in = &s->instrs[st[r].pc];
+			/* waiting in a receive or a collective is being inside MPI */
+			if (st[r].pending_count && in->op != SL_INSTR_FORWARD &&
+			    in->op != SL_INSTR_BACKWARD && in->op != SL_INSTR_LOAD_MICROBATCH) {
+				progress(&x, r);
+				progressed = 1; /* a rank passed over above may now have its message */
+			}
+			if (in->op == SL_INSTR_REDUCE_GRADIENTS || in->op == SL_INSTR_OPTIMIZER_STEP)
+				continue; /* collective: after every rank got there */
+			if (in->op == SL_INSTR_RECV_ACTIVATION || in->op == SL_INSTR_RECV_GRADIENT) {
+				int kind = in->op == SL_INSTR_RECV_GRADIENT;
+				size_t at = ((size_t)r * 2 + kind) * nmax + in->microbatch;
+				if (arrival[at] < 0 && ready[at] < 0)
+					continue;
+			}
+			if (best < 0 || st[r].clock < st[best].clock)
+				best = r;
+		}
+		if (best < 0 && progressed)
+			continue;
+		if (best < 0)
+			break;
+		struct rank_state *me = &st[best];
+		const struct sl_instr *in = &sched[best].instrs[me->pc++];
+		switch (in->op) {
+		case SL_INSTR_FORWARD:
+		case SL_INSTR_BACKWARD: {
+			double t0 = me->clock;
+			run_work(me, in->op == SL_INSTR_FORWARD ? me->fwd_s : me->bwd_s);
+			me->compute_s += me->clock - t0;
+			break;
+		}
+		case SL_INSTR_RECV_ACTIVATION:
+		case SL_INSTR_RECV_GRADIENT: {
+			int kind = in->op == SL_INSTR_RECV_GRADIENT;
+			size_t idx = ((size_t)best * 2 + kind) * nmax + in->microbatch;
+			if (arrival[idx] < 0) /* a rendezvous: it moves from now (or when offered) */
+				transfer(&x, source[idx], best, kind, in->microbatch,
+					 fmax(ready[idx], me->clock));
+			double at = arrival[idx];
+			double t0 = me->clock;
+			wait_polling(me, at);
+			me->wait_s += me->clock - t0;
+			break;
+		}
+		case SL_INSTR_SEND_ACTIVATION:
+		case SL_INSTR_SEND_GRADIENT: {
+			int kind = in->op == SL_INSTR_SEND_GRADIENT;
+			progress(&x, best); /* MPI_Isend is an MPI call */
+			for (int p = 0; p < in->peer_count; p++) {
+				int d = in->peers[p];
+				if (st[d].host == me->host || act_bytes <= TCP_EAGER_BYTES ||
+				    me->pending_count == PENDING_MAX)
+					transfer(&x, best, d, kind, in->microbatch, me->clock);
+				else
+					me->pending[me->pending_count++] =
+						(struct pending_send){d, kind, in->microbatch};
+			}
+			break;
+		}
+		default: /* load-microbatch: reading tokens, nothing to time */
+			break;
+		}
+	}
+	egress_usd = x.egress_usd;
+	for (int r = 0; r < W; r++)
+		if (st[r].pc >= sched[r].count ||
+		    sched[r].instrs[st[r].pc].op != SL_INSTR_REDUCE_GRADIENTS) {
+			rc = sl_err_set(err, SL_EINPUT, "runtime model: rank %d did not reach its "
+					"gradient reduction (schedule inconsistent)", r);
+			goto out;
+		}
+	pipeline_end = 0;
+	for (int r = 0; r < W; r++) {
+		st[r].reduce_arrive_s = st[r].clock;
+		pipeline_end = fmax(pipeline_end, st[r].clock - prev_norm);
+	}
+
+	/* gradient sync: stage groups first, then the tied token table (grad_sync.c's order) */
+	for (int k = 0; k < P; k++) {
+		int uniform = 1;
+		for (int j = 1; j < D; j++)
+			uniform &= sl_plan_replica(plan, k, j)->tp == sl_plan_replica(plan, k, 0)->tp;
+		int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
+		int tied_here = P > 1 && env->sizes->head_holds_embedding &&
+				(k == 0 || k == P - 1);
+		int groups = uniform ? sl_plan_replica(plan, k, 0)->tp : 1;
+		for (int gi = 0; gi < groups; gi++) {
+			int m = 0, tp_of = 1;
+			for (int j = 0; j < D; j++) {
+				const struct sl_replica *rep = sl_plan_replica(plan, k, j);
+				for (int tr = 0; tr < rep->tp; tr++)
+					if (!uniform || tr == gi) {
+						members[m++] = sl_role_of(&t, k, j, tr)->rank;
+						tp_of = rep->tp;
+					}
+			}
+			/* uniform: each rank's shard; mixed: whole tensors */
+			double bytes = shard_bytes(env, uniform ? tp_of : 1, first, last);
+			if (tied_here) /* the table is reduced in the embedding group instead */
+				bytes -= SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
+					 (uniform ? tp_of : 1);
+			sync_bytes_of[k] = fmax(sync_bytes_of[k], m > 1 ? bytes : 0);
+			double start = 0;
+			for (int i = 0; i < m; i++)
+				start = fmax(start, st[members[i]].clock);
+			double dur = ring_allreduce_s(env, &t, st, members, m, bytes);
+			for (int i = 0; i < m; i++)
+				wait_polling(&st[members[i]], start + dur);
+			if (m > 1)
+				for (int i = 0; i < m; i++) {
+					const struct sl_role *a = &t.roles[members[i]];
+					const struct sl_role *n = &t.roles[members[(i + 1) % m]];
+					egress_usd += 2.0 * (m - 1) / m * bytes / 1e9 *
+						      sl_network_egress_usd_per_gb(env->network, a->zone,
+										   n->zone);
+				}
+		}
+		out->stages[k].dp_sync_s = 0;
+	}
+	if (P > 1 && env->sizes->head_holds_embedding) {
+		int uniform = 1;
+		int t0 = sl_plan_replica(plan, 0, 0)->tp;
+		for (int j = 0; j < D; j++)
+			uniform &= sl_plan_replica(plan, 0, j)->tp == t0 &&
+				   sl_plan_replica(plan, P - 1, j)->tp == t0;
+		int groups = uniform ? t0 : 1;
+		for (int gi = 0; gi < groups; gi++) {
+			int m = 0;
+			for (int side = 0; side < 2; side++) {
+				int k = side ? P - 1 : 0;
+				for (int j = 0; j < D; j++) {
+					const struct sl_replica *rep = sl_plan_replica(plan, k, j);
+					for (int tr = 0; tr < rep->tp; tr++)
+						if (!uniform || tr == gi)
+							members[m++] = sl_role_of(&t, k, j, tr)->rank;
+				}
+			}
+			double bytes = SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
+				       (uniform ? t0 : 1);
+			double start = 0;
+			for (int i = 0; i < m; i++)
+				start = fmax(start, st[members[i]].clock);
+			double dur = ring_allreduce_s(env, &t, st, members, m, bytes);
+			for (int i = 0; i < m; i++)
+				wait_polling(&st[members[i]], start + dur);
+		}
+	}
+	for (int r = 0; r < W; r++)
+		st[r].sync_end_s = st[r].clock;
+	/* the global norm: everyone waits for the last rank; then each rank's optimizer step */
+	double norm = 0;
+	for (int r = 0; r < W; r++)
+		norm = fmax(norm, st[r].clock);
+	for (int r = 0; r < W; r++) {
+		wait_polling(&st[r], norm);
+		run_work(&st[r], st[r].update_s);
+	}
+	T = norm - prev_norm;
+	prev_norm = norm;
+	} /* steps */
+
+	/* per stage figures: the slowest rank of the stage */
+	for (int r = 0; r < W; r++) {
+		const struct sl_role *ro = &t.roles[r];
+		struct sl_sim_stage *s = &out->stages[ro->stage];
+		s->fwd_s = fmax(s->fwd_s, st[r].fwd_s);
+		s->bwd_s = fmax(s->bwd_s, st[r].bwd_s);
+		s->compute_s = fmax(s->compute_s, st[r].compute_s);
+		s->p2p_s = fmax(s->p2p_s, st[r].wait_s);
+		s->optimizer_s = fmax(s->optimizer_s, st[r].update_s);
+		s->dp_sync_s = fmax(s->dp_sync_s, st[r].sync_end_s - st[r].reduce_arrive_s);
+		s->bubble_s = fmax(s->bubble_s, T - st[r].compute_s - st[r].update_s);
+	}
+	out->iteration_time_s = T;
+	out->pipeline_time_s = pipeline_end;
+	double opt = 0;
+	for (int r = 0; r < W; r++)
+		opt = fmax(opt, st[r].update_s);
+	out->optimizer_s = opt;
+	out->dp_sync_s = fmax(0, T - pipeline_end);
+	out->throughput_it_s = 1.0 / T;
+	out->slowest_pipeline = 0;
+
+	/* cost */
+	double usd_per_hour = 0;
+	for (long i = 0; i < (long)P * D; i++)
+		usd_per_hour += plan->replicas[i].tp *
+				env->catalogue.gpus[plan->replicas[i].gpu].usd_per_hour;
+	out->gpu_usd_per_hour = usd_per_hour;
+	out->gpu_cost_usd_per_iter = usd_per_hour / 3600.0 * T;
+	out->egress_cost_usd_per_iter = egress_usd;
+	out->cost_usd_per_iter = out->gpu_cost_usd_per_iter + egress_usd;
+
+	/* memory: the rank of each stage with the highest share of its device */
+	out->fits_memory = 1;
+	for (int k = 0; k < P; k++) {
+		out->stages[k].fits = 1;
+		out->stages[k].memory.total_bytes = -1;
+	}
+	for (int r = 0; r < W; r++) {
+		const struct sl_role *ro = &t.roles[r];
+		int k = ro->stage;
+		int syncs = D > 1 || (P > 1 && (k == 0 || k == P - 1));
+		double sb = sync_bytes_of[k];
+		if (P > 1 && (k == 0 || k == P - 1))
+			sb = fmax(sb, SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
+					      ro->tp);
+		struct sl_sim_memory mem;
+		/* a stage that mixes TP degrees sizes its bucket for its largest whole tensor */
+		int mixed = 0;
+		for (int j = 1; j < D; j++)
+			mixed |= sl_plan_replica(plan, k, j)->tp != sl_plan_replica(plan, k, 0)->tp;
+		double whole = mixed ? largest_whole_tensor_bytes(env, ro->first_layer, ro->last_layer)
+				     : 0;
+		rank_memory(env, ro, b, sched[r].slots, P, syncs, sb, whole, &mem);
+		struct sl_sim_stage *s = &out->stages[k];
+		if (s->memory.total_bytes < 0 ||
+		    mem.total_bytes / mem.capacity_bytes >
+			    s->memory.total_bytes / s->memory.capacity_bytes) {
+			s->memory = mem;
+			s->memory_replica = ro->pipeline;
+		}
+		if (mem.total_bytes > mem.capacity_bytes) {
+			s->fits = 0;
+			out->fits_memory = 0;
+		}
+	}
+out:
+	if (sched)
+		sl_schedule_free_all(sched, t.world_size);
+	sl_role_table_free(&t);
+	free(st);
+	free(arrival);
+	free(ready);
+	free(source);
+	free(members);
+	free(link_free);
+	return rc;
+}

@@ -1,0 +1,238 @@
+/* Unit tests for the cost model of our own runtime (sim/time_runtime.c): closed forms on a
+ * profile of known numbers, written here in the format `sailor profile` writes. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cluster/catalogue.h"
+#include "sim/internal.h"
+
+/* per layer kind at (mbs 2, tp 1): seconds and bytes */
+#define F_EMB 0.001
+#define F_BLK 0.010
+#define F_HEAD 0.004
+#define B_EMB 0.002
+#define B_BLK 0.020
+#define B_HEAD 0.006
+#define UPDATE 0.003   /* update_s of the profiled embedding + 2 blocks + head */
+#define P_EMB 1000000.0
+#define P_BLK 3000000.0
+#define P_HEAD 1500000.0
+#define A_BLK 2000000.0
+#define A_HEAD 500000.0
+#define WS 700000.0
+#define BASE 50000000.0
+
+static char dir[] = "/tmp/sailor-test-sim-runtime-XXXXXX";
+static struct sl_sim_env *env;
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(dir))
+		return -1;
+	char path[512], text[8192];
+	struct sl_err err = {0};
+	/* a device without a CPU quota and one with (0.25 of a core in 10 ms periods) */
+	snprintf(path, sizeof(path), "%s/gpus.json", dir);
+	write_file(path, "{\"schema\": \"sailor.gpus/1\", \"gpus\": ["
+		   "{\"name\": \"cpu-fast\", \"memory_bytes\": 2147483648, \"gpus_per_node\": 2, "
+		   "\"usd_per_hour\": 0.04},"
+		   "{\"name\": \"cpu-quota\", \"memory_bytes\": 2147483648, \"gpus_per_node\": 2, "
+		   "\"usd_per_hour\": 0.01, \"cpu_quota\": {\"cores\": 0.25, \"period_s\": 0.01}}]}\n");
+	if (sl_catalogue_set_overlay(path, &err))
+		return -1;
+	snprintf(path, sizeof(path), "%s/gpt2-tiny", dir);
+	mkdir(path, 0777);
+	/* gpt2-tiny: layers 0 (embedding), 1-4 (blocks), 5 (head) */
+	int n = snprintf(text, sizeof(text), "{\"schema\": \"sailor.profile/1\", \"source\": "
+			 "{\"entries\": {\"mbs 2 tp 1\": {\"memory\": {"
+			 "\"embedding\": {\"params_bytes\": %.0f, \"activations_bytes\": 0}, "
+			 "\"block\": {\"params_bytes\": %.0f, \"activations_bytes\": %.0f}, "
+			 "\"head\": {\"params_bytes\": %.0f, \"activations_bytes\": %.0f}, "
+			 "\"workspace_bytes\": %.0f, \"runtime_rss_bytes\": %.0f, "
+			 "\"mpi_ranks\": true}}}}, \"2\": {\"1\": {",
+			 P_EMB, P_BLK, A_BLK, P_HEAD, A_HEAD, WS, BASE);
+	for (int l = 0; l < 6; l++) {
+		double f = l == 0 ? F_EMB : (l == 5 ? F_HEAD : F_BLK);
+		double b = l == 0 ? B_EMB : (l == 5 ? B_HEAD : B_BLK);
+		n += snprintf(text + n, sizeof(text) - (size_t)n, "%s\"%d\": [%g, %g, %g]",
+			      l ? ", " : "", l, f, b, UPDATE);
+	}
+	snprintf(text + n, sizeof(text) - (size_t)n, "}}}\n");
+	snprintf(path, sizeof(path), "%s/gpt2-tiny/cpu-fast.json", dir);
+	write_file(path, text);
+	snprintf(path, sizeof(path), "%s/gpt2-tiny/cpu-quota.json", dir);
+	write_file(path, text);
+	if (sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &env, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	sl_sim_env_free(env);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/gpt2-tiny/cpu-fast.json", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/gpt2-tiny/cpu-quota.json", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/gpus.json", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/gpt2-tiny", dir);
+	rmdir(path);
+	rmdir(dir);
+	sl_catalogue_set_overlay(NULL, NULL);
+	return 0;
+}
+
+static void load_plan(const char *json, struct sl_plan *plan)
+{
+	json_error_t jerr;
+	json_t *root = json_loads(json, 0, &jerr);
+	assert_non_null(root);
+	struct sl_err err = {0};
+	sl_plan_init(plan);
+	int rc = sl_plan_from_json(root, NULL, &env->catalogue, plan, &err);
+	if (rc)
+		fprintf(stderr, "%s\n", err.msg);
+	assert_int_equal(rc, 0);
+	json_decref(root);
+}
+
+static void one_rank_is_its_micro_batches_plus_the_update(void **state)
+{
+	(void)state;
+	struct sl_plan plan;
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 8, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 5], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\"}]}]}", &plan);
+	static struct sl_sim_result res;
+	struct sl_err err = {0};
+	assert_true(sl_sim_runtime_uses(env, &plan));
+	assert_int_equal(sl_simulate(env, &plan, SL_COST_SAILOR, &res, &err), 0);
+	assert_true(res.runtime_sailor);
+	double fb = F_EMB + 4 * F_BLK + F_HEAD + B_EMB + 4 * B_BLK + B_HEAD;
+	double upd = sl_sim_stage_update_s(env, SL_COST_SAILOR, res.stages[0].memory_replica >= 0
+					   ? plan.replicas[0].gpu : 0, 2, 1, 0, 5);
+	assert_true(fabs(res.iteration_time_s - (4 * fb + upd)) < 1e-9);
+	/* memory: baseline + storage (one table: no head copy) + 1 slot + workspace */
+	double table = 4.0 * 4.0 * env->model.vocab * env->model.hidden;
+	double storage = P_EMB + 4 * P_BLK + P_HEAD - table;
+	/* + the gradient bucket (16 MiB, zeroed: resident) and one gradient buffer */
+	double msg = 4.0 * 2 * env->model.seq_len * env->model.hidden;
+	double want = BASE + storage + (4 * A_BLK + A_HEAD) + WS + 16.0 * 1024 * 1024 + msg;
+	assert_true(fabs(res.peak_memory_bytes - want) < 1.0);
+	sl_plan_free(&plan);
+}
+
+static void pipeline_keeps_min_p_k_n_slots_and_waits_for_transfers(void **state)
+{
+	(void)state;
+	struct sl_plan plan;
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 16, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": [{\"gpu\": "
+		  "\"cpu-fast\", \"zone\": \"us-central1-a\"}]}]}", &plan);
+	static struct sl_sim_result res;
+	struct sl_err err = {0};
+	assert_int_equal(sl_simulate(env, &plan, SL_COST_SAILOR, &res, &err), 0);
+	double f0 = F_EMB + 2 * F_BLK, b0 = B_EMB + 2 * B_BLK;
+	double f1 = 2 * F_BLK + F_HEAD, b1 = 2 * B_BLK + B_HEAD;
+	/* 8 micro-batches: no faster than the busier stage's work plus the other's first and last
+	 * micro-batch, whatever the transfers */
+	double busiest = 8 * fmax(f0 + b0, f1 + b1);
+	assert_true(res.iteration_time_s > busiest + fmin(f0, f1));
+	assert_true(res.stages[1].p2p_s > 0); /* stage 1 waits for activations */
+	/* stage 0 holds min(P - 0, 8) = 2 micro-batches' activations, stage 1 one */
+	double act0 = 2 * (2 * A_BLK), act1 = 1 * (2 * A_BLK + A_HEAD);
+	assert_true(fabs(res.stages[0].memory.activations_bytes - (act0 + WS)) < 1.0);
+	assert_true(fabs(res.stages[1].memory.activations_bytes - (act1 + WS)) < 1.0);
+	/* stage 1 keeps a receive buffer and a gradient buffer per slot: 2 x 1 activation */
+	double msg = 4.0 * 2 * env->model.seq_len * env->model.hidden;
+	assert_true(res.stages[1].memory.buffers_bytes >= 2 * msg);
+	sl_plan_free(&plan);
+}
+
+static void data_parallel_adds_an_allreduce_and_halves_the_work(void **state)
+{
+	(void)state;
+	struct sl_plan one, two;
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 16, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 5], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\"}]}]}", &one);
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 16, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 5], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\", \"count\": 2}]}]}", &two);
+	static struct sl_sim_result r1, r2;
+	struct sl_err err = {0};
+	assert_int_equal(sl_simulate(env, &one, SL_COST_SAILOR, &r1, &err), 0);
+	assert_int_equal(sl_simulate(env, &two, SL_COST_SAILOR, &r2, &err), 0);
+	double upd = r1.optimizer_s;
+	double compute1 = r1.iteration_time_s - upd;
+	assert_true(r2.dp_sync_s > 0);
+	assert_true(fabs(r2.iteration_time_s - (compute1 / 2 + upd + r2.dp_sync_s)) < 1e-9);
+	sl_plan_free(&one);
+	sl_plan_free(&two);
+}
+
+static void a_cpu_quota_device_runs_in_bursts(void **state)
+{
+	(void)state;
+	struct sl_plan one, pipe, pipe_q;
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 8, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 5], \"replicas\": [{\"gpu\": \"cpu-quota\", "
+		  "\"zone\": \"us-central1-a\"}]}]}", &one);
+	static struct sl_sim_result r1, r2, r3;
+	struct sl_err err = {0};
+	assert_int_equal(sl_simulate(env, &one, SL_COST_SAILOR, &r1, &err), 0);
+	/* back-to-back work on one rank: the quota's average rate, to within a period */
+	double fb = F_EMB + 4 * F_BLK + F_HEAD + B_EMB + 4 * B_BLK + B_HEAD;
+	assert_true(fabs(r1.iteration_time_s - (4 * fb + r1.optimizer_s)) < 0.0101);
+	/* a pipeline: the ranks wait and then work with a fresh budget, so a quota device is
+	 * faster in it than its average rate says, and never slower than the unthrottled device */
+#define TWO_STAGES(gpu) \
+	"{\"schema\": \"sailor.plan/1\", \"global_batch\": 16, \"micro_batch\": 2, " \
+	"\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"" gpu "\", " \
+	"\"zone\": \"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": " \
+	"[{\"gpu\": \"" gpu "\", \"zone\": \"us-central1-a\"}]}]}"
+	load_plan(TWO_STAGES("cpu-fast"), &pipe);
+	load_plan(TWO_STAGES("cpu-quota"), &pipe_q);
+	assert_int_equal(sl_simulate(env, &pipe, SL_COST_SAILOR, &r2, &err), 0);
+	assert_int_equal(sl_simulate(env, &pipe_q, SL_COST_SAILOR, &r3, &err), 0);
+	assert_true(r3.stages[0].compute_s < r2.stages[0].compute_s);
+	assert_true(r3.stages[0].compute_s > 0.25 * r2.stages[0].compute_s);
+	sl_plan_free(&one);
+	sl_plan_free(&pipe);
+	sl_plan_free(&pipe_q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(one_rank_is_its_micro_batches_plus_the_update),
+		cmocka_unit_test(pipeline_keeps_min_p_k_n_slots_and_waits_for_transfers),
+		cmocka_unit_test(data_parallel_adds_an_allreduce_and_halves_the_work),
+		cmocka_unit_test(a_cpu_quota_device_runs_in_bursts),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
