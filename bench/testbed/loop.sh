@@ -84,13 +84,15 @@ out, G = sys.argv[1], int(sys.argv[2])
 pool = json.load(open(f"{out}/pool.json"))
 reps = [{"gpu": e["gpu"], "zone": e["zone"], "tp": 1, "count": e["count"]} for e in pool["gpus"]]
 D = sum(e["count"] for e in pool["gpus"])
-mbs = 1
-while G % (mbs * 2 * D) == 0 and mbs < 4:
-    mbs *= 2
-if G % (mbs * D):
-    sys.exit(f"global batch {G} does not split over {D} replicas")
+# the largest micro-batch that still gives every replica one; micro-batches split as evenly as
+# counts allow (the naive split, blind to device speed)
+mbs = next(b for b in (4, 2, 1) if G % b == 0 and G // b >= D)
+n = G // mbs
+per = [n // D + (1 if j < n % D else 0) for j in range(D)]
 plan = {"schema": "sailor.plan/1", "model": "gpt2-tiny", "global_batch": G, "micro_batch": mbs,
         "stages": [{"layers": [0, 5], "replicas": reps}]}
+if len(set(per)) > 1:
+    plan["microbatches_per_pipeline"] = per
 json.dump(plan, open(f"{out}/plans/baseline-dp-all.json", "w"), indent=1)
 for g in sorted({e["gpu"] for e in pool["gpus"]}):
     sub = {"schema": "sailor.pool/1", "gpus": [e for e in pool["gpus"] if e["gpu"] == g]}
@@ -118,7 +120,7 @@ for p in "$out"/plans/*.json; do
 			--cluster "$out/cluster.json" --gpus "$GPUS" --seq-len "$SEQ" --steps "$STEPS" \
 			--json >"$out/runs/$n.out" 2>"$out/runs/$n.err" && break
 	done
-	"$S" simulate --plan "$p" --json "${env_args[@]}" >"$out/runs/$n.sim.json"
+	"$S" simulate --model "$MODEL" --plan "$p" --json "${env_args[@]}" >"$out/runs/$n.sim.json"
 done
 
 # --- 5. report --------------------------------------------------------------------------------

@@ -49,6 +49,7 @@
  * Unlike the rest of sl_simulate this model allocates (the instruction lists of every rank); it
  * is meant for plans of our runtime, tens of ranks, not for the planner's inner loop over
  * thousands of GPUs. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,9 @@
  * receive, send or collective, and then for the receiver to be in the matching receive. Between
  * ranks of one host the receiver copies the data itself (shared memory). */
 #define TCP_EAGER_BYTES 65536.0
+#define TCP_HEADER_BYTES 64.0 /* its match header counts against the limit */
 #define PENDING_MAX 128
+#define PHASE_DRAWS 8
 
 struct pending_send {
 	int dst, kind, microbatch;
@@ -85,14 +88,15 @@ struct rank_state {
 	int pending_count;
 	/* a device that is a CPU quota (catalogue cpu_quota): budget per period and its use */
 	double quota_cores, period_s, used_s;
-	long period;        /* the period (clock / period_s) whose budget used_s counts */
+	long period;        /* the period ((clock - phase) / period_s) whose budget used_s counts */
+	double phase_s;     /* where this device's periods start: cgroups keep their own timers */
 };
 
 /* Moves r into the period that holds its clock (a new period brings a fresh budget). Periods
  * are counted by number so that rounding never leaves the clock on a boundary it cannot cross. */
 static void enter_period(struct rank_state *r)
 {
-	long k = (long)floor(r->clock / r->period_s + 1e-9);
+	long k = (long)floor((r->clock - r->phase_s) / r->period_s + 1e-9);
 	if (k > r->period) {
 		r->period = k;
 		r->used_s = 0;
@@ -107,7 +111,7 @@ static double run_for(struct rank_state *r, double want_s, double limit_s)
 	double budget = r->quota_cores * r->period_s, done = 0;
 	while (want_s - done > 1e-12 && r->clock < limit_s) {
 		enter_period(r);
-		double end = (double)(r->period + 1) * r->period_s;
+		double end = r->phase_s + (double)(r->period + 1) * r->period_s;
 		double left = budget - r->used_s;
 		if (left <= 1e-12) { /* throttled until the next period */
 			r->clock = end;
@@ -413,8 +417,28 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 			.source = source, .link_free = link_free, .nmax = nmax, .act_bytes = act_bytes};
 	/* Two steps, the second one timed: a step starts where the previous one's optimizer left
 	 * each rank (and its CPU budget). */
-	double prev_norm = 0, T = 0, pipeline_end = 0, egress_usd = 0;
+	double T = 0, pipeline_end = 0, egress_usd = 0, T_sum = 0;
 	double sync_bytes_of[SL_SIM_MAX_STAGES] = {0};
+	/* Devices that are CPU quotas have periods whose phases nobody knows (each cgroup keeps its
+	 * own timer), and a message that reaches a throttled rank waits for its next period: the
+	 * step time is the mean over PHASE_DRAWS spreads of phases (golden-ratio sequences, so
+	 * the draws cover [0, period) evenly and the result is deterministic). */
+	int quota = 0;
+	for (int r = 0; r < W; r++)
+		quota |= has_quota(&st[r]);
+	const int draws = quota ? PHASE_DRAWS : 1;
+	for (int draw = 0; draw < draws; draw++) {
+	double prev_norm = 0;
+	for (int r = 0; r < W; r++) {
+		double u = 0.6180339887 * (r + 1) + 0.7548776662 * draw;
+		st[r].phase_s = quota ? (u - floor(u)) * st[r].period_s : 0;
+		st[r].clock = 0;
+		st[r].used_s = 0;
+		st[r].period = LONG_MIN;
+		st[r].pending_count = 0;
+	}
+	for (long i = 0; i < (long)hosts * env->catalogue.zone_count; i++)
+		link_free[i] = 0;
 	for (int step = 0; step < 2; step++) {
 	for (int r = 0; r < W; r++) {
 		st[r].pc = 0;
@@ -480,7 +504,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 			progress(&x, best); /* MPI_Isend is an MPI call */
 			for (int p = 0; p < in->peer_count; p++) {
 				int d = in->peers[p];
-				if (st[d].host == me->host || act_bytes <= TCP_EAGER_BYTES ||
+				if (st[d].host == me->host || act_bytes + TCP_HEADER_BYTES <= TCP_EAGER_BYTES ||
 				    me->pending_count == PENDING_MAX)
 					transfer(&x, best, d, kind, in->microbatch, me->clock);
 				else
@@ -590,6 +614,9 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 	T = norm - prev_norm;
 	prev_norm = norm;
 	} /* steps */
+	T_sum += T;
+	} /* phase draws */
+	T = T_sum / draws;
 
 	/* per stage figures: the slowest rank of the stage */
 	for (int r = 0; r < W; r++) {
