@@ -1,9 +1,11 @@
 /* Fuzz target: plan files (both formats) through sl_plan_from_json, and every plan that loads
  * through the checks and both cost models of the simulator, on OPT-350 and the shipped data:
- * what `sailor simulate --plan FILE` does. A plan that loads is also written back
- * (sl_plan_to_json, what `plan -o` writes) and read again: the copy must have the same stages,
- * per-stage memory options ("recompute", "zero"), replicas and batch. */
+ * what `sailor simulate --plan FILE` does (time, memory and cost must come out finite). A plan
+ * that loads is also written back (sl_plan_to_json, what `plan -o` writes) and read again: the
+ * copy must have the same stages, per-stage memory options ("recompute", "zero"), replicas and
+ * batch. */
 #include <jansson.h>
+#include <math.h>
 
 #include "fuzz_util.h"
 #include "plan/plan.h"
@@ -57,7 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (loaded && !sl_sim_check_plan(env, &plan, 0, &err)) {
 		for (int cm = 0; cm < 2; cm++)
 			if (!sl_simulate(env, &plan, (enum sl_cost_model)cm, &res, &err)) {
-				fuzz_assert(res.iteration_time_s >= 0);
+				fuzz_assert(isfinite(res.iteration_time_s) && res.iteration_time_s >= 0);
+				fuzz_assert(isfinite(res.peak_memory_bytes) && isfinite(res.cost_usd_per_iter));
 				json_decref(sl_sim_result_to_json(env, &plan, &res));
 			}
 	}
