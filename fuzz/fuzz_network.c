@@ -1,6 +1,7 @@
 /* Fuzz target: the network files (data/network/: link fits, intra-node fits, egress prices)
  * through sl_network_load. The first byte picks which of the three files the rest of the input
- * replaces; the other two are the shipped ones. Accepted fits are evaluated at a few sizes. */
+ * replaces; the other two are the shipped ones. Accepted fits are evaluated at a few sizes and
+ * must give finite, non-negative transfer times. */
 #include <math.h>
 
 #include "cluster/catalogue.h"
@@ -41,13 +42,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (int b = 0; b < cat.zone_count; b++) {
 				const struct sl_net_fit *fit = sl_network_fit(net, a, 0, 1, b, 0, 1);
 				if (fit)
-					fuzz_assert(sl_net_send_time_s(fit, 1e6) >= 0);
+					fuzz_assert(isfinite(sl_net_send_time_s(fit, 1e6)) && sl_net_send_time_s(fit, 1e6) >= 0);
 				fuzz_assert(sl_network_egress_usd_per_gb(net, a, b) >= 0);
 			}
 		for (int g = 0; g < cat.gpu_count; g++) {
 			const struct sl_net_fit *fit = sl_network_intra_fit(net, g, 2);
 			if (fit)
-				fuzz_assert(sl_net_send_time_s(fit, 1e6) >= 0);
+				fuzz_assert(isfinite(sl_net_send_time_s(fit, 1e6)) && sl_net_send_time_s(fit, 1e6) >= 0);
 		}
 	}
 	sl_network_free(net);

@@ -30,6 +30,14 @@ seed() {
 		for f in data/validation/*/*.json; do cp "$f" "$dir/$(basename "$(dirname "$f")")-$(basename "$f")"; done ;;
 	fuzz_pool) cp data/examples/pool-*.json data/traces/*.csv "$dir"/ ;;
 	fuzz_catalogue) cp data/gpus.json "$dir"/ ;;
+	fuzz_gpus) cp data/testbed/gpus-*.json "$dir"/ ;;
+	fuzz_pool_watch)
+		# a trace alone, a pool file alone, and a pool file then its replacement (form feed)
+		cp data/examples/pool-*.json data/traces/*.csv "$dir"/
+		for f in data/examples/pool-*.json; do
+			{ cat "$f"; printf '\f'; sed 's/"count": [0-9]*/"count": 3/' "$f"; } >"$dir/replaced-$(basename "$f")"
+			{ cat "$f"; printf '\f{"schema": "sailor.pool/1", "gpus": ['; } >"$dir/broken-$(basename "$f")"
+		done ;;
 	fuzz_network)
 		i=0
 		for f in zone_bandwidths intra_node_bandwidths egress_usd_per_gb; do

@@ -211,13 +211,18 @@ static int load_gpus(const char *path, struct sl_catalogue *cat, struct sl_err *
 			    t->peak_fp32_flops > SL_MAX_GPU_FLOPS ||
 			    t->peak_tensor_flops > SL_MAX_GPU_FLOPS ||
 			    t->memory_bandwidth_bps > SL_MAX_BANDWIDTH_BPS ||
+			    (t->peak_fp32_flops > 0 && t->peak_fp32_flops < SL_MIN_GPU_FLOPS) ||
+			    (t->peak_tensor_flops > 0 && t->peak_tensor_flops < SL_MIN_GPU_FLOPS) ||
+			    (t->memory_bandwidth_bps > 0 &&
+			     t->memory_bandwidth_bps < SL_MIN_MEMORY_BANDWIDTH_BPS) ||
 			    t->runtime_overhead_bytes > t->memory_bytes ||
 			    t->nccl_buffer_bytes > t->memory_bytes))
 			rc = sl_err_set(err, SL_EINPUT,
 					"%s: out of range: memory_bytes 1 MiB to 1 PiB, usd_per_hour at "
-					"most %g, FLOP/s at most %g, memory_bandwidth_bps at most %g, "
-					"overheads at most memory_bytes", ctx, SL_MAX_GPU_USD_PER_HOUR,
-					SL_MAX_GPU_FLOPS, SL_MAX_BANDWIDTH_BPS);
+					"most %g, FLOP/s 0 (not known) or %g to %g, memory_bandwidth_bps "
+					"0 (not known) or %g to %g, overheads at most memory_bytes", ctx,
+					SL_MAX_GPU_USD_PER_HOUR, SL_MIN_GPU_FLOPS, SL_MAX_GPU_FLOPS,
+					SL_MIN_MEMORY_BANDWIDTH_BPS, SL_MAX_BANDWIDTH_BPS);
 		t->gpus_per_node = (int)per_node;
 		json_t *v = json_object_get(g, "network_as");
 		if (!rc && v && !json_is_string(v))

@@ -18,6 +18,7 @@
 #include "dist/launch.h"
 #include "dist/launch_run.h"
 #include "dist/roles.h"
+#include "util/atomic_file.h"
 #include "util/json.h"
 
 #define TAG_DATA 7101
@@ -293,19 +294,19 @@ static void put_link(json_t *root, const char *z1, const char *g1, const char *z
 	json_object_set_new(o, "1", fit_json(f));
 }
 
+/* Through util/atomic_file (temporary file, fsync, rename, folder fsync): a crash or a full
+ * disk leaves the previous fits or nothing, never a part. */
 static int write_atomically(const char *path, const json_t *v, struct sl_err *err)
 {
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-	int rc = sl_json_print(f, v);
-	if (fclose(f) || rc || rename(tmp, path)) {
-		unlink(tmp);
-		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", path, strerror(errno));
+	struct sl_atomic_file af;
+	int rc = sl_atomic_open(&af, path, "network fits", err);
+	if (rc)
+		return rc;
+	if (sl_json_print(af.f, v)) {
+		sl_atomic_abort(&af);
+		return sl_err_set(err, SL_EIO, "cannot write network fits '%s'", path);
 	}
-	return 0;
+	return sl_atomic_commit(&af, err);
 }
 
 int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalogue *cat,

@@ -22,6 +22,7 @@
 #include "train/gpt_layers.h"
 #include "train/optimizer.h"
 #include "train/rng.h"
+#include "util/atomic_file.h"
 #include "util/json.h"
 
 #define MAX_TP 64
@@ -561,7 +562,7 @@ static int merge_existing(json_t *profile, const char *path, struct sl_err *err)
 int sl_profiler_write(json_t *profile, const char *dir, const char *model,
 		      const char *gpu, char *path_out, size_t path_size, struct sl_err *err)
 {
-	char sub[4096], path[4200], tmp[4300];
+	char sub[4096], path[4200];
 	if (snprintf(sub, sizeof(sub), "%s/%s", dir, model) >= (int)sizeof(sub))
 		return sl_err_set(err, SL_EINPUT, "-o '%s': path too long", dir);
 	int rc = make_dir(dir, err);
@@ -573,20 +574,18 @@ int sl_profiler_write(json_t *profile, const char *dir, const char *model,
 	rc = merge_existing(profile, path, err);
 	if (rc)
 		return rc;
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-	rc = sl_json_print(f, profile);
-	if (fclose(f) || rc) {
-		unlink(tmp);
-		return sl_err_set(err, SL_EIO, "cannot write '%s'", tmp);
+	/* temporary file, fsync, rename (util/atomic_file): never half a profile */
+	struct sl_atomic_file af;
+	rc = sl_atomic_open(&af, path, "profile", err);
+	if (rc)
+		return rc;
+	if (sl_json_print(af.f, profile)) {
+		sl_atomic_abort(&af);
+		return sl_err_set(err, SL_EIO, "cannot write profile '%s'", path);
 	}
-	if (rename(tmp, path)) {
-		unlink(tmp);
-		return sl_err_set(err, SL_EIO, "cannot rename '%s' to '%s': %s", tmp, path,
-				  strerror(errno));
-	}
+	rc = sl_atomic_commit(&af, err);
+	if (rc)
+		return rc;
 	if (path_out)
 		snprintf(path_out, path_size, "%s", path);
 	return 0;

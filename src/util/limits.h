@@ -58,6 +58,13 @@
 #define SL_MAX_GPU_FLOPS 1e18
 #define SL_MAX_BANDWIDTH_BPS 1e15
 #define SL_MAX_USD_PER_GB 1e6
+/* A device type's peak FLOP/s and memory bandwidth are 0 (not known) or at least these: far
+ * below any device that trains a model (one CPU core does ~1e10 FLOP/s, ~1e10 B/s). Layer times
+ * of a type without a profile are its stand-in's scaled by the ratio of the two peaks
+ * (sim/estimate.c), so a denormal peak made that ratio, and the iteration time, infinite. With
+ * these floors the ratio is at most 1e12 and every estimated time stays finite. */
+#define SL_MIN_GPU_FLOPS 1e6
+#define SL_MIN_MEMORY_BANDWIDTH_BPS 1e6
 /* Coefficients of a bandwidth fit (GB/s as a quadratic in log2 of the message size in MB). */
 #define SL_MAX_FIT_COEFF 1e4
 #define SL_MIN_FIT_COEFF 1e-12

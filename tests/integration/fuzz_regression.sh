@@ -4,11 +4,14 @@
 # binaries $BUILD/fuzz-replay/<target> that `make test` builds with the normal compiler (under
 # `make check`, with ASan + UBSan). A crash, a sanitizer report or a broken invariant fails.
 # Each input must also finish within 10 s: several were inputs that took minutes.
+# The committed seeds (fuzz/seeds/<target>/) are replayed the same way, so every target runs in
+# `make test` (the invariants a target checks on accepted inputs included) even before it has
+# a finding of its own.
 set -u
 cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
 failures=0 inputs=0
-for dir in fuzz/corpus-regression/*/; do
+for dir in fuzz/corpus-regression/*/ fuzz/seeds/*/; do
 	t=$(basename "$dir")
 	bin=$build/fuzz-replay/$t
 	if [ ! -x "$bin" ]; then
@@ -26,5 +29,5 @@ for dir in fuzz/corpus-regression/*/; do
 		fi
 	done
 done
-echo "$inputs regression inputs replayed, $failures failed"
+echo "$inputs regression inputs and seeds replayed, $failures failed"
 [ "$failures" -eq 0 ]

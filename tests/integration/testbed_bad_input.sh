@@ -32,7 +32,7 @@ expect() { # name, jq edit of the good description, text the message must contai
 }
 expect unknown-zone '.zones[1].name = "mars-north1-a"' 'zones[1].name: unknown zone "mars-north1-a"'
 expect wrong-region '.zones[0].region = "us-west1"' 'zones[0].region: "us-west1": zone us-central1-a is in region "us-central1"'
-expect zero-bandwidth '.links.region.bandwidth_mbit = 0' 'links.region.bandwidth_mbit: 0: expected a number of Mbit/s above 0'
+expect zero-bandwidth '.links.region.bandwidth_mbit = 0' 'links.region.bandwidth_mbit: 0: expected a number of Mbit/s from 0.01 to 100000'
 expect missing-link 'del(.links.world)' 'links.world: missing'
 expect duplicate-host '.zones[1].hosts[0].name = "h0"' 'hosts: host "h0" is listed twice'
 expect unknown-class '.zones[0].hosts[0].class = "cpu-medium"' 'zones[0].hosts[0].class: unknown device class "cpu-medium" (classes: cpu-fast)'
