@@ -64,7 +64,8 @@ struct sl_comm_backend {
 	int (*allgather)(struct sl_comm *comm, const struct sl_comm_group *group, const void *in,
 			 void *out, long long count, enum sl_comm_dtype dtype, struct sl_err *err);
 	/* Sums the members' `in` (each sum(counts) elements) element-wise; member i receives the
-	 * counts[i] elements that start at counts[0] + ... + counts[i-1] in `out`. */
+	 * counts[i] elements that start at counts[0] + ... + counts[i-1], at the start of `out`
+	 * (in == out: in place, the result at the start of the buffer). */
 	int (*reduce_scatter)(struct sl_comm *comm, const struct sl_comm_group *group,
 			      const void *in, void *out, const int *counts,
 			      enum sl_comm_dtype dtype, struct sl_err *err);

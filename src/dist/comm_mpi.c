@@ -172,7 +172,8 @@ static int mpi_reduce_scatter(struct sl_comm *comm, const struct sl_comm_group *
 			      enum sl_comm_dtype dtype, struct sl_err *err)
 {
 	(void)comm;
-	int rc = MPI_Reduce_scatter(in, out, counts, mpi_type(dtype), MPI_SUM, group_comm(g));
+	int rc = MPI_Reduce_scatter(in == out ? MPI_IN_PLACE : in, out, counts, mpi_type(dtype),
+				    MPI_SUM, group_comm(g));
 	if (rc != MPI_SUCCESS)
 		return mpi_fail(err, rc, "MPI_Reduce_scatter");
 	return 0;

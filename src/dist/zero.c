@@ -133,14 +133,15 @@ int sl_zero_init(struct sl_zero *z, struct sl_comm *comm, const struct sl_comm_g
 	member_range(z, group->rank, &z->own_start, &end);
 	z->own_len = end - z->own_start;
 	size_t n = (size_t)z->own_len;
-	int parts = uniform ? 3 : 4;
+	int parts = uniform ? 2 : 4;
 	z->pieces = sl_alloc_floats((size_t)parts * (n ? n : 1));
 	if (!z->pieces)
 		goto oom;
-	z->grad = z->pieces;
-	z->m = z->grad + n;
+	z->m = z->pieces;
 	z->v = z->m + n;
-	z->master = uniform ? NULL : z->v + n;
+	/* uniform: the piece's values and summed gradients live in the local arrays */
+	z->grad = uniform ? NULL : z->v + n;
+	z->master = uniform ? NULL : z->grad + n;
 	/* segments: this member's range cut at parameter boundaries */
 	z->segs = calloc((size_t)(z->held_count ? z->held_count : 1), sizeof(*z->segs));
 	if (!z->segs)
@@ -248,10 +249,45 @@ int sl_zero_load(struct sl_zero *z, int moments, struct sl_err *err)
 	return rc ? sl_err_prefix(err, "sharded optimizer: load") : 0;
 }
 
+/* Uniform view: copies src (the view's elements [lo, hi)) into the local `which` arrays. */
+static void copy_to_local(struct sl_zero *z, long long lo, long long hi, int which,
+			  const float *src)
+{
+	for (int k = 0; k < z->held_count; k++) {
+		long long vs = z->view_start[k], ve = vs + z->held[k]->numel;
+		long long a = max_ll(vs, lo), b = min_ll(ve, hi);
+		if (a < b)
+			memcpy(array_of(z->held[k], which) + (a - vs), src + (a - lo),
+			       (size_t)(b - a) * sizeof(float));
+	}
+}
+
 int sl_zero_reduce_grads(struct sl_zero *z, struct sl_err *err)
 {
-	int rc = scatter_into(z, ARR_GRAD, 1, z->grad, err);
+	int rc = 0;
+	if (!z->uniform) {
+		rc = scatter_into(z, ARR_GRAD, 1, z->grad, err);
+	} else {
+		/* in place: the summed piece lands at the bucket's start, then in the local
+		 * gradients (the rest of them stays unsummed and is not read) */
+		for (long long b0 = 0; b0 < z->view_numel && !rc; b0 += z->bucket_floats) {
+			long long b1 = min_ll(z->view_numel, b0 + z->bucket_floats);
+			long long at = bucket_counts(z, b0, b1);
+			int mine = z->counts[z->group->rank];
+			transfer(z, b0, b1, ARR_GRAD, 1, 1);
+			rc = sl_comm_reduce_scatter(z->comm, z->group, z->bucket, z->bucket,
+						    z->counts, SL_COMM_FLOAT, err);
+			if (!rc && mine)
+				copy_to_local(z, b0 + at, b0 + at + mine, ARR_GRAD, z->bucket);
+		}
+	}
 	return rc ? sl_err_prefix(err, "sharded optimizer: gradient reduce-scatter") : 0;
+}
+
+/* The summed gradient of a segment. */
+static const float *seg_grad(const struct sl_zero *z, const struct sl_zero_segment *s)
+{
+	return z->uniform ? z->held[s->param]->grad + s->local_off : z->grad + s->piece_off;
 }
 
 double sl_zero_grad_sumsq(const struct sl_zero *z)
@@ -263,7 +299,7 @@ double sl_zero_grad_sumsq(const struct sl_zero *z)
 		/* uniform: every TP rank's group holds the replicated tensors; count them once */
 		if (z->uniform && !sl_param_is_sharded(p) && z->me.tp_rank != 0)
 			continue;
-		sum += sl_sum_squares(z->grad + s->piece_off, (long)s->len);
+		sum += sl_sum_squares(seg_grad(z, s), (long)s->len);
 	}
 	return sum;
 }
@@ -278,7 +314,7 @@ int sl_zero_step(struct sl_zero *z, const struct sl_adamw_config *cfg, double lr
 		struct sl_param *p = z->held[g->param];
 		float *value = z->uniform ? p->value + g->local_off : z->master + g->piece_off;
 		s.decay = p->decay ? decay : 1.0f;
-		sl_adamw_update(value, z->grad + g->piece_off, z->m + g->piece_off,
+		sl_adamw_update(value, seg_grad(z, g), z->m + g->piece_off,
 				z->v + g->piece_off, (long)g->len, &s);
 	}
 	int rc = gather_from(z, z->uniform ? NULL : z->master, ARR_VALUE, err);
@@ -321,5 +357,5 @@ void sl_zero_release(struct sl_zero *z)
 
 size_t sl_zero_bytes(const struct sl_zero *z)
 {
-	return (size_t)(z->uniform ? 3 : 4) * (size_t)z->own_len * sizeof(float);
+	return (size_t)(z->uniform ? 2 : 4) * (size_t)z->own_len * sizeof(float);
 }

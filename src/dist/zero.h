@@ -11,7 +11,9 @@
  * [floor(i W / G), floor((i + 1) W / G)) of it:
  *   - uniform stage (every replica has one TP degree): the group is the D ranks of equal TP
  *     rank, which hold identical shards; the view is the concatenation of the local shards, so
- *     a member's piece lies in its own shards and it updates its values in place;
+ *     a member's piece lies in its own shards: the reduce-scatter runs in place and the summed
+ *     piece is copied into the local gradients, and the member updates its values in place
+ *     (per rank: moments 2/D of the shard's, nothing else);
  *   - mixed TP degrees: the group is every rank of the stage and the view is the concatenation
  *     of the whole tensors (as grad_sync.h reduces them): a rank contributes its shard at its
  *     whole-tensor indices (replicated tensors from TP rank 0 only, so each replica adds every
@@ -60,7 +62,9 @@ struct sl_zero {
 	long long *view_start;     /* per held parameter: its first element in the view */
 	long long view_numel;      /* W */
 	long long own_start, own_len;
-	float *master, *grad, *m, *v; /* own_len each (master: mixed only), one allocation */
+	float *master, *grad, *m, *v; /* own_len each, one allocation; master and grad: mixed
+				       * only (uniform: the local arrays hold the piece's values and
+				       * summed gradient) */
 	float *pieces;
 	struct sl_zero_segment *segs;
 	int seg_count;
