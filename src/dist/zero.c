@@ -112,7 +112,10 @@ int sl_zero_init(struct sl_zero *z, struct sl_comm *comm, const struct sl_comm_g
 	z->uniform = uniform;
 	z->me = table->roles[comm->rank];
 	z->bucket = bucket;
-	z->bucket_floats = bucket_floats;
+	/* MPI's reduce-scatter and all-gather allocate temporaries about the size of the call:
+	 * smaller calls keep those from eating what sharding saves */
+	z->bucket_floats = bucket_floats < SL_ZERO_BUCKET_FLOATS ? bucket_floats
+								 : SL_ZERO_BUCKET_FLOATS;
 	z->held = calloc((size_t)(count ? count : 1), sizeof(*z->held));
 	z->view_start = calloc((size_t)(count ? count : 1), sizeof(*z->view_start));
 	z->counts = calloc((size_t)group->size, sizeof(*z->counts));

@@ -24,8 +24,8 @@
  * Both give the single-process update exactly: the sums are over the same contributions as the
  * all-reduce (plus exact zeros), AdamW is element-wise, and the clipping factor comes from the
  * global norm (sl_zero_grad_sumsq counts every element of the stage once).
- * The views are processed in buckets of the gradient-sync bucket's size, so no whole-view
- * buffer is ever allocated.
+ * The views are processed in buckets (SL_ZERO_BUCKET_FLOATS, in the gradient sync's bucket),
+ * so no whole-view buffer is ever allocated.
  *
  * Not sharded: the tied token table when P > 1 (its gradient is summed across the first and the
  * last stage, grad_sync.h); it keeps its moments in its layer (SL_GPT_MOMENTS_TABLE_ONLY).
@@ -45,6 +45,11 @@
 #include "dist/roles.h"
 #include "train/optimizer.h"
 #include "train/param.h"
+
+/* Elements per reduce-scatter / all-gather call (1 Mi floats, 4 MiB): OpenMPI allocates
+ * temporaries of about a call's size inside these collectives, which with the gradient sync's
+ * 16 MiB buckets measured as +20 MiB of peak RSS per rank (bench/bench_memopts.sh). */
+#define SL_ZERO_BUCKET_FLOATS (1L << 20)
 
 struct sl_zero_segment {
 	int param;                 /* index into held[] */
