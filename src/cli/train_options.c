@@ -3,6 +3,9 @@
 
 #include <limits.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "train/gpt_layers.h"
 
 #include "util/limits.h"
 
@@ -47,6 +50,14 @@ int sl_cli_train_option(const struct sl_cli_command *c, int idx, const char *arg
 	case SL_TOPT_RESUME: o->resume = 1; return 0;
 	case SL_TOPT_JSON: o->json = 1; return 0;
 	case SL_TOPT_LOG_EVERY: return sl_cli_parse_long(c, name, arg, 1, SL_MAX_STEPS, &o->log_every);
+	case SL_TOPT_RECOMPUTE:
+		for (int r = SL_GPT_RECOMPUTE_NONE; r <= SL_GPT_RECOMPUTE_SELECTIVE; r++)
+			if (!strcmp(arg, sl_gpt_recompute_name(r))) {
+				o->recompute = r;
+				return 0;
+			}
+		return sl_cli_usage_error(c, "--recompute '%s': choose none, full or selective",
+					  arg);
 	}
 	return 0;
 }

@@ -13,7 +13,7 @@ enum {
 	SL_TOPT_LR, SL_TOPT_MIN_LR, SL_TOPT_WARMUP, SL_TOPT_DECAY, SL_TOPT_WD, SL_TOPT_BETA1,
 	SL_TOPT_BETA2, SL_TOPT_EPS, SL_TOPT_CLIP, SL_TOPT_SEED, SL_TOPT_SHUFFLE, SL_TOPT_CKPT_DIR,
 	SL_TOPT_CKPT_EVERY, SL_TOPT_CKPT_KEEP, SL_TOPT_RESUME, SL_TOPT_JSON, SL_TOPT_LOG_EVERY,
-	SL_TOPT_COUNT
+	SL_TOPT_RECOMPUTE, SL_TOPT_COUNT
 };
 
 #define SL_CLI_TRAIN_OPTIONS                                                                   \
@@ -41,7 +41,12 @@ enum {
 	{"ckpt-keep", 0, "N", "keep the newest N checkpoints", "2"},                           \
 	{"resume", 0, NULL, "continue from the newest valid checkpoint in --ckpt-dir", NULL},  \
 	{"json", 0, NULL, "print one JSON object per step (and one at the end)", NULL},        \
-	{"log-every", 0, "N", "print every N-th step", "1"}
+	{"log-every", 0, "N", "print every N-th step", "1"},                                   \
+	{"recompute", 0, "MODE",                                                               \
+	 "activation recomputation of every block: none, full (keep block inputs only) or "    \
+	 "selective (the attention core); sailor run: overrides the plan's per-stage "          \
+	 "\"recompute\" (ZeRO-1 needs replicas: it is the plan field \"zero\" only)",          \
+	 "none, or the plan's"}
 
 /* Parses shared option idx (< SL_TOPT_COUNT) with argument arg into o; the seed goes to *seed
  * (set o->seed from it after parsing). Returns 0 or 2 after printing a usage error. */

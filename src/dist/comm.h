@@ -63,6 +63,16 @@ struct sl_comm_backend {
 	/* out holds group->size * count elements: member i's `in` at i * count */
 	int (*allgather)(struct sl_comm *comm, const struct sl_comm_group *group, const void *in,
 			 void *out, long long count, enum sl_comm_dtype dtype, struct sl_err *err);
+	/* Sums the members' `in` (each sum(counts) elements) element-wise; member i receives the
+	 * counts[i] elements that start at counts[0] + ... + counts[i-1], at the start of `out`
+	 * (in == out: in place, the result at the start of the buffer). */
+	int (*reduce_scatter)(struct sl_comm *comm, const struct sl_comm_group *group,
+			      const void *in, void *out, const int *counts,
+			      enum sl_comm_dtype dtype, struct sl_err *err);
+	/* In place: buf holds sum(counts) elements; member i's counts[i] elements at its
+	 * displacement (the sum of the counts before it) are given to every member. */
+	int (*allgatherv)(struct sl_comm *comm, const struct sl_comm_group *group, void *buf,
+			  const int *counts, enum sl_comm_dtype dtype, struct sl_err *err);
 	int (*broadcast)(struct sl_comm *comm, const struct sl_comm_group *group, void *buf,
 			 long long count, enum sl_comm_dtype dtype, int root, struct sl_err *err);
 	int (*barrier)(struct sl_comm *comm, const struct sl_comm_group *group,
@@ -116,6 +126,14 @@ static inline int sl_comm_allreduce(struct sl_comm *c, const struct sl_comm_grou
 }
 int sl_comm_allgather(struct sl_comm *c, const struct sl_comm_group *g, const void *in, void *out,
 		      long long count, enum sl_comm_dtype t, struct sl_err *err);
+/* See struct sl_comm_backend; a group of one copies (reduce-scatter) or does nothing. */
+int sl_comm_reduce_scatter(struct sl_comm *c, const struct sl_comm_group *g, const void *in,
+			   void *out, const int *counts, enum sl_comm_dtype t, struct sl_err *err);
+static inline int sl_comm_allgatherv(struct sl_comm *c, const struct sl_comm_group *g, void *buf,
+				     const int *counts, enum sl_comm_dtype t, struct sl_err *err)
+{
+	return g->size <= 1 ? 0 : c->backend->allgatherv(c, g, buf, counts, t, err);
+}
 static inline int sl_comm_broadcast(struct sl_comm *c, const struct sl_comm_group *g, void *buf,
 				    long long count, enum sl_comm_dtype t, int root,
 				    struct sl_err *err)

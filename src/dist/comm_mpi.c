@@ -167,6 +167,39 @@ static int mpi_allgather(struct sl_comm *comm, const struct sl_comm_group *g, co
 	return 0;
 }
 
+static int mpi_reduce_scatter(struct sl_comm *comm, const struct sl_comm_group *g,
+			      const void *in, void *out, const int *counts,
+			      enum sl_comm_dtype dtype, struct sl_err *err)
+{
+	(void)comm;
+	int rc = MPI_Reduce_scatter(in == out ? MPI_IN_PLACE : in, out, counts, mpi_type(dtype),
+				    MPI_SUM, group_comm(g));
+	if (rc != MPI_SUCCESS)
+		return mpi_fail(err, rc, "MPI_Reduce_scatter");
+	return 0;
+}
+
+static int mpi_allgatherv(struct sl_comm *comm, const struct sl_comm_group *g, void *buf,
+			  const int *counts, enum sl_comm_dtype dtype, struct sl_err *err)
+{
+	(void)comm;
+	int *displs = malloc((size_t)g->size * sizeof(int));
+	if (!displs)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	long long at = 0;
+	for (int i = 0; i < g->size; i++) {
+		displs[i] = (int)at;
+		at += counts[i];
+	}
+	int rc = at > INT_MAX ? MPI_ERR_COUNT
+			      : MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts,
+					       displs, mpi_type(dtype), group_comm(g));
+	free(displs);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail(err, rc, "MPI_Allgatherv");
+	return 0;
+}
+
 static int mpi_broadcast(struct sl_comm *comm, const struct sl_comm_group *g, void *buf,
 			 long long count, enum sl_comm_dtype dtype, int root, struct sl_err *err)
 {
@@ -206,6 +239,8 @@ static const struct sl_comm_backend mpi_backend = {
 	.wait = mpi_wait,
 	.allreduce = mpi_allreduce,
 	.allgather = mpi_allgather,
+	.reduce_scatter = mpi_reduce_scatter,
+	.allgatherv = mpi_allgatherv,
 	.broadcast = mpi_broadcast,
 	.barrier = mpi_barrier,
 	.abort = mpi_abort,
@@ -221,6 +256,16 @@ int sl_comm_allgather(struct sl_comm *c, const struct sl_comm_group *g, const vo
 		return 0;
 	}
 	return c->backend->allgather(c, g, in, out, count, t, err);
+}
+
+int sl_comm_reduce_scatter(struct sl_comm *c, const struct sl_comm_group *g, const void *in,
+			   void *out, const int *counts, enum sl_comm_dtype t, struct sl_err *err)
+{
+	if (g->size <= 1) {
+		memmove(out, in, (size_t)counts[0] * sl_comm_dtype_bytes(t));
+		return 0;
+	}
+	return c->backend->reduce_scatter(c, g, in, out, counts, t, err);
 }
 
 int sl_comm_mpi_init(struct sl_comm *comm, int *argc, char ***argv, struct sl_err *err)

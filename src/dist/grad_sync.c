@@ -11,6 +11,7 @@
 
 #include "train/cpu/kernels.h"
 #include "train/gpt_layers.h"
+#include "dist/zero.h"
 
 int sl_param_is_sharded(const struct sl_param *p) { return p->tp > 1 && p->shard_dim >= 0; }
 
@@ -149,12 +150,14 @@ int sl_grad_sync_run(struct sl_grad_sync *s, struct sl_param *const *params, int
 	for (int i = 0; i < count; i++) {
 		if (is_tied(s, params[i]))
 			tied = params[i];
-		else
+		else if (!s->zero || !sl_zero_holds(s->zero, params[i]))
 			stage[n++] = params[i];
 	}
 	const struct sl_dist_groups *g = s->groups;
 	int rc = 0;
-	if (g->stage_sync.size > 1)
+	if (s->zero)
+		rc = sl_zero_reduce_grads(s->zero, err);
+	if (!rc && n > 0 && g->stage_sync.size > 1)
 		rc = g->stage_sync_uniform ? sync_shards(s, &g->stage_sync, stage, n, err)
 					   : sync_whole(s, &g->stage_sync, stage, n, err);
 	free(stage);
@@ -169,10 +172,12 @@ int sl_grad_sync_run(struct sl_grad_sync *s, struct sl_param *const *params, int
 int sl_grad_sync_norm(struct sl_grad_sync *s, struct sl_param *const *params, int count,
 		      double *norm, struct sl_err *err)
 {
-	double sum = 0.0;
+	double sum = s->zero ? sl_zero_grad_sumsq(s->zero) : 0.0;
 	if (s->me.pipeline == 0)
 		for (int i = 0; i < count; i++) {
 			const struct sl_param *p = params[i];
+			if (s->zero && sl_zero_holds(s->zero, p))
+				continue; /* counted in the pieces */
 			if (!sl_param_is_sharded(p) && s->me.tp_rank != 0)
 				continue;
 			if (is_tied(s, p) && s->me.stage != 0)

@@ -18,6 +18,9 @@
  * shards (replicated tensors from TP rank 0 only, the head's copy of the token table not at
  * all), summed over the world.
  *
+ * With a sharded optimizer (s->zero, zero.h) the stage's parameters are reduce-scattered
+ * instead and the norm counts each member's piece; the tied table is synchronised as above.
+ *
  * Ownership: sl_grad_sync_init() allocates the bucket; sl_grad_sync_free() releases it.
  */
 #ifndef SL_DIST_GRAD_SYNC_H
@@ -33,6 +36,8 @@
 #define SL_GRAD_BUCKET_FLOATS (4L << 20)
 #define SL_TIED_EMBEDDING_NAME "layer0.wte.weight"
 
+struct sl_zero;
+
 struct sl_grad_sync {
 	struct sl_comm *comm;
 	const struct sl_dist_groups *groups;
@@ -40,6 +45,9 @@ struct sl_grad_sync {
 	int num_stages;
 	float *bucket;
 	size_t bucket_floats;
+	/* set when the stage's optimizer is sharded (zero.h): its parameters' gradients are then
+	 * reduce-scattered into the pieces, and the norm counts the pieces */
+	struct sl_zero *zero;
 };
 
 int sl_grad_sync_init(struct sl_grad_sync *s, struct sl_comm *comm,

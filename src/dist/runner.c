@@ -19,6 +19,7 @@
 #include "dist/groups.h"
 #include "dist/roles.h"
 #include "dist/schedule.h"
+#include "dist/zero.h"
 #include "model/model_config.h"
 #include "plan/plan.h"
 #include "train/checkpoint.h"
@@ -68,6 +69,10 @@ struct worker {
 	struct sl_gpt gpt;
 	struct sl_gpt whole;         /* rank 0 with checkpoints: the assembly area */
 	struct sl_grad_sync sync;
+	int zero_on;                 /* this stage's optimizer is sharded (zero.h) */
+	struct sl_zero zero;
+	struct sl_param **unsharded; /* with zero_on: the parameters AdamW updates whole */
+	int unsharded_count;
 	int has_data;                /* first or last stage: reads tokens/targets */
 	struct sl_token_file file;
 	struct sl_data_loader loader;
@@ -146,9 +151,19 @@ static int setup_rank(struct worker *w, struct sl_err *err)
 	int threads = w->o->threads_per_rank > 0 ? w->o->threads_per_rank : 1;
 	sl_cpu_set_threads(threads);
 	struct sl_tp_comm hooks = {.allreduce_sum = tp_sum, .allreduce_max = tp_max, .ctx = &w->tp};
-	rc = sl_gpt_init_slots(&w->gpt, &w->model, w->me.first_layer, w->me.last_layer,
-			       w->plan.micro_batch, w->seq, w->sched.slots, w->me.tp, w->me.tp_rank,
-			       &hooks, sl_cpu_threads(), err);
+	/* memory options: --recompute overrides the plan's; ZeRO needs more than one replica */
+	const struct sl_plan_stage *ps = &w->plan.stages[w->me.stage];
+	w->zero_on = ps->zero && w->table.num_pipelines > 1;
+	struct sl_gpt_options opts = {
+		.slots = w->sched.slots,
+		.recompute = w->o->train.recompute >= 0 ? w->o->train.recompute : ps->recompute,
+		.moments = !w->zero_on ? SL_GPT_MOMENTS_ALL
+				       : (w->table.num_stages > 1 ? SL_GPT_MOMENTS_TABLE_ONLY
+								  : SL_GPT_MOMENTS_NONE),
+	};
+	rc = sl_gpt_init_opts(&w->gpt, &w->model, w->me.first_layer, w->me.last_layer,
+			      w->plan.micro_batch, w->seq, &opts, w->me.tp, w->me.tp_rank, &hooks,
+			      sl_cpu_threads(), err);
 	if (rc)
 		return sl_err_prefix(err, "stage %d (layers %d-%d, tp %d)", w->me.stage,
 				     w->me.first_layer, w->me.last_layer, w->me.tp);
@@ -156,6 +171,22 @@ static int setup_rank(struct worker *w, struct sl_err *err)
 	if ((rc = sl_grad_sync_init(&w->sync, comm, &w->groups, &w->table, w->gpt.params,
 				    w->gpt.param_count, err)))
 		return rc;
+	if (w->zero_on) {
+		if ((rc = sl_zero_init(&w->zero, comm, &w->groups.stage_sync,
+				       w->groups.stage_sync_uniform, &w->table, w->gpt.params,
+				       w->gpt.param_count, w->sync.bucket,
+				       (long long)w->sync.bucket_floats, err)))
+			return rc;
+		w->sync.zero = &w->zero;
+		w->unsharded = calloc((size_t)w->gpt.param_count, sizeof(*w->unsharded));
+		if (!w->unsharded)
+			return sl_err_set(err, SL_ENOMEM, "out of memory");
+		for (int i = 0; i < w->gpt.param_count; i++)
+			if (!sl_zero_holds(&w->zero, w->gpt.params[i]))
+				w->unsharded[w->unsharded_count++] = w->gpt.params[i];
+		if ((rc = sl_zero_load(&w->zero, 0, err)))
+			return rc;
+	}
 	if (comm->rank == 0 && w->o->train.ckpt_dir &&
 	    (rc = sl_dist_whole_model_init(&w->whole, &w->model, err)))
 		return rc;
@@ -324,10 +355,16 @@ static int save(struct worker *w, long long step, json_t *train, char *path, siz
 		.train = train,
 	};
 	snprintf(st.data_path, sizeof(st.data_path), "%s", w->o->train.data);
+	/* a sharded optimizer lends the save whole moments for the snapshot (zero.h) */
+	int rc = w->zero_on ? sl_zero_materialize(&w->zero, 1, err) : 0;
 	/* the snapshot is taken now; the file is written in the background (dist_checkpoint.h) */
-	return sl_dist_checkpoint_save_async(w->comm, &w->table, &w->gpt, &w->whole,
-					     w->o->train.ckpt_dir, &st, w->o->train.ckpt_keep, path,
-					     size, err);
+	if (!rc)
+		rc = sl_dist_checkpoint_save_async(w->comm, &w->table, &w->gpt, &w->whole,
+						   w->o->train.ckpt_dir, &st, w->o->train.ckpt_keep,
+						   path, size, err);
+	if (w->zero_on)
+		sl_zero_release(&w->zero);
+	return rc;
 }
 
 /* Rank 0: says which checkpoints finished persisting since the last call; with json as
@@ -357,8 +394,15 @@ static void report_persisted(struct worker *w, char *ckpt, size_t size, int last
 static int resume(struct worker *w, long long *start, struct sl_err *err)
 {
 	struct sl_ckpt_state st;
-	int rc = sl_dist_checkpoint_load(w->comm, &w->gpt, w->o->train.ckpt_dir, &st,
-					 w->resumed_from, sizeof(w->resumed_from), err);
+	/* a sharded optimizer reads whole moments, then keeps its pieces of them (zero.h) */
+	int rc = w->zero_on ? sl_zero_materialize(&w->zero, 0, err) : 0;
+	if (!rc)
+		rc = sl_dist_checkpoint_load(w->comm, &w->gpt, w->o->train.ckpt_dir, &st,
+					     w->resumed_from, sizeof(w->resumed_from), err);
+	if (!rc && w->zero_on)
+		rc = sl_zero_load(&w->zero, 1, err);
+	if (w->zero_on)
+		sl_zero_release(&w->zero);
 	if (rc)
 		return rc;
 	json_decref(st.train);
@@ -379,6 +423,29 @@ static int resume(struct worker *w, long long *start, struct sl_err *err)
 	return 0;
 }
 
+/* The recomputation a stage runs: --recompute, else the plan's. */
+static int stage_recompute(const struct worker *w, int k)
+{
+	return w->o->train.recompute >= 0 ? w->o->train.recompute : w->plan.stages[k].recompute;
+}
+
+/* The memory options are accepted where they change nothing (plan.h); say so once. */
+static void note_noop_options(const struct worker *w)
+{
+	int N = w->model.num_blocks;
+	for (int k = 0; k < w->plan.num_stages; k++) {
+		const struct sl_plan_stage *st = &w->plan.stages[k];
+		int rec = stage_recompute(w, k);
+		if (rec != SL_GPT_RECOMPUTE_NONE && (st->last_layer < 1 || st->first_layer > N))
+			sl_log_note("stage %d (layers %d-%d) holds no transformer block: recompute "
+				    "'%s' changes nothing there",
+				    k, st->first_layer, st->last_layer, sl_gpt_recompute_name(rec));
+		if (st->zero && w->table.num_pipelines == 1)
+			sl_log_note("stage %d has one replica: \"zero\": 1 changes nothing there "
+				    "(ZeRO-1 splits the optimizer state across a stage's replicas)", k);
+	}
+}
+
 static void print_header(struct worker *w, long long start)
 {
 	const struct sl_train_options *o = &w->o->train;
@@ -389,8 +456,11 @@ static void print_header(struct worker *w, long long start)
 		w->table.num_pipelines, w->table.num_pipelines > 1 ? "s" : "", w->table.world_size,
 		sl_cpu_threads(), sl_cpu_threads() > 1 ? "s" : "");
 	for (int k = 0; k < w->table.num_stages; k++) {
-		fprintf(w->out, "  stage %d  layers %d-%d:", k, w->plan.stages[k].first_layer,
-			w->plan.stages[k].last_layer);
+		int rec = stage_recompute(w, k);
+		fprintf(w->out, "  stage %d  layers %d-%d%s%s%s:", k, w->plan.stages[k].first_layer,
+			w->plan.stages[k].last_layer, rec ? ", recompute " : "",
+			rec ? sl_gpt_recompute_name(rec) : "",
+			w->plan.stages[k].zero && w->table.num_pipelines > 1 ? ", ZeRO-1" : "");
 		for (int j = 0; j < w->table.num_pipelines; j++) {
 			const struct sl_role *r = sl_role_of(&w->table, k, j, 0);
 			fprintf(w->out, "%s %s tp%d %s (ranks %d-%d)", j ? "," : "",
@@ -531,7 +601,15 @@ static int run_step(struct worker *w, long long step, const struct sl_lr_schedul
 	if ((rc = sl_grad_sync_norm(&w->sync, w->gpt.params, w->gpt.param_count, norm, err)))
 		return rc;
 	*lr = sl_lr_at(sched, step);
-	sl_adamw_apply(w->gpt.params, w->gpt.param_count, adamw, *lr, step + 1, *norm);
+	if (w->zero_on) {
+		struct sl_adamw_step s;
+		sl_adamw_prepare(adamw, *lr, step + 1, *norm, &s);
+		sl_adamw_apply(w->unsharded, w->unsharded_count, adamw, *lr, step + 1, *norm);
+		if ((rc = sl_zero_step(&w->zero, adamw, *lr, &s, err)))
+			return rc;
+	} else {
+		sl_adamw_apply(w->gpt.params, w->gpt.param_count, adamw, *lr, step + 1, *norm);
+	}
 	w->times[T_OPTIM] += sl_now_s() - t2;
 	return 0;
 }
@@ -603,6 +681,8 @@ int sl_dist_validate(const struct sl_run_options *o, struct sl_role_table *table
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	w->o = o;
 	int rc = setup_plan(w, err);
+	if (!rc)
+		note_noop_options(w);
 	if (!rc) {
 		/* the data must exist and fit the model before any rank starts */
 		rc = sl_token_file_open(&w->file, o->train.data, err);
@@ -641,6 +721,9 @@ static void teardown(struct worker *w)
 	sl_data_loader_free(&w->loader);
 	sl_token_file_close(&w->file);
 	sl_grad_sync_free(&w->sync);
+	if (w->zero_on)
+		sl_zero_free(&w->zero);
+	free(w->unsharded);
 	sl_gpt_free(&w->gpt);
 	sl_gpt_free(&w->whole);
 	sl_schedule_free(&w->sched);

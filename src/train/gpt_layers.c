@@ -8,9 +8,10 @@
  *   dfc = (dout Wmproj) * gelu'(fch); dln = dfc Wfc; dres = dout + LN2'(dln);
  *   dy = dres Wproj; dqkv = attention'(dy); dln = dqkv Wqkv; dx = dres + LN1'(dln);
  *   plus the parameter gradients of each product (kernels.h, sl_matmul_backward).
- * Invariants: parameter storage is one block of 4 * P floats (values, grads, exp_avg,
- * exp_avg_sq, each in parameter order), so the optimizer and checkpoints see each array as
- * contiguous per parameter; the activation caches (one per slot, side by side) and the
+ * Invariants: parameter storage is one block (values, grads, exp_avg, exp_avg_sq, each in
+ * parameter order; the moments only of the parameters cfg.moments keeps them for), so the
+ * optimizer and checkpoints see each array as contiguous per parameter; the activation caches
+ * (one per slot, side by side), the recomputed tensors' working set (borrowed) and the
  * workspace are allocated once, at init, for the largest micro-batch, and the step loop never
  * allocates (selecting a slot only re-points the views). tp == 1 runs the original kernels
  * only; the vocabulary-parallel paths (tp > 1) are separate branches. */
@@ -33,6 +34,16 @@ float *sl_alloc_floats(size_t n)
 	if (p)
 		memset(p, 0, bytes);
 	return p;
+}
+
+const char *sl_gpt_recompute_name(int recompute)
+{
+	switch (recompute) {
+	case SL_GPT_RECOMPUTE_NONE: return "none";
+	case SL_GPT_RECOMPUTE_FULL: return "full";
+	case SL_GPT_RECOMPUTE_SELECTIVE: return "selective";
+	}
+	return "?";
 }
 
 /* Rounds a sub-buffer size up so every view stays 64-byte aligned. */
@@ -140,16 +151,25 @@ static int validate(const struct sl_gpt_layer_config *c, int max_batch, int seq,
 	return 0;
 }
 
-/* Carves the activation cache into views; with base == NULL only counts the floats. */
-static size_t layout_cache(struct sl_gpt_layer *l, float *base)
+/* Carves the activation cache into views; with base == NULL only counts the floats. Tensors
+ * the layer recomputes (cfg.recompute) are carved from `shared` instead, counted in *shared_n. */
+static size_t layout_cache(struct sl_gpt_layer *l, float *base, float *shared, size_t *shared_n)
 {
-	size_t n = (size_t)l->max_batch * l->seq, off = 0;
+	size_t n = (size_t)l->max_batch * l->seq, off = 0, soff = 0;
 	size_t C = (size_t)l->cfg.hidden, Cl = (size_t)l->local_hidden, Fl = (size_t)l->local_ffn;
-#define VIEW(field, count)                                        \
-	do {                                                      \
-		l->field = base ? base + off : NULL;              \
-		off += pad16(count);                              \
+	int full = l->cfg.kind == SL_GPT_BLOCK && l->cfg.recompute == SL_GPT_RECOMPUTE_FULL;
+	int core = l->cfg.kind == SL_GPT_BLOCK && l->cfg.recompute != SL_GPT_RECOMPUTE_NONE;
+#define VIEW_IN(field, count, recomputed)                                     \
+	do {                                                                  \
+		if (recomputed) {                                             \
+			l->field = shared ? shared + soff : NULL;             \
+			soff += pad16(count);                                 \
+		} else {                                                      \
+			l->field = base ? base + off : NULL;                  \
+			off += pad16(count);                                  \
+		}                                                             \
 	} while (0)
+#define VIEW(field, count) VIEW_IN(field, count, full)
 	switch (l->cfg.kind) {
 	case SL_GPT_EMBEDDING:
 		break;
@@ -158,8 +178,8 @@ static size_t layout_cache(struct sl_gpt_layer *l, float *base)
 		VIEW(ln1_mean, n);
 		VIEW(ln1_rstd, n);
 		VIEW(qkv, n * 3 * Cl);
-		VIEW(att, (size_t)l->max_batch * l->local_heads * l->seq * l->seq);
-		VIEW(atty, n * Cl);
+		VIEW_IN(att, (size_t)l->max_batch * l->local_heads * l->seq * l->seq, core);
+		VIEW_IN(atty, n * Cl, core);
 		VIEW(res1, n * C);
 		VIEW(ln2, n * C);
 		VIEW(ln2_mean, n);
@@ -179,7 +199,18 @@ static size_t layout_cache(struct sl_gpt_layer *l, float *base)
 		break;
 	}
 #undef VIEW
+#undef VIEW_IN
+	if (shared_n)
+		*shared_n = soff;
 	return off;
+}
+
+/* 1 when the layer keeps AdamW moments for p in its storage (cfg.moments). */
+static int keeps_moments(const struct sl_gpt_layer *l, const struct sl_param *p)
+{
+	if (l->cfg.moments == SL_GPT_MOMENTS_ALL)
+		return 1;
+	return l->cfg.moments == SL_GPT_MOMENTS_TABLE_ONLY && !strcmp(p->name, "layer0.wte.weight");
 }
 
 int sl_gpt_layer_init(struct sl_gpt_layer *layer, const struct sl_gpt_layer_config *cfg,
@@ -203,12 +234,15 @@ int sl_gpt_layer_init(struct sl_gpt_layer *layer, const struct sl_gpt_layer_conf
 	layer->slots = cfg->slots > 0 ? cfg->slots : 1;
 	describe_params(layer);
 
-	size_t total = 0;
-	for (int i = 0; i < layer->param_count; i++)
+	size_t total = 0, with_moments = 0;
+	for (int i = 0; i < layer->param_count; i++) {
 		total += (size_t)layer->params[i].numel;
-	layer->storage_floats = 4 * total;
+		if (keeps_moments(layer, &layer->params[i]))
+			with_moments += (size_t)layer->params[i].numel;
+	}
+	layer->storage_floats = 2 * total + 2 * with_moments;
 	layer->storage = sl_alloc_floats(layer->storage_floats);
-	layer->slot_floats = layout_cache(layer, NULL);
+	layer->slot_floats = layout_cache(layer, NULL, NULL, &layer->shared_floats);
 	layer->cache_floats = layer->slot_floats * (size_t)layer->slots;
 	layer->cache = layer->cache_floats ? sl_alloc_floats(layer->cache_floats) : NULL;
 	if (!layer->storage || (layer->cache_floats && !layer->cache)) {
@@ -217,14 +251,18 @@ int sl_gpt_layer_init(struct sl_gpt_layer *layer, const struct sl_gpt_layer_conf
 		return sl_err_set(err, SL_ENOMEM, "layer %d: cannot allocate %.1f MiB", cfg->index,
 				  (double)bytes / (1 << 20));
 	}
-	size_t off = 0;
+	size_t off = 0, moff = 0;
+	float *m = layer->storage + 2 * total, *v = m + with_moments;
 	for (int i = 0; i < layer->param_count; i++) {
 		struct sl_param *p = &layer->params[i];
 		p->value = layer->storage + off;
 		p->grad = layer->storage + total + off;
-		p->exp_avg = layer->storage + 2 * total + off;
-		p->exp_avg_sq = layer->storage + 3 * total + off;
 		off += (size_t)p->numel;
+		if (keeps_moments(layer, p)) {
+			p->exp_avg = m + moff;
+			p->exp_avg_sq = v + moff;
+			moff += (size_t)p->numel;
+		}
 	}
 	sl_gpt_layer_select_slot(layer, 0);
 	if (cfg->kind == SL_GPT_HEAD && cfg->own_wte)
@@ -249,7 +287,14 @@ void sl_gpt_layer_init_weights(struct sl_gpt_layer *layer, uint64_t seed)
 void sl_gpt_layer_select_slot(struct sl_gpt_layer *layer, int slot)
 {
 	layer->slot = slot;
-	layout_cache(layer, layer->cache ? layer->cache + layer->slot_floats * (size_t)slot : NULL);
+	layout_cache(layer, layer->cache ? layer->cache + layer->slot_floats * (size_t)slot : NULL,
+		     layer->shared, NULL);
+}
+
+void sl_gpt_layer_attach_shared(struct sl_gpt_layer *layer, float *shared)
+{
+	layer->shared = shared;
+	sl_gpt_layer_select_slot(layer, layer->slot);
 }
 
 void sl_gpt_layer_tie(struct sl_gpt_layer *head, struct sl_gpt_layer *embedding)
@@ -349,6 +394,13 @@ static int block_backward(struct sl_gpt_layer *l, struct sl_gpt_workspace *ws,
 	int B = mb->batch, T = mb->seq, N = B * T;
 	int C = l->cfg.hidden, Cl = l->local_hidden, Fl = l->local_ffn;
 	int rc;
+	/* recomputation: rebuild what forward did not keep (bit-for-bit, gpt_layers.h) */
+	if (l->cfg.recompute == SL_GPT_RECOMPUTE_FULL) {
+		if ((rc = block_forward(l, ws, mb, x, ws->recompute_out, err)))
+			return rc;
+	} else if (l->cfg.recompute == SL_GPT_RECOMPUTE_SELECTIVE) {
+		sl_attention_forward(l->atty, l->att, l->qkv, B, T, l->local_heads, l->head_size);
+	}
 	/* MLP */
 	sl_matmul_backward(ws->dfc, G(MPROJ_W), G(MPROJ_B), dout, l->fcg, V(MPROJ_W), N, Fl, C);
 	sl_gelu_backward(ws->dfc, l->fch, ws->dfc, (long)N * Fl);
@@ -494,6 +546,9 @@ int sl_gpt_layer_forward(struct sl_gpt_layer *layer, struct sl_gpt_workspace *ws
 	int rc = check_mb(layer, mb, err);
 	if (rc)
 		return rc;
+	if (layer->shared_floats && !layer->shared)
+		return sl_err_set(err, SL_EINPUT, "layer %d: recomputes but has no working set "
+				  "(sl_gpt_layer_attach_shared)", layer->cfg.index);
 	switch (layer->cfg.kind) {
 	case SL_GPT_EMBEDDING:
 		return embedding_forward(layer, mb, output, err);
@@ -513,6 +568,9 @@ int sl_gpt_layer_backward(struct sl_gpt_layer *layer, struct sl_gpt_workspace *w
 	int rc = check_mb(layer, mb, err);
 	if (rc)
 		return rc;
+	if (layer->shared_floats && !layer->shared)
+		return sl_err_set(err, SL_EINPUT, "layer %d: recomputes but has no working set "
+				  "(sl_gpt_layer_attach_shared)", layer->cfg.index);
 	struct sl_gpt_layer *l = layer;
 	switch (layer->cfg.kind) {
 	case SL_GPT_EMBEDDING:
@@ -536,7 +594,7 @@ int sl_gpt_workspace_init(struct sl_gpt_workspace *ws, const struct sl_gpt_layer
 			  int count, int threads, struct sl_err *err)
 {
 	memset(ws, 0, sizeof(*ws));
-	size_t dres = 0, dln = 0, dy = 0, dqkv = 0, dfc = 0, att = 0;
+	size_t dres = 0, dln = 0, dy = 0, dqkv = 0, dfc = 0, att = 0, rout = 0;
 	for (int i = 0; i < count; i++) {
 		const struct sl_gpt_layer *l = &layers[i];
 		size_t n = (size_t)l->max_batch * l->seq, C = (size_t)l->cfg.hidden;
@@ -549,13 +607,16 @@ int sl_gpt_workspace_init(struct sl_gpt_workspace *ws, const struct sl_gpt_layer
 		dy = n * l->local_hidden > dy ? n * l->local_hidden : dy;
 		dqkv = 3 * n * l->local_hidden > dqkv ? 3 * n * l->local_hidden : dqkv;
 		dfc = n * l->local_ffn > dfc ? n * l->local_ffn : dfc;
+		if (l->cfg.recompute == SL_GPT_RECOMPUTE_FULL)
+			rout = n * C > rout ? n * C : rout;
 		size_t a = sl_attention_scratch_floats(l->seq, threads);
 		att = a > att ? a : att;
 		ws->max_tokens = (int)n > ws->max_tokens ? (int)n : ws->max_tokens;
 		ws->seq = l->seq > ws->seq ? l->seq : ws->seq;
 	}
 	ws->threads = threads;
-	ws->floats = pad16(dres) + pad16(dln) + pad16(dy) + pad16(dqkv) + pad16(dfc) + pad16(att);
+	ws->floats = pad16(dres) + pad16(dln) + pad16(dy) + pad16(dqkv) + pad16(dfc) + pad16(rout) +
+		     pad16(att);
 	ws->block = sl_alloc_floats(ws->floats);
 	if (!ws->block)
 		return sl_err_set(err, SL_ENOMEM, "cannot allocate a %.1f MiB workspace",
@@ -566,6 +627,7 @@ int sl_gpt_workspace_init(struct sl_gpt_workspace *ws, const struct sl_gpt_layer
 	ws->dy = p, p += pad16(dy);
 	ws->dqkv = p, p += pad16(dqkv);
 	ws->dfc = p, p += pad16(dfc);
+	ws->recompute_out = rout ? p : NULL, p += pad16(rout);
 	ws->att_scratch = p;
 	return 0;
 }

@@ -70,6 +70,34 @@
 
 enum sl_gpt_layer_kind { SL_GPT_EMBEDDING, SL_GPT_BLOCK, SL_GPT_HEAD };
 
+/* Activation recomputation of a block (the plan's "recompute", plan.h; same values). The
+ * tensors a block recomputes live in a working set shared by every block of the stage and
+ * every slot (sl_gpt_layer_attach_shared), not in the per-slot cache:
+ *   NONE       every intermediate is kept per slot;
+ *   FULL       nothing is kept: backward first reruns the block's forward from its input
+ *              (which the stage keeps per slot), Chen et al. 2016, "Training Deep Nets with
+ *              Sublinear Memory Cost";
+ *   SELECTIVE  the attention core (scores/softmax `att`, weighted sum `atty`) is not kept:
+ *              backward reruns sl_attention_forward from the kept qkv (Korthikanti et al.
+ *              2022, "Reducing Activation Recomputation in Large Transformer Models", 4.2).
+ * The kernels are deterministic, so a recomputed tensor is bit-for-bit the one forward made
+ * and backward's results equal those without recomputation. Ignored by the embedding and the
+ * head (they have no block intermediates). */
+enum sl_gpt_recompute {
+	SL_GPT_RECOMPUTE_NONE = 0,
+	SL_GPT_RECOMPUTE_FULL = 1,
+	SL_GPT_RECOMPUTE_SELECTIVE = 2,
+};
+
+/* "none", "full", "selective" (the plan's and --recompute's spelling); "?" otherwise. */
+const char *sl_gpt_recompute_name(int recompute);
+
+/* Which parameters get AdamW moment arrays in the layer's storage. NONE and TABLE_ONLY are for
+ * a sharded optimizer (dist/zero.h) that keeps the moments elsewhere; their exp_avg and
+ * exp_avg_sq are then NULL. TABLE_ONLY keeps them for the token table "layer0.wte.weight"
+ * only (the tied table of a pipeline, synchronised across stages, is not sharded). */
+enum sl_gpt_moments { SL_GPT_MOMENTS_ALL = 0, SL_GPT_MOMENTS_NONE, SL_GPT_MOMENTS_TABLE_ONLY };
+
 /* Collectives over the layer's tensor-parallel group, in place, element-wise over count floats;
  * each returns 0 or a negative SL_E* code. Every rank of the group makes the same calls in the
  * same order, and the result must be identical on every rank (the ranks then compute identical
@@ -89,6 +117,8 @@ struct sl_gpt_layer_config {
 	int tp, tp_rank;    /* this layer holds shard tp_rank of tp (tp = 1: the whole layer) */
 	int own_wte;        /* head only: hold a copy of the embedding table (no layer 0 here) */
 	int slots;          /* activation caches (micro-batches in flight); 0 means 1 */
+	int recompute;      /* enum sl_gpt_recompute (blocks only) */
+	int moments;        /* enum sl_gpt_moments */
 	struct sl_tp_comm comm; /* required when tp > 1 (see struct sl_tp_comm) */
 };
 
@@ -104,6 +134,7 @@ struct sl_gpt_microbatch {
 struct sl_gpt_workspace {
 	int max_tokens, seq, threads;
 	float *dres, *dln, *dy, *dqkv, *dfc, *att_scratch;
+	float *recompute_out; /* full recomputation: where backward's rerun writes the output */
 	float *block;    /* the one allocation the views above point into (owned) */
 	size_t floats;
 };
@@ -118,11 +149,14 @@ struct sl_gpt_layer {
 	int slots, slot;              /* activation caches, and the one in use */
 	struct sl_param params[SL_GPT_MAX_LAYER_PARAMS];
 	int param_count;
-	float *storage;               /* owned: values | grads | exp_avg | exp_avg_sq */
+	float *storage;               /* owned: values | grads | exp_avg | exp_avg_sq (moments
+				       * only of the parameters cfg.moments keeps them for) */
 	size_t storage_floats;
 	struct sl_param *wte;         /* head only: the tied embedding table, borrowed */
 	float *cache;                 /* owned: slots caches of slot_floats, one per slot */
 	size_t slot_floats, cache_floats; /* per slot; all slots (slots * slot_floats) */
+	float *shared;                /* borrowed: the recomputed tensors' working set */
+	size_t shared_floats;         /* floats of it this layer needs (0: recomputes nothing) */
 	/* views into the selected slot's cache (NULL where the kind does not use them) */
 	float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res1;
 	float *ln2, *ln2_mean, *ln2_rstd, *fch, *fcg;
@@ -147,6 +181,11 @@ void sl_gpt_layer_init_weights(struct sl_gpt_layer *layer, uint64_t seed);
 
 /* Makes the following forward/backward use activation cache `slot` (0 <= slot < slots). */
 void sl_gpt_layer_select_slot(struct sl_gpt_layer *layer, int slot);
+
+/* Gives a recomputing layer its working set: shared_floats floats, 64-byte aligned, that
+ * outlive the layer and may be shared by other layers (one runs at a time). Forward and
+ * backward of a layer with shared_floats > 0 fail until it has one. */
+void sl_gpt_layer_attach_shared(struct sl_gpt_layer *layer, float *shared);
 
 /* Gives the head the embedding table of layer 0 (tied weights, see above). */
 void sl_gpt_layer_tie(struct sl_gpt_layer *head, struct sl_gpt_layer *embedding);

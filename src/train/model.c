@@ -19,7 +19,20 @@ int sl_gpt_init_slots(struct sl_gpt *gpt, const struct sl_model_config *model, i
 		      int last, int max_batch, int seq, int slots, int tp, int tp_rank,
 		      const struct sl_tp_comm *comm, int threads, struct sl_err *err)
 {
+	struct sl_gpt_options opts = {.slots = slots};
+	return sl_gpt_init_opts(gpt, model, first, last, max_batch, seq, &opts, tp, tp_rank, comm,
+				threads, err);
+}
+
+int sl_gpt_init_opts(struct sl_gpt *gpt, const struct sl_model_config *model, int first,
+		     int last, int max_batch, int seq, const struct sl_gpt_options *opts, int tp,
+		     int tp_rank, const struct sl_tp_comm *comm, int threads, struct sl_err *err)
+{
 	memset(gpt, 0, sizeof(*gpt));
+	int slots = opts->slots;
+	if (opts->recompute < SL_GPT_RECOMPUTE_NONE || opts->recompute > SL_GPT_RECOMPUTE_SELECTIVE)
+		return sl_err_set(err, SL_EINPUT, "recompute mode %d: must be none, full or selective",
+				  opts->recompute);
 	int n = model->num_blocks;
 	if (first < 0 || last > n + 1 || first > last)
 		return sl_err_set(err, SL_EINPUT, "stage layers %d..%d: must lie within 0..%d", first,
@@ -51,6 +64,7 @@ int sl_gpt_init_slots(struct sl_gpt *gpt, const struct sl_model_config *model, i
 	gpt->tp = tp;
 	gpt->tp_rank = tp_rank;
 	gpt->slots = slots;
+	gpt->recompute = opts->recompute;
 	gpt->layer_count = last - first + 1;
 	gpt->layers = calloc((size_t)gpt->layer_count, sizeof(*gpt->layers));
 	gpt->acts = calloc((size_t)gpt->layer_count * slots, sizeof(*gpt->acts));
@@ -77,6 +91,8 @@ int sl_gpt_init_slots(struct sl_gpt *gpt, const struct sl_model_config *model, i
 			.tp_rank = tp_rank,
 			.own_wte = index == n + 1 && first > 0,
 			.slots = slots,
+			.recompute = opts->recompute,
+			.moments = opts->moments,
 		};
 		if (comm)
 			cfg.comm = *comm;
@@ -88,6 +104,22 @@ int sl_gpt_init_slots(struct sl_gpt *gpt, const struct sl_model_config *model, i
 		gpt->layer_count = count;
 		sl_gpt_free(gpt);
 		return rc;
+	}
+	/* one working set for every recomputing block (they run one at a time) */
+	for (int i = 0; i < gpt->layer_count; i++)
+		if (gpt->layers[i].shared_floats > gpt->shared_floats)
+			gpt->shared_floats = gpt->layers[i].shared_floats;
+	if (gpt->shared_floats) {
+		gpt->shared = sl_alloc_floats(gpt->shared_floats);
+		if (!gpt->shared) {
+			sl_gpt_free(gpt);
+			return sl_err_set(err, SL_ENOMEM, "cannot allocate the recomputation working "
+					  "set (%.1f MiB)",
+					  (double)gpt->shared_floats * sizeof(float) / (1 << 20));
+		}
+		for (int i = 0; i < gpt->layer_count; i++)
+			if (gpt->layers[i].shared_floats)
+				sl_gpt_layer_attach_shared(&gpt->layers[i], gpt->shared);
 	}
 	if (first == 0 && last == n + 1)
 		sl_gpt_layer_tie(&gpt->layers[gpt->layer_count - 1], &gpt->layers[0]);
@@ -138,6 +170,7 @@ void sl_gpt_free(struct sl_gpt *gpt)
 	free(gpt->acts);
 	free(gpt->stage_inputs);
 	free(gpt->act_block);
+	free(gpt->shared);
 	free(gpt->params);
 	sl_gpt_workspace_free(&gpt->ws);
 	memset(gpt, 0, sizeof(*gpt));
@@ -242,12 +275,16 @@ void sl_gpt_memory(const struct sl_gpt *gpt, struct sl_gpt_memory *out)
 	size_t numel = (size_t)gpt->param_numel;
 	out->params_bytes = numel * sizeof(float);
 	out->grads_bytes = numel * sizeof(float);
-	out->optimizer_bytes = 2 * numel * sizeof(float);
+	out->optimizer_bytes = 0;
+	for (int i = 0; i < gpt->param_count; i++)
+		if (gpt->params[i]->exp_avg)
+			out->optimizer_bytes += 2 * (size_t)gpt->params[i]->numel * sizeof(float);
 	size_t act = (size_t)gpt->max_batch * gpt->seq * gpt->model.hidden;
 	act = (act + 15) / 16 * 16;
 	/* the head outputs no activation, but its buffer is allocated all the same */
 	out->activations_bytes = act * (size_t)gpt->layer_count * gpt->slots * sizeof(float);
 	for (int i = 0; i < gpt->layer_count; i++)
 		out->activations_bytes += gpt->layers[i].cache_floats * sizeof(float);
+	out->activations_bytes += gpt->shared_floats * sizeof(float);
 	out->workspace_bytes = (gpt->ws.floats + 2 * act) * sizeof(float);
 }

@@ -20,6 +20,11 @@
  * gradient buffers are shared by all slots: sl_gpt_grad_input() is the result of the last
  * backward, whatever its slot, valid until the next backward.
  *
+ * Memory options (struct sl_gpt_options): with recomputation (gpt_layers.h) a block keeps per
+ * slot only what the option keeps, and the stage holds one working set of the recomputed
+ * tensors, shared by its blocks and slots; with a sharded optimizer the layers hold no AdamW
+ * moments (cfg.moments), which dist/zero.h keeps instead.
+ *
  * Ownership: sl_gpt_init() allocates the layers, the activation buffers and the workspace;
  * sl_gpt_free() releases them. params[] borrows the layers' parameters (stage order: layer by
  * layer, each in declaration order); the tied embedding table appears once, under layer 0, or
@@ -47,6 +52,9 @@ struct sl_gpt {
 	float **acts;               /* acts[s * layer_count + i]: output of layers[i] in slot s,
 				     * B*T*C floats (NULL for the head) */
 	float *act_block;           /* the allocation acts point into (owned) */
+	float *shared;              /* the recomputed tensors' working set (owned, NULL if none) */
+	size_t shared_floats;
+	int recompute;              /* enum sl_gpt_recompute of the stage's blocks */
 	float *grad_a, *grad_b;     /* backward ping-pong buffers, B*T*C each (in act_block) */
 	const float **stage_inputs; /* per slot: input of layers[0] at its last forward
 				     * (owned array, borrowed buffers) */
@@ -59,7 +67,7 @@ struct sl_gpt {
 struct sl_gpt_memory {
 	size_t params_bytes, grads_bytes, optimizer_bytes; /* values, gradients, AdamW m and v */
 	size_t activations_bytes;   /* layer caches and the activations between layers, all
-				     * slots */
+				     * slots, and the recomputed tensors' working set */
 	size_t workspace_bytes;     /* backward scratch shared by the layers */
 };
 
@@ -70,6 +78,16 @@ struct sl_gpt_memory {
 int sl_gpt_init_slots(struct sl_gpt *gpt, const struct sl_model_config *model, int first,
 		      int last, int max_batch, int seq, int slots, int tp, int tp_rank,
 		      const struct sl_tp_comm *comm, int threads, struct sl_err *err);
+/* How a stage trades memory: activation slots (>= 1), recomputation of its blocks (enum
+ * sl_gpt_recompute), which parameters keep AdamW moments (enum sl_gpt_moments). */
+struct sl_gpt_options {
+	int slots;
+	int recompute;
+	int moments;
+};
+int sl_gpt_init_opts(struct sl_gpt *gpt, const struct sl_model_config *model, int first,
+		     int last, int max_batch, int seq, const struct sl_gpt_options *opts, int tp,
+		     int tp_rank, const struct sl_tp_comm *comm, int threads, struct sl_err *err);
 /* sl_gpt_init_slots() with one slot (the single-process trainer). */
 int sl_gpt_init(struct sl_gpt *gpt, const struct sl_model_config *model, int first, int last,
 		int max_batch, int seq, int tp, int tp_rank, const struct sl_tp_comm *comm,

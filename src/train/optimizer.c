@@ -14,8 +14,8 @@ double sl_grad_norm(struct sl_param *const *params, int count)
 	return sqrt(sum);
 }
 
-void sl_adamw_apply(struct sl_param *const *params, int count, const struct sl_adamw_config *cfg,
-		    double lr, long long step, double grad_norm)
+void sl_adamw_prepare(const struct sl_adamw_config *cfg, double lr, long long step,
+		      double grad_norm, struct sl_adamw_step *out)
 {
 	double coef = 1.0;
 	if (cfg->grad_clip > 0.0) {
@@ -34,7 +34,16 @@ void sl_adamw_apply(struct sl_param *const *params, int count, const struct sl_a
 		.grad_scale = (float)coef,
 		.step_size = (float)(lr / bc1),
 		.bias_correction2_sqrt = (float)sqrt(bc2),
+		.decay = (float)(1.0 - lr * cfg->weight_decay),
 	};
+	*out = s;
+}
+
+void sl_adamw_apply(struct sl_param *const *params, int count, const struct sl_adamw_config *cfg,
+		    double lr, long long step, double grad_norm)
+{
+	struct sl_adamw_step s;
+	sl_adamw_prepare(cfg, lr, step, grad_norm, &s);
 	for (int i = 0; i < count; i++) {
 		struct sl_param *p = params[i];
 		s.decay = p->decay ? (float)(1.0 - lr * cfg->weight_decay) : 1.0f;

@@ -10,6 +10,7 @@
 #ifndef SL_TRAIN_OPTIMIZER_H
 #define SL_TRAIN_OPTIMIZER_H
 
+#include "train/cpu/kernels.h"
 #include "train/param.h"
 
 struct sl_adamw_config {
@@ -24,5 +25,11 @@ double sl_grad_norm(struct sl_param *const *params, int count);
  * correction); grad_norm as returned by sl_grad_norm for the clipping factor. */
 void sl_adamw_apply(struct sl_param *const *params, int count, const struct sl_adamw_config *cfg,
 		    double lr, long long step, double grad_norm);
+
+/* The per-step scalars of sl_adamw_apply (clipping factor, bias corrections) for an optimizer
+ * that updates pieces of tensors itself (dist/zero.h); s->decay is set for decaying parameters
+ * (1 - lr * weight_decay): use 1.0f for the others. */
+void sl_adamw_prepare(const struct sl_adamw_config *cfg, double lr, long long step,
+		      double grad_norm, struct sl_adamw_step *s);
 
 #endif

@@ -43,6 +43,7 @@ void sl_train_options_defaults(struct sl_train_options *o)
 	o->seed = 1337;
 	o->ckpt_keep = 2;
 	o->log_every = 1;
+	o->recompute = -1;
 }
 
 static volatile sig_atomic_t stop_signal;
@@ -203,9 +204,12 @@ static void print_header(struct run *r, long long start)
 		r->global * r->seq);
 	fprintf(r->out,
 		"threads %d (OpenBLAS %s); memory: parameters %.1f MiB, gradients %.1f MiB, AdamW "
-		"%.1f MiB, activations %.1f MiB, workspace %.1f MiB\n",
+		"%.1f MiB, activations %.1f MiB%s%s%s, workspace %.1f MiB\n",
 		sl_cpu_threads(), sl_cpu_blas_core(), mib(mem.params_bytes), mib(mem.grads_bytes),
-		mib(mem.optimizer_bytes), mib(mem.activations_bytes), mib(mem.workspace_bytes));
+		mib(mem.optimizer_bytes), mib(mem.activations_bytes),
+		r->gpt.recompute ? " (recompute " : "",
+		r->gpt.recompute ? sl_gpt_recompute_name(r->gpt.recompute) : "",
+		r->gpt.recompute ? ")" : "", mib(mem.workspace_bytes));
 	if (r->resumed_from[0])
 		fprintf(r->out, "resumed from '%s' after step %lld\n", r->resumed_from, start);
 
@@ -293,8 +297,10 @@ static int setup(struct run *r, struct sl_err *err)
 	if ((rc = sl_data_loader_init(&r->loader, &r->file, o->micro_batch, r->seq,
 				      r->model.vocab, o->shuffle, o->seed, err)))
 		return rc;
-	if ((rc = sl_gpt_init(&r->gpt, &r->model, 0, r->model.num_blocks + 1, o->micro_batch,
-			      r->seq, 1, 0, NULL, sl_cpu_threads(), err)))
+	struct sl_gpt_options opts = {.slots = 1,
+				      .recompute = o->recompute > 0 ? o->recompute : 0};
+	if ((rc = sl_gpt_init_opts(&r->gpt, &r->model, 0, r->model.num_blocks + 1, o->micro_batch,
+				   r->seq, &opts, 1, 0, NULL, sl_cpu_threads(), err)))
 		return rc;
 	size_t n = (size_t)o->micro_batch * r->seq;
 	r->tokens = malloc(n * sizeof(int32_t));

@@ -41,6 +41,8 @@ struct sl_train_options {
 	int resume;
 	int json;
 	long long log_every;
+	int recompute;             /* enum sl_gpt_recompute; -1 (the default): none in `sailor
+				    * train`, each stage's plan field in `sailor run` */
 	const char *init_from;         /* safetensors with initial weights, or NULL */
 	const char *save_safetensors;  /* export the final weights, or NULL */
 	const char *dump_first_step;   /* safetensors with step 1's logits, loss and gradients */

@@ -2,7 +2,8 @@
 # `sailor run` refuses what cannot run with one clear message, exit 1 (2 for usage), nothing on
 # stdout and nothing started: more ranks than the cluster's slots, no host of a replica's GPU type
 # and zone, a TP group larger than its host, layers that do not match the model, a global batch
-# the pipelines cannot share, mpirun missing (naming the package), an MPI launch of the wrong size.
+# the pipelines cannot share, mpirun missing (naming the package), an MPI launch of the wrong size,
+# per-stage memory options outside their sets ("zero": 2, "recompute": "partial", --recompute).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${SAILOR:?set SAILOR to the sailor binary}"
@@ -58,5 +59,17 @@ expect "mpirun missing" 1 "openmpi-bin" \
   env PATH="$work/bin" "${run[@]}" --plan tests/dist/plans/02-dp2.json
 expect "an MPI launch of the wrong size" 2 "this MPI job has 3 ranks, but plan" \
   timeout 60 mpirun -np 3 --oversubscribe --bind-to none "${run[@]}" --plan tests/dist/plans/02-dp2.json
+# the per-stage memory options (plan.h): values outside their sets, named by JSON path
+sed 's/"count":2}]}/"count":2}],"zero":2}/' tests/dist/plans/02-dp2.json > "$work/zero2.json"
+expect "zero 2 in a plan" 1 'stages[0].zero: expected 0 (replicated optimizer state) or 1' \
+  "${run[@]}" --plan "$work/zero2.json"
+sed 's/"count":2}]}/"count":2}],"recompute":"partial"}/' tests/dist/plans/02-dp2.json > "$work/partial.json"
+expect "recompute partial in a plan" 1 'stages[0].recompute: expected "none", "full" or "selective"' \
+  "${run[@]}" --plan "$work/partial.json"
+expect "--recompute partial" 2 "--recompute 'partial': choose none, full or selective" \
+  "${run[@]}" --plan tests/dist/plans/02-dp2.json --recompute partial
+expect "sailor train --recompute partial" 2 "--recompute 'partial': choose none, full or selective" \
+  "$SAILOR" train --model gpt2-tiny --data "$work/tokens.bin" --recompute partial
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]
