@@ -26,6 +26,16 @@
  *   optimizer  AdamW over the rank's own shard (the profile's update seconds per parameter),
  *              after the norm; it delays the rank's next step. Two steps are run and the second
  *              is timed, from norm to norm.
+ *   options    per stage (plan.h): recompute "full" reruns the stage's blocks' forward in
+ *              backward and keeps no block intermediates per slot, only one working set (a
+ *              block's cache and its output) per stage; "selective" reruns the attention core
+ *              (T / (6C + T) of a block's forward by FLOPs) and moves its scores and weighted
+ *              sum from the slots to the working set. ZeRO-1 over m ranks of the stage's sync
+ *              group: the update covers 1/m of the stage and the moments 1/m (the pipeline's
+ *              tied token table keeps its moments whole; a stage of mixed TP degrees shards
+ *              whole tensors and keeps a summed gradient and an fp32 copy of its piece); the
+ *              reduce-scatter and all-gather move what the all-reduce moved, so sync is timed
+ *              as before.
  *   CPU quota  a device that is a CPU quota (the testbed's; catalogue cpu_quota) computes at
  *              full speed for cores x period of every period and stands still for the rest,
  *              and a rank waiting in MPI polls, spending that budget too. Work the profile
@@ -244,6 +254,17 @@ static double largest_whole_tensor_bytes(const struct sl_sim_env *env, int first
 	return SL_FP32_BYTES * biggest;
 }
 
+/* Ranks of stage k's gradient-sync group: the replicas (one TP degree), else every rank. */
+static int sl_dist_stage_group_size(const struct sl_plan *plan, int k)
+{
+	int D = plan->num_pipelines, mixed = 0, ranks = 0;
+	for (int j = 0; j < D; j++) {
+		mixed |= sl_plan_replica(plan, k, j)->tp != sl_plan_replica(plan, k, 0)->tp;
+		ranks += sl_plan_replica(plan, k, j)->tp;
+	}
+	return mixed ? ranks : D;
+}
+
 int sl_sim_runtime_uses(const struct sl_sim_env *env, const struct sl_plan *plan)
 {
 	for (long i = 0; i < (long)plan->num_stages * plan->num_pipelines; i++) {
@@ -255,19 +276,48 @@ int sl_sim_runtime_uses(const struct sl_sim_env *env, const struct sl_plan *plan
 }
 
 /* Memory of one rank (see the top of the file). */
+/* Activation-cache bytes of one block at (mbs, tp) that selective recomputation does not keep:
+ * the attention scores/softmax [B, heads/tp, T, T] and their weighted sum [B, T, C/tp]. */
+static double attention_core_bytes(const struct sl_sim_env *env, int mbs, int tp)
+{
+	double T = env->model.seq_len, C = env->model.hidden, H = env->model.heads;
+	return SL_FP32_BYTES * mbs * (H / tp * T * T + T * C / tp);
+}
+
+/* The share of a block's forward that is the attention core (QK^T and the weighted sum), by
+ * FLOPs: 4 B T^2 C against 24 B T C^2 in the matrices, so T / (6 C + T). Selective
+ * recomputation reruns that much of the forward in backward. */
+static double attention_core_share(const struct sl_sim_env *env)
+{
+	double T = env->model.seq_len, C = env->model.hidden;
+	return T / (6.0 * C + T);
+}
+
 static void rank_memory(const struct sl_sim_env *env, const struct sl_role *r, int mbs, int slots,
 			int P, int syncs, double sync_bytes, double whole_tensor_bytes,
+			int recompute, int zero_group, double zero_whole_bytes,
 			struct sl_sim_memory *mem)
 {
 	const struct sl_gpu_type *g = &env->catalogue.gpus[r->gpu];
 	const struct sl_profile_memory *pm = memory_of(env, r->gpu, mbs, r->tp);
 	int L = env->num_layers;
 	memset(mem, 0, sizeof(*mem));
-	double storage = 0, act = 0;
+	double storage = 0, act = 0, shared = 0;
 	for (int l = r->first_layer; pm && l <= r->last_layer; l++) {
 		int kind = l == 0 ? SL_KIND_EMBEDDING : (l == L - 1 ? SL_KIND_HEAD : SL_KIND_BLOCK);
 		storage += pm->params_bytes[kind];
-		act += pm->activations_bytes[kind];
+		double a = pm->activations_bytes[kind];
+		/* recomputed tensors live once per stage, not per slot (train/gpt_layers.h) */
+		if (kind == SL_KIND_BLOCK && recompute == SL_RECOMPUTE_FULL) {
+			shared = fmax(shared, a + SL_FP32_BYTES * (double)mbs * env->model.seq_len *
+							 env->model.hidden);
+			a = 0;
+		} else if (kind == SL_KIND_BLOCK && recompute == SL_RECOMPUTE_SELECTIVE) {
+			double core = fmin(a, attention_core_bytes(env, mbs, r->tp));
+			shared = fmax(shared, core);
+			a -= core;
+		}
+		act += a;
 	}
 	if (pm && r->first_layer == 0 && r->last_layer == L - 1) {
 		/* one stage holds both ends: the head uses the embedding's table, no copy of its own */
@@ -278,7 +328,20 @@ static void rank_memory(const struct sl_sim_env *env, const struct sl_role *r, i
 	mem->params_bytes = storage / 4;
 	mem->grads_bytes = storage / 4;
 	mem->optimizer_bytes = storage / 2;
-	mem->activations_bytes = slots * act + (pm ? pm->workspace_bytes : 0);
+	if (zero_group > 1) {
+		/* ZeRO-1 (dist/zero.h): the moments of 1/m of the stage's flat view; a stage of mixed
+		 * TP degrees shards whole tensors and also keeps the summed gradient and an fp32 copy
+		 * of its piece. The tied token table of a pipeline keeps its moments whole. */
+		double table = (P > 1 && (r->stage == 0 || r->stage == P - 1))
+				       ? 2.0 * SL_FP32_BYTES * env->model.vocab / r->tp * env->model.hidden
+				       : 0;
+		double rest = fmax(0, mem->optimizer_bytes - table);
+		/* zero_whole_bytes: the two moments of the stage's whole tensors (mixed TP), whose
+		 * piece comes with as many bytes of summed gradient and fp32 values */
+		mem->optimizer_bytes = table + (zero_whole_bytes > 0 ? 2.0 * zero_whole_bytes : rest) /
+						       zero_group;
+	}
+	mem->activations_bytes = slots * act + shared + (pm ? pm->workspace_bytes : 0);
 	/* the gradient bucket is allocated (and zeroed, so resident) by every rank, large enough
 	 * for the largest whole tensor when a stage mixes TP degrees (grad_sync.c) */
 	mem->buffers_bytes = (r->stage > 0 ? 2.0 * slots * activation_msg : 0) +
@@ -404,6 +467,20 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 						       ro->first_layer, ro->last_layer);
 		if (st[r].update_s < 0)
 			st[r].update_s = 0;
+		const struct sl_plan_stage *ps = &plan->stages[ro->stage];
+		int first_block = ro->first_layer > 0 ? ro->first_layer : 1;
+		int last_block = ro->last_layer < env->num_layers - 1 ? ro->last_layer
+								     : env->num_layers - 2;
+		if (ps->recompute != SL_RECOMPUTE_NONE && first_block <= last_block) {
+			/* backward reruns the blocks' forward (full) or their attention core */
+			double bf = 0, bb = 0;
+			sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, ro->gpu, b, ro->tp, first_block,
+					     last_block, &bf, &bb);
+			st[r].bwd_s += ps->recompute == SL_RECOMPUTE_FULL ? bf
+									  : bf * attention_core_share(env);
+		}
+		if (ps->zero && D > 1) /* each rank updates 1/m of the stage */
+			st[r].update_s /= sl_dist_stage_group_size(plan, ro->stage);
 		const struct sl_gpu_type *gt = &env->catalogue.gpus[ro->gpu];
 		st[r].quota_cores = gt->cpu_quota_cores;
 		st[r].period_s = gt->cpu_quota_period_s;
@@ -671,7 +748,14 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 			mixed |= sl_plan_replica(plan, k, j)->tp != sl_plan_replica(plan, k, 0)->tp;
 		double whole = mixed ? largest_whole_tensor_bytes(env, ro->first_layer, ro->last_layer)
 				     : 0;
-		rank_memory(env, ro, b, sched[r].slots, P, syncs, sb, whole, &mem);
+		int zgroup = plan->stages[k].zero ? (mixed ? (int)out->stages[k].gpus : D) : 1;
+		/* mixed TP: ZeRO shards the stage's whole tensors (all of them, as moments) */
+		double whole_all = mixed ? 2.0 * SL_FP32_BYTES *
+						   sl_sim_stage_params(env, 1, ro->first_layer,
+								       ro->last_layer)
+					 : 0;
+		rank_memory(env, ro, b, sched[r].slots, P, syncs, sb, whole, plan->stages[k].recompute,
+			    zgroup, mixed && zgroup > 1 ? whole_all : 0, &mem);
 		struct sl_sim_stage *s = &out->stages[k];
 		if (s->memory.total_bytes < 0 ||
 		    mem.total_bytes / mem.capacity_bytes >
