@@ -42,20 +42,7 @@ if [ -n "${SKIP_PROFILE:-}" ]; then
 	cp -r "$SKIP_PROFILE/profiles" "$out/" 2>/dev/null || true
 	cp "$SKIP_PROFILE/network.json" "$out/network.json"
 else
-	# one host of each device class, every TP degree its hosts allow (up to 2)
-	jq -r '.hosts | group_by(.gpu)[] | .[0] | "\(.name) \(.gpu) \(.slots)"' "$out/cluster.json" |
-	while read -r host gpu slots; do
-		for tp in 1 2; do
-			[ "$tp" -le "$slots" ] || continue
-			echo "loop: profiling $gpu (host $host) at TP $tp" >&2
-			nice -n -5 "$S" profile --model "$MODEL" --gpu "$gpu" --gpus "$GPUS" --tp "$tp" \
-				--mbs "$MBS" --seq-len "$SEQ" --cluster "$out/cluster.json" --host "$host" \
-				-o "$out/profiles" -q </dev/null
-		done
-	done
-	echo "loop: profiling the links" >&2
-	nice -n -5 "$S" profile --network --cluster "$out/cluster.json" --gpus "$GPUS" \
-		--sizes 16384,65536,262144,1048576,4194304 -o "$out/network.json" -q
+	MODEL="${MODEL:-gpt2-tiny}" SEQ="$SEQ" MBS="$MBS" bench/testbed/profile_testbed.sh "$out/cluster.json" "$GPUS" "$out"
 fi
 env_args=(--gpus "$GPUS" --profiles "$out/profiles" --network "$out/network.json"
 	  --cluster "$out/cluster.json")

@@ -28,19 +28,7 @@ env=$out/env
 trap '[ "${KEEP_TESTBED:-0}" = 1 ] || scripts/testbed down "$DESC" >/dev/null 2>&1 || true' EXIT
 scripts/testbed up "$DESC" -o "$env/cluster.json" >&2
 cp data/testbed/gpus-cpu.json "$env/gpus.json"
-jq -r '.hosts | group_by(.gpu)[] | .[0] | "\(.name) \(.gpu) \(.slots)"' "$env/cluster.json" |
-while read -r host gpu slots; do
-	for tp in 1 2; do
-		[ "$tp" -le "$slots" ] || continue
-		echo "validation: profiling $gpu (host $host) at TP $tp" >&2
-		nice -n -5 "$S" profile --model gpt2-tiny --gpu "$gpu" --gpus "$env/gpus.json" --tp "$tp" \
-			--mbs "$MBS" --seq-len "$SEQ" --cluster "$env/cluster.json" --host "$host" \
-			-o "$env/profiles" -q </dev/null
-	done
-done
-echo "validation: profiling the links" >&2
-nice -n -5 "$S" profile --network --cluster "$env/cluster.json" --gpus "$env/gpus.json" \
-	--sizes 16384,65536,262144,1048576,4194304 -o "$env/network.json" -q
+MODEL="${MODEL:-gpt2-tiny}" SEQ="$SEQ" MBS="$MBS" bench/testbed/profile_testbed.sh "$env/cluster.json" "$env/gpus.json" "$env"
 "$S" data data/text/fsf-licenses.txt -o "$env/tokens.bin" >/dev/null
 mkdir -p "$env/raw"
 for p in "$plans"/*.json; do

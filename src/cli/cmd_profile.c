@@ -97,6 +97,19 @@ static void join_args(char *buf, size_t size, int argc, char **argv)
 		used += (size_t)snprintf(buf + used, size - used, " %s", argv[i]);
 }
 
+/* The end of a rank of a profiling job: a failure names the rank and stops the whole job (the
+ * others would wait for it forever). */
+static int finish_rank(struct sl_comm *comm, int rc, const struct sl_err *err)
+{
+	if (rc) {
+		fprintf(stderr, "sailor profile: rank %d: %s\n", comm->rank, err->msg);
+		fflush(stderr);
+		sl_comm_abort(comm, 1);
+	}
+	sl_comm_finalize(comm);
+	return 0;
+}
+
 /* "<this program> profile <options>": what every rank of a profiling job runs. */
 static char **worker_argv(int argc, char **argv, char *self, size_t size)
 {
@@ -160,14 +173,7 @@ static int run_network(struct sl_netprof_options *no, int argc, char **argv)
 		struct sl_comm comm;
 		if (sl_comm_mpi_init(&comm, &argc, &argv, &err))
 			return fail(&err);
-		int rc = sl_netprof_worker(no, &cat, &comm, &err);
-		if (rc) {
-			fprintf(stderr, "sailor profile: rank %d: %s\n", comm.rank, err.msg);
-			fflush(stderr);
-			sl_comm_abort(&comm, 1);
-		}
-		sl_comm_finalize(&comm);
-		return 0;
+		return finish_rank(&comm, sl_netprof_worker(no, &cat, &comm, &err), &err);
 	}
 	char self[PATH_MAX];
 	char **worker = worker_argv(argc, argv, self, sizeof(self));
@@ -302,13 +308,7 @@ static int run_profile(int argc, char **argv)
 				fprintf(stderr, "sailor profile: wrote '%s'\n", path);
 		}
 		json_decref(prof);
-		if (rc) {
-			fprintf(stderr, "sailor profile: rank %d: %s\n", comm.rank, err.msg);
-			fflush(stderr);
-			sl_comm_abort(&comm, 1);
-		}
-		sl_comm_finalize(&comm);
-		return 0;
+		return finish_rank(&comm, rc, &err);
 	}
 	json_t *prof = NULL;
 	int rc = sl_profiler_run(&po, &prof, &err);

@@ -228,6 +228,27 @@ static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_rol
 	return total;
 }
 
+/* An all-reduce of bytes over members: it starts when the last of them arrives and they wait
+ * (polling) until it ends. Returns its egress in USD: 2(m-1)/m of the bytes from each member to
+ * the next. */
+static double group_allreduce(const struct sl_sim_env *env, const struct sl_role_table *t,
+			      struct rank_state *st, const int *members, int m, double bytes)
+{
+	double start = 0, usd = 0;
+	for (int i = 0; i < m; i++)
+		start = fmax(start, st[members[i]].clock);
+	double dur = ring_allreduce_s(env, t, st, members, m, bytes);
+	for (int i = 0; i < m; i++)
+		wait_polling(&st[members[i]], start + dur);
+	for (int i = 0; m > 1 && i < m; i++) {
+		const struct sl_role *a = &t->roles[members[i]];
+		const struct sl_role *n = &t->roles[members[(i + 1) % m]];
+		usd += 2.0 * (m - 1) / m * bytes / 1e9 *
+		       sl_network_egress_usd_per_gb(env->network, a->zone, n->zone);
+	}
+	return usd;
+}
+
 /* Bytes of one rank's parameters in layers [first, last] at TP degree tp (fp32). */
 static double shard_bytes(const struct sl_sim_env *env, int tp, int first, int last)
 {
@@ -633,20 +654,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 				bytes -= SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
 					 (uniform ? tp_of : 1);
 			sync_bytes_of[k] = fmax(sync_bytes_of[k], m > 1 ? bytes : 0);
-			double start = 0;
-			for (int i = 0; i < m; i++)
-				start = fmax(start, st[members[i]].clock);
-			double dur = ring_allreduce_s(env, &t, st, members, m, bytes);
-			for (int i = 0; i < m; i++)
-				wait_polling(&st[members[i]], start + dur);
-			if (m > 1)
-				for (int i = 0; i < m; i++) {
-					const struct sl_role *a = &t.roles[members[i]];
-					const struct sl_role *n = &t.roles[members[(i + 1) % m]];
-					egress_usd += 2.0 * (m - 1) / m * bytes / 1e9 *
-						      sl_network_egress_usd_per_gb(env->network, a->zone,
-										   n->zone);
-				}
+			egress_usd += group_allreduce(env, &t, st, members, m, bytes);
 		}
 		out->stages[k].dp_sync_s = 0;
 	}
@@ -670,12 +678,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 			}
 			double bytes = SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
 				       (uniform ? t0 : 1);
-			double start = 0;
-			for (int i = 0; i < m; i++)
-				start = fmax(start, st[members[i]].clock);
-			double dur = ring_allreduce_s(env, &t, st, members, m, bytes);
-			for (int i = 0; i < m; i++)
-				wait_polling(&st[members[i]], start + dur);
+			egress_usd += group_allreduce(env, &t, st, members, m, bytes);
 		}
 	}
 	for (int r = 0; r < W; r++)

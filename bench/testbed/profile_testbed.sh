@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Profiles what the simulator needs to predict `sailor run` on an emulated cluster that is up:
+# the layers of MODEL on one host of each device class (TP 1 and, where the host has two slots,
+# TP 2, as MPI ranks placed as `sailor run` places them) and the links between the hosts.
+# Used by loop.sh and validation.sh.
+#
+# usage: bench/testbed/profile_testbed.sh CLUSTER.json GPUS.json OUT_DIR
+#        writes OUT_DIR/profiles/<MODEL>/<class>.json and OUT_DIR/network.json;
+#        environment: MODEL (gpt2-tiny), SEQ (128), MBS (1,2,4)
+set -euo pipefail
+[ $# -eq 3 ] || { sed -n '2,9p' "$0" >&2; exit 2; }
+cluster=$1 gpus=$2 out=$3
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+S="$here/build/sailor"
+MODEL=${MODEL:-gpt2-tiny} SEQ=${SEQ:-128} MBS=${MBS:-1,2,4}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+jq -r '.hosts | group_by(.gpu)[] | .[0] | "\(.name) \(.gpu) \(.slots)"' "$cluster" |
+while read -r host gpu slots; do
+	for tp in 1 2; do
+		[ "$tp" -le "$slots" ] || continue
+		echo "profile_testbed: $gpu (host $host) at TP $tp" >&2
+		# stdin from /dev/null: mpirun would otherwise read the rest of this loop's input
+		nice -n -5 "$S" profile --model "$MODEL" --gpu "$gpu" --gpus "$gpus" --tp "$tp" \
+			--mbs "$MBS" --seq-len "$SEQ" --cluster "$cluster" --host "$host" \
+			-o "$out/profiles" -q </dev/null
+	done
+done
+echo "profile_testbed: the links" >&2
+nice -n -5 "$S" profile --network --cluster "$cluster" --gpus "$gpus" \
+	--sizes 16384,65536,262144,1048576,4194304 -o "$out/network.json" -q
