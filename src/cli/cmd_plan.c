@@ -19,6 +19,7 @@ enum {
 	OPT_MODEL, OPT_POOL, OPT_TRACE, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT,
 	OPT_GLOBAL_BATCH, OPT_TOP, OPT_PARETO, OPT_COST_MODEL, OPT_MAX_STAGES, OPT_UNEVEN, OPT_JSON,
 	OPT_OUTPUT, OPT_PROFILES, OPT_GPUS, OPT_NETWORK, OPT_CLUSTER,
+	OPT_MEMORY_OPTIONS,
 };
 
 static const struct sl_cli_option plan_options[] = {
@@ -40,6 +41,7 @@ static const struct sl_cli_option plan_options[] = {
 	[OPT_GPUS] = {"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
 	[OPT_NETWORK] = {"network", 0, "FILE", SL_CLI_NETWORK_HELP, "none"},
 	[OPT_CLUSTER] = {"cluster", 0, "FILE", SL_CLI_CLUSTER_HELP, "none"},
+	[OPT_MEMORY_OPTIONS] = {"memory-options", 0, "on|off", "also search, per stage, activation recomputation and ZeRO-1 (sailor cost model; off: plans without them, the search as before)", "on"},
 };
 
 const struct sl_cli_command sl_cmd_plan = {
@@ -97,6 +99,13 @@ static void print_candidate(const struct sl_sim_env *env, const struct sl_pool *
 	for (int k = 0; k < plan->num_stages; k++) {
 		fprintf(report, "  %-6d %3d-%-5d ", k, plan->stages[k].first_layer, plan->stages[k].last_layer);
 		print_replica_groups(env, plan, k);
+		const struct sl_plan_stage *s = &plan->stages[k];
+		if (s->recompute != SL_RECOMPUTE_NONE || s->zero)
+			fprintf(report, "  [%s%s%s%s]",
+				s->recompute != SL_RECOMPUTE_NONE ? "recompute " : "",
+				s->recompute != SL_RECOMPUTE_NONE ? sl_recompute_name(s->recompute) : "",
+				s->recompute != SL_RECOMPUTE_NONE && s->zero ? ", " : "",
+				s->zero ? "ZeRO-1" : "");
 		fprintf(report, "\n");
 	}
 	fprintf(report, "  predicted: %.4f it/s, %.1f samples/s, %.0f tokens/s (iteration %.3f s)\n",
@@ -117,10 +126,11 @@ static void print_candidate(const struct sl_sim_env *env, const struct sl_pool *
 				if (r->gpu != g)
 					continue;
 				used += r->tp;
-				double mem = sl_sim_replica_memory(
+				double mem = sl_sim_replica_memory_opt(
 					env, res->cost_model, g, plan->micro_batch, r->tp,
 					plan->stages[k].first_layer, plan->stages[k].last_layer, k,
-					plan->num_stages, res->microbatches, plan->num_pipelines, NULL);
+					plan->num_stages, res->microbatches, plan->num_pipelines,
+					plan->stages[k].recompute, plan->stages[k].zero, NULL);
 				if (mem > peak)
 					peak = mem;
 			}
@@ -147,8 +157,14 @@ static void describe_failure(const struct plan_args *a, const struct sl_search_o
 {
 	const struct sl_search_request *req = &a->req;
 	if (!out->has_cheapest && !out->has_fastest) {
-		fprintf(stderr, "sailor plan: no plan fits in memory on this pool: add GPUs with more "
-				"memory, or more GPUs per zone for a higher TP degree\n");
+		fprintf(stderr, "sailor plan: no plan fits in memory on this pool%s: add GPUs with more "
+				"memory, or more GPUs per zone for a higher TP degree%s\n",
+			req->memory_options && req->cost_model == SL_COST_SAILOR
+				? ", even with activation recomputation and ZeRO-1"
+				: "",
+			!req->memory_options && req->cost_model == SL_COST_SAILOR
+				? " (or drop --memory-options off: recomputation and ZeRO-1 may fit it)"
+				: "");
 		return;
 	}
 	if (req->max_cost_usd_per_iter > 0 && out->has_cheapest) {
@@ -267,6 +283,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	struct sl_cli_parser parser;
 	sl_cli_parser_init(&parser, &sl_cmd_plan, argc, argv);
 	a->req.top_k = 1;
+	a->req.memory_options = 1;
 	for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
 		long long v = 0;
 		struct sl_err err = {0};
@@ -289,6 +306,15 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_JSON: a->json = 1; break;
 		case OPT_PARETO: a->req.pareto = 1; break;
 		case OPT_UNEVEN: a->req.uneven_microbatches = 1; break;
+		case OPT_MEMORY_OPTIONS:
+			if (!strcmp(parser.arg, "on"))
+				a->req.memory_options = 1;
+			else if (!strcmp(parser.arg, "off"))
+				a->req.memory_options = 0;
+			else
+				return sl_cli_usage_error(&sl_cmd_plan, "--memory-options: '%s' is neither "
+								      "'on' nor 'off'", parser.arg);
+			break;
 		case OPT_OBJECTIVE:
 			if (!strcmp(parser.arg, "throughput"))
 				a->req.objective = SL_OBJECTIVE_THROUGHPUT;

@@ -4,12 +4,16 @@
  * Space: every micro-batch size 1, 2, 4, ... up to the global batch, every depth P, every
  * contiguous layer partition, every D with P·D GPUs or fewer, and per stage every multiset of D
  * replicas (gpu, zone, tp) — tp a power of two up to the GPU's node — whose GPUs the pool has,
- * written in the canonical (zone rank, gpu, tp) order for every order of the pool's zones.
- * Nothing is pruned.
+ * written in the canonical (zone rank, gpu, tp) order for every order of the pool's zones;
+ * with memory options (search/options.h), every plan also under every option set: per stage
+ * each recomputation level (stages holding a transformer block) and ZeRO-1 on or off (stages
+ * with D > 1). Nothing is pruned; a plan whose replicas do not all fit in memory is passed over
+ * without simulating it, as the ranking would reject it anyway.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "search/options.h"
 #include "search/partition.h"
 #include "search/ranking.h"
 #include "search/search.h"
@@ -31,11 +35,58 @@ struct brute {
 	int option_count;
 	int used[SL_MAX_GPU_TYPES][SL_MAX_ZONES];
 	long long simulated;
+	int options_on;
 	int rc;
 	struct sl_err *err;
 };
 
 static void fill_replicas(struct brute *b, int stage, int slot, int min_option);
+
+/* Whether every replica of stage k fits under the stage's options as set. */
+static int stage_fits(struct brute *b, int k)
+{
+	const struct sl_plan *plan = &b->plan;
+	for (int j = 0; j < plan->num_pipelines; j++) {
+		const struct sl_replica *r = sl_plan_replica(plan, k, j);
+		if (!sl_sim_replica_fits_opt(b->env, b->cm, r->gpu, plan->micro_batch, r->tp,
+					     plan->stages[k].first_layer, plan->stages[k].last_layer, k,
+					     plan->num_stages,
+					     sl_plan_pipeline_microbatches(plan, j, b->global_batch),
+					     plan->num_pipelines, plan->stages[k].recompute,
+					     plan->stages[k].zero))
+			return 0;
+	}
+	return 1;
+}
+
+static void leaf(struct brute *b);
+
+/* Every option set of stages k.. of the plan whose replicas are chosen. */
+static void options_from(struct brute *b, int k)
+{
+	struct sl_plan *plan = &b->plan;
+	if (b->rc)
+		return;
+	if (k == plan->num_stages) {
+		leaf(b);
+		return;
+	}
+	struct sl_plan_stage *s = &plan->stages[k];
+	int levels = sl_sim_effective_recompute(b->env, s->first_layer, s->last_layer,
+						SL_RECOMPUTE_FULL) != SL_RECOMPUTE_NONE
+			     ? SL_SEARCH_RECOMPUTE_LEVELS
+			     : 1;
+	int zeros = plan->num_pipelines > 1 ? 2 : 1;
+	for (int lv = 0; lv < levels; lv++)
+		for (int z = 0; z < zeros; z++) {
+			s->recompute = (unsigned char)sl_search_recompute_order[lv];
+			s->zero = (unsigned char)z;
+			if (stage_fits(b, k))
+				options_from(b, k + 1);
+		}
+	s->recompute = SL_RECOMPUTE_NONE;
+	s->zero = 0;
+}
 
 static void leaf(struct brute *b)
 {
@@ -53,7 +104,7 @@ static void fill_replicas(struct brute *b, int stage, int slot, int min_option)
 		return;
 	if (slot == b->plan.num_pipelines) {
 		if (stage + 1 == b->plan.num_stages)
-			leaf(b);
+			b->options_on ? options_from(b, 0) : leaf(b);
 		else
 			fill_replicas(b, stage + 1, 0, 0);
 		return;
@@ -94,10 +145,9 @@ static int visit_partition(const struct sl_partition *part, void *vctx)
 		b->plan.micro_batch = ctx->mbs;
 		b->plan.global_batch = b->global_batch;
 		b->plan.uneven_microbatches = 0;
-		for (int k = 0; k < P; k++) {
-			b->plan.stages[k].first_layer = part->first[k];
-			b->plan.stages[k].last_layer = part->first[k + 1] - 1;
-		}
+		for (int k = 0; k < P; k++)
+			b->plan.stages[k] = (struct sl_plan_stage){.first_layer = part->first[k],
+								   .last_layer = part->first[k + 1] - 1};
 		fill_replicas(b, 0, 0, 0);
 	}
 	return b->rc;
@@ -117,6 +167,7 @@ int sl_search_exhaustive(const struct sl_sim_env *env, const struct sl_pool *poo
 	b->env = env;
 	b->pool = pool;
 	b->cm = req->cost_model;
+	b->options_on = sl_search_options_on(req);
 	b->err = err;
 	b->global_batch = req->global_batch > 0 ? req->global_batch : env->model.default_global_batch;
 	sl_plan_init(&b->plan);

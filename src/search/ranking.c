@@ -76,6 +76,12 @@ static int equivalent_plan(const struct sl_plan *a, const struct sl_plan *b)
 	return 1;
 }
 
+/* Recomputation in order of the time it adds: none, selective, full. */
+static int recompute_rank(int recompute)
+{
+	return recompute == SL_RECOMPUTE_SELECTIVE ? 1 : recompute == SL_RECOMPUTE_FULL ? 2 : 0;
+}
+
 /* A total order on plans, for ties the results cannot break (twins in another zone order, say):
  * without it the plan kept would depend on which thread found its tie first. */
 static int plan_compare(const struct sl_plan *a, const struct sl_plan *b)
@@ -104,6 +110,15 @@ static int plan_compare(const struct sl_plan *a, const struct sl_plan *b)
 	for (int j = 0; a->uneven_microbatches && j < a->num_pipelines; j++)
 		if (a->microbatches[j] != b->microbatches[j])
 			return a->microbatches[j] > b->microbatches[j] ? -1 : 1;
+	/* the same replicas with other memory options: fewer options first (plans without any
+	 * compare equal here, as before the options existed) */
+	for (int k = 0; k < a->num_stages; k++) {
+		int ra = recompute_rank(a->stages[k].recompute), rb = recompute_rank(b->stages[k].recompute);
+		if (ra != rb)
+			return ra < rb ? -1 : 1;
+		if (a->stages[k].zero != b->stages[k].zero)
+			return a->stages[k].zero < b->stages[k].zero ? -1 : 1;
+	}
 	return 0;
 }
 

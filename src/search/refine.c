@@ -1,6 +1,8 @@
 /* Local search around the best plan: see refine.h. */
 #include "search/refine.h"
 
+#include "search/options.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +45,8 @@ static int try_candidate(struct refine *rf, struct sl_err *err)
 	if (!within_pool(rf->pool, &rf->candidate))
 		return 0;
 	sl_search_canonicalize(&rf->candidate, rf->zone_rank);
+	/* the moved replicas may need other memory options (none when the search has none) */
+	sl_search_choose_options(rf->env, rf->rank->req, &rf->candidate, rf->candidate.global_batch);
 	struct sl_err sim_err = {0};
 	rf->simulated++;
 	if (sl_simulate(rf->env, &rf->candidate, rf->rank->req->cost_model, &rf->candidate_result,

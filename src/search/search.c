@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "search/assign.h"
+#include "search/options.h"
 #include "search/partition.h"
 #include "search/ranking.h"
 #include "search/refine.h"
@@ -52,12 +53,20 @@ struct search_state {
 	_Atomic double *shared_bound;        /* see shared_bound_lower; NULL: own ranking only */
 	double sync_lb_s;                    /* the current shape's sync lower bound (search_partition) */
 	long long type_gpus[SL_MAX_GPU_TYPES]; /* GPUs of each type in the zones searched */
-	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS]; /* the partition's thresholds */
+	/* the partition's thresholds (every recomputation level's, with options) */
+	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS * SL_SEARCH_RECOMPUTE_LEVELS];
 	int tau_count;
 	struct sl_partition *partitions;     /* scratch: SL_PARTITION_MAX_CANDIDATES */
 	long long simulated;
 	/* per stage, per gpu, per tp slot: compute seconds per micro-batch (< 0: none) */
 	double stage_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	/* the same with each recomputation level of search/options.h (memory options on; level 0
+	 * is stage_time_s) */
+	double stage_time_rc_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS][SL_SEARCH_RECOMPUTE_LEVELS];
+	/* at the current (D, micro-batches): the time of each replica kind at the least
+	 * recomputation under which it fits (= stage_time_s without options) */
+	double fit_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	int options_on;                      /* sl_search_options_on(req) */
 };
 
 /* GPUs of type g in the zones being searched. */
@@ -107,12 +116,16 @@ static int simulate_one(struct search_state *st, const struct sl_plan *plan, str
  * --uneven-microbatches the same replicas with micro-batches in proportion to pipeline speed. */
 static int simulate_and_rank(struct search_state *st, struct sl_err *err)
 {
+	if (st->options_on)
+		sl_search_choose_options(st->env, st->req, &st->plan, st->global_batch);
 	int rc = simulate_one(st, &st->plan, err);
 	if (rc || !st->req->uneven_microbatches)
 		return rc;
 	if ((rc = sl_plan_copy(&st->uneven_plan, &st->plan, err)))
 		return rc;
 	int applied = sl_uneven_apply(st->env, st->cm, &st->uneven_plan, st->global_batch, err);
+	if (applied > 0 && st->options_on)
+		sl_search_choose_options(st->env, st->req, &st->uneven_plan, st->global_batch);
 	return applied <= 0 ? applied : simulate_one(st, &st->uneven_plan, err);
 }
 
@@ -224,7 +237,8 @@ static int assigned_prunable(const struct search_state *st, long long nmb)
 		stage_s[k] = 0;
 		for (int j = 0; j < plan->num_pipelines; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			double c = st->stage_time_s[k][r->gpu][tp_slot(r->tp)];
+			/* the stage's recomputation is at least this replica's least */
+			double c = st->fit_time_s[k][r->gpu][tp_slot(r->tp)];
 			if (c > stage_s[k])
 				stage_s[k] = c;
 			rent_usd_per_s += r->tp * st->assign.usd_per_hour[r->gpu] / 3600.0;
@@ -357,7 +371,7 @@ static int eligible_at(struct search_state *st, int P, int D, double tau,
 		for (int ti = 0; ti < in->type_count; ti++) {
 			int g = in->types[ti];
 			for (int t = 0; t < TP_SLOTS; t++) {
-				double c = st->stage_time_s[k][g][t];
+				double c = st->fit_time_s[k][g][t];
 				if (!fits[k][g][t] || c > tau)
 					continue;
 				if (!in->tp_for[k][g])
@@ -418,8 +432,13 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 			for (int t = 0; t < TP_SLOTS; t++) {
 				if (st->stage_time_s[k][g][t] < 0)
 					continue;
-				fits[k][g][t] = sl_sim_replica_fits(env, st->cm, g, mbs, tp_values[t],
-								    first, last, k, P, nmb, D);
+				/* without options: whether it fits (level 0); with: the least
+				 * recomputation under which it fits, and its time there */
+				int level = sl_search_least_level(env, st->req, g, mbs, tp_values[t],
+								  first, last, k, P, nmb, D);
+				fits[k][g][t] = level >= 0;
+				st->fit_time_s[k][g][t] = level > 0 ? st->stage_time_rc_s[k][g][t][level]
+								    : st->stage_time_s[k][g][t];
 				any |= fits[k][g][t];
 			}
 		}
@@ -438,8 +457,8 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	st->plan.global_batch = st->global_batch;
 	st->plan.uneven_microbatches = 0;
 	for (int k = 0; k < P; k++) {
-		st->plan.stages[k].first_layer = part->first[k];
-		st->plan.stages[k].last_layer = part->first[k + 1] - 1;
+		st->plan.stages[k] = (struct sl_plan_stage){.first_layer = part->first[k],
+							    .last_layer = part->first[k + 1] - 1};
 	}
 	if (enumerate_small_shape(st, P, D, nmb, fits, &rc, err))
 		return rc;
@@ -512,15 +531,21 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 				st->stage_time_s[k][g][t] = c;
 				if (c < 0)
 					continue;
+				st->stage_time_rc_s[k][g][t][0] = c;
+				for (int lv = 1; st->options_on && lv < SL_SEARCH_RECOMPUTE_LEVELS; lv++)
+					st->stage_time_rc_s[k][g][t][lv] = sl_sim_stage_compute_opt_s(
+						env, st->cm, g, mbs, tp_values[t], first, last,
+						sl_search_recompute_order[lv]);
 				if (c < fastest_s[k])
 					fastest_s[k] = c;
 				double usd = tp_values[t] * st->assign.usd_per_hour[g] / 3600.0;
 				if (usd < cheapest_usd_per_s[k])
 					cheapest_usd_per_s[k] = usd;
 				/* the work bounds count only replicas that can hold the stage at all: with
-				 * one micro-batch in flight and one pipeline, the least memory it needs */
-				if (sl_sim_replica_fits(env, st->cm, g, mbs, tp_values[t], first, last, k,
-							P, 1, 1)) {
+				 * one micro-batch in flight and one pipeline, the least memory it needs
+				 * (under some recomputation, with options; c is no more than its time) */
+				if (sl_search_least_level(env, st->req, g, mbs, tp_values[t], first, last,
+							  k, P, 1, 1) >= 0) {
 					if (tp_values[t] * c < least_gpu_s)
 						least_gpu_s = tp_values[t] * c;
 					if (usd * c < least_usd)
@@ -541,9 +566,13 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 	for (int k = 0; k < P; k++)
 		for (int ti = 0; ti < st->assign.type_count; ti++)
 			for (int t = 0; t < TP_SLOTS; t++) {
-				double c = st->stage_time_s[k][st->assign.types[ti]][t];
-				if (c >= 0)
-					st->taus[st->tau_count++] = c;
+				int g = st->assign.types[ti];
+				double c = st->stage_time_s[k][g][t];
+				if (c < 0)
+					continue;
+				st->taus[st->tau_count++] = c;
+				for (int lv = 1; st->options_on && lv < SL_SEARCH_RECOMPUTE_LEVELS; lv++)
+					st->taus[st->tau_count++] = st->stage_time_rc_s[k][g][t][lv];
 			}
 	qsort(st->taus, (size_t)st->tau_count, sizeof(double), cmp_double);
 	int unique = 0;
@@ -665,7 +694,7 @@ static int max_gpus_in_a_zone(const struct sl_pool *pool, const struct sl_catalo
 }
 
 static int fits_anywhere(const struct sl_sim_env *env, const struct sl_pool *pool,
-			 enum sl_cost_model cm)
+			 const struct sl_search_request *req)
 {
 	/* Pipelining over as many stages as there are layers, one micro-batch of 1 in flight: the
 	 * least memory per GPU any plan can ask; if that fits nowhere, nothing does. */
@@ -680,7 +709,8 @@ static int fits_anywhere(const struct sl_sim_env *env, const struct sl_pool *poo
 				continue;
 			int all = 1;
 			for (int l = 0; l < L && all; l++)
-				all = sl_sim_replica_fits(env, cm, g, 1, tp_values[t], l, l, L - 1, L, 1, 1);
+				all = sl_search_least_level(env, req, g, 1, tp_values[t], l, l, L - 1, L,
+							    1, 1) >= 0;
 			if (all)
 				return 1;
 		}
@@ -765,6 +795,7 @@ static struct search_state *state_new(const struct sl_sim_env *env,
 	st->req = req;
 	st->enumerate_max = req->structured_only ? 0 : SL_SEARCH_ENUMERATE_MAX;
 	st->cm = req->cost_model;
+	st->options_on = sl_search_options_on(req);
 	st->global_batch = req->global_batch > 0 ? req->global_batch
 						 : env->model.default_global_batch;
 	sl_plan_init(&st->plan);
@@ -801,9 +832,13 @@ static int search_threads(void)
 	return n < 1 ? 1 : n > SEARCH_MAX_THREADS ? SEARCH_MAX_THREADS : n;
 }
 
+/* One search of the space req describes. seed (NULL: none) holds plans found before, by the
+ * search without memory options: every thread's ranking starts with them (and the shared bound
+ * at their best), so this search only simulates what can beat them and its result can only be
+ * as good or better. */
 static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
-		       const struct sl_search_request *req, struct sl_search_outcome *outcome,
-		       struct sl_err *err)
+		       const struct sl_search_request *req, const struct sl_search_outcome *seed,
+		       struct sl_search_outcome *outcome, struct sl_err *err)
 {
 	sl_search_outcome_init(outcome);
 	if (sl_pool_total(pool) <= 0)
@@ -836,6 +871,12 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	_Atomic double shared_bound = DBL_MAX;
 	for (int t = 0; t < threads && !rc; t++)
 		states[t]->shared_bound = req->top_k <= 1 && !req->pareto ? &shared_bound : NULL;
+	for (int t = 0; t < threads && !rc && seed; t++)
+		rc = merge(&states[t]->rank, seed, err);
+	if (!rc && seed && seed->count && sl_search_meets(req, &seed->best[0].result))
+		shared_bound_lower(&shared_bound, req->objective == SL_OBJECTIVE_COST
+							  ? seed->best[0].result.cost_usd_per_iter
+							  : seed->best[0].result.iteration_time_s);
 	if (!rc) {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
 		for (int i = 0; i < item_count; i++) {
@@ -891,12 +932,35 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	return rc;
 }
 
+/* With memory options: first the search without them (exactly the search as it was before they
+ * existed), then the search with them seeded by its plans. The heuristic parts of the search
+ * (thresholds, local search) take other paths when replicas may use recomputation, so running
+ * the old search first is what guarantees the options never make a result worse; the second
+ * search prunes everything that cannot beat the first's result, which keeps it cheap. */
+static int search_with_options(const struct sl_sim_env *env, const struct sl_pool *pool,
+			       const struct sl_search_request *req,
+			       struct sl_search_outcome *outcome, struct sl_err *err)
+{
+	if (!sl_search_options_on(req))
+		return search_once(env, pool, req, NULL, outcome, err);
+	sl_search_outcome_init(outcome);
+	struct sl_search_request without = *req;
+	without.memory_options = 0;
+	struct sl_search_outcome first;
+	int rc = search_once(env, pool, &without, NULL, &first, err);
+	if (!rc)
+		rc = search_once(env, pool, req, &first, outcome, err);
+	outcome->plans_simulated += first.plans_simulated;
+	sl_search_outcome_free(&first);
+	return rc;
+}
+
 int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 		  const struct sl_search_request *req, struct sl_search_outcome *outcome,
 		  struct sl_err *err)
 {
 	double start_s = now_s();
-	int rc = search_once(env, pool, req, outcome, err);
+	int rc = search_with_options(env, pool, req, outcome, err);
 	/* Nothing meets the constraints: find what is possible, so the caller can say it. Separate
 	 * searches, because the first pruned by the constraints. */
 	for (int pass = 0; pass < 2 && !rc && outcome->count == 0; pass++) {
@@ -910,7 +974,7 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 		relaxed.pareto = 0;
 		relaxed.objective = want_cheapest ? SL_OBJECTIVE_COST : SL_OBJECTIVE_THROUGHPUT;
 		struct sl_search_outcome other;
-		rc = search_once(env, pool, &relaxed, &other, err);
+		rc = search_with_options(env, pool, &relaxed, &other, err);
 		if (!rc && other.count) {
 			struct sl_search_candidate *slot = want_cheapest ? &outcome->cheapest
 									 : &outcome->fastest;
@@ -926,7 +990,7 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 	}
 	outcome->search_time_s = now_s() - start_s;
 	if (!rc && outcome->count == 0 && !outcome->has_cheapest && !outcome->has_fastest &&
-	    !fits_anywhere(env, pool, req->cost_model))
+	    !fits_anywhere(env, pool, req))
 		rc = sl_err_set(err, SL_EINFEASIBLE,
 				"model '%s' fits on none of the pool's GPUs, even split into one layer "
 				"per stage with micro-batch 1 and the largest TP degree the pool allows: "

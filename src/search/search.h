@@ -14,6 +14,12 @@
  * simulated. A lower bound on the iteration time prunes (b, P, partition, D) combinations that
  * cannot beat the best found so far.
  *
+ * With memory_options, each replica is judged at the least activation recomputation under which
+ * it fits (its time then includes the recomputation), and every plan gets per stage the fastest
+ * option set that fits its replicas (search/options.h): ZeRO-1 when D > 1, the least
+ * recomputation that fits all of them. The space only grows: without options, a plan that fits
+ * has them all off and is searched as before.
+ *
  * Ownership: sl_search_run fills a struct sl_search_outcome whose plans it owns;
  * sl_search_outcome_free releases them.
  */
@@ -42,6 +48,9 @@ struct sl_search_request {
 					* in proportion to their speed (search/uneven.h) */
 	int structured_only;           /* 1: never enumerate small shapes completely (tests measure
 					* the threshold heuristic alone with it) */
+	int memory_options;            /* 1: per stage, also search activation recomputation and
+					* ZeRO-1 (search/options.h; sailor cost model only); 0: plans
+					* without them, the search as it was before they existed */
 };
 
 /* One ranked plan with the simulator's verdict on it. */

@@ -1,6 +1,8 @@
 /* Uneven micro-batch counts: see uneven.h. */
 #include "search/uneven.h"
 
+#include "search/options.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -89,6 +91,8 @@ int sl_search_try_uneven(const struct sl_sim_env *env, struct sl_ranking *rank,
 			rc = applied;
 			continue;
 		}
+		/* other micro-batch counts, other memory in flight: options chosen again */
+		sl_search_choose_options(env, rank->req, &seeds[i], global_batch);
 		struct sl_err sim_err = {0};
 		(*simulated)++;
 		if (!sl_simulate(env, &seeds[i], rank->req->cost_model, result, &sim_err))

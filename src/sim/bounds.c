@@ -150,7 +150,8 @@ double sl_sim_plan_time_lower_bound_s(const struct sl_sim_env *env, enum sl_cost
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
 			int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
 			double f, bw;
-			if (sl_sim_stage_fwd_bwd(env, cm, r->gpu, b, r->tp, first, last, &f, &bw))
+			if (sl_sim_stage_fwd_bwd_opt(env, cm, r->gpu, b, r->tp, first, last,
+						     plan->stages[k].recompute, &f, &bw))
 				return 0;
 			double after = 0;
 			if (k + 1 < P) {

@@ -1,11 +1,12 @@
 /* Peak memory per GPU of a replica: the sailor model (per component) and the SOSP'25 estimates.
  *
  * sailor model, for a replica of layers [a, b] at stage i of P, micro-batch mbs, TP t, M
- * micro-batches per pipeline, D replicas per stage (fp32 training, Adam, no ZeRO, no activation
- * recomputation — the configuration of Megatron-DeepSpeed the profiles and runs use):
+ * micro-batches per pipeline, D replicas per stage (fp32 training, Adam; without memory options
+ * the configuration of Megatron-DeepSpeed the profiles and runs use):
  *   parameters   4 B/param of the stage's shard (tied embedding once when a stage holds both ends)
  *   gradients    4 B/param (fp32 .grad buffers)
- *   optimizer    8 B/param (Adam exp_avg and exp_avg_sq in fp32)
+ *   optimizer    8 B/param (Adam exp_avg and exp_avg_sq in fp32); with ZeRO-1 ("zero": 1) and
+ *                D > 1 replicas, 8/D B/param: each replica holds the moments of its 1/D share
  *   activations  min(P - i, M) micro-batches in flight at stage i — DeepSpeed's
  *                TrainSchedule.num_pipe_buffers() — times mbs times the stage's activation
  *                bytes per sample (the artifact's act_mem, memory allocated during each layer's
@@ -19,6 +20,12 @@
  *                every communicator the GPU joins (world, TP group if t > 1, data-parallel group
  *                if D > 1, one per pipeline neighbour, the tied-embedding group if P > 1) at the
  *                GPU type's nccl_buffer_bytes each
+ *                With recomputation (plan "recompute", sim/options.c): "full" keeps per in-flight
+ *                micro-batch only each block's output (the next block's input) instead of the
+ *                block's activations, and the block whose backward runs holds its activations
+ *                again (+ mbs × the largest block's); "selective" drops each block's attention
+ *                scores (heads/tp · s² fp32 values per sample) and rebuilds one block's scores at a
+ *                time (+ mbs × one block's scores). Layers that are not blocks are unchanged.
  *   runtime      the GPU type's fixed runtime overhead (data/gpus.json runtime_overhead_bytes:
  *                CUDA context, cuBLAS/cuDNN workspaces, caching-allocator reserve)
  */
@@ -29,20 +36,72 @@
 void sl_sim_memory_sailor(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
 			  int stage, int P, int M, int D, struct sl_sim_memory *mem)
 {
+	sl_sim_memory_sailor_opt(env, gpu, mbs, tp, a, b, stage, P, M, D, SL_RECOMPUTE_NONE, 0, mem);
+}
+
+/* Per-sample bytes of the attention scores of one block at TP t: heads/t score matrices of s x s
+ * fp32 values (the a·s² term of Korthikanti et al. eq. 1, which model/layer_sizes.c counts once).
+ * What selective recomputation no longer keeps; never more than the block's activations beyond
+ * its output, so that a measured figure smaller than the formula cannot go negative. */
+static double attention_scores_bytes(const struct sl_sim_env *env, int tp, int layer)
+{
+	double sq = env->model.seq_len;
+	double scores = SL_FP32_BYTES * env->model.heads * sq * sq / tp;
+	double room = env->sizes->act_mem_bytes[tp][layer] - env->sizes->act_output_bytes[tp][layer];
+	if (room < 0)
+		room = 0;
+	return scores < room ? scores : room;
+}
+
+void sl_sim_memory_sailor_opt(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
+			      int stage, int P, int M, int D, enum sl_recompute recompute, int zero,
+			      struct sl_sim_memory *mem)
+{
 	const struct sl_sim_tables *T = env->tables;
 	const struct sl_gpu_type *g = &env->catalogue.gpus[gpu];
 	int L = env->num_layers;
 	memset(mem, 0, sizeof(*mem));
+	recompute = sl_sim_effective_recompute(env, a, b, recompute);
+	zero = sl_sim_effective_zero(zero, D);
 	double params = sl_sim_stage_params(env, tp, a, b);
 	mem->params_bytes = SL_FP32_BYTES * params;
 	mem->grads_bytes = SL_FP32_BYTES * params;
 	mem->optimizer_bytes = 2.0 * SL_FP32_BYTES * params;
+	/* ZeRO-1: each replica keeps the Adam moments of 1/D of the stage's parameters (fp32
+	 * training: there is no separate fp32 master copy to split as well) */
+	if (zero)
+		mem->optimizer_bytes /= D;
 	int inflight = P - stage < M ? P - stage : M;
 	if (inflight < 1)
 		inflight = 1;
 	double per_sample = T->act_prefix[tp][b + 1] - T->act_prefix[tp][a];
 	double largest = T->act_rmax[tp][(size_t)a * (size_t)L + (size_t)b];
+	double recomputed = 0; /* per micro-batch: what a block's backward rebuilds, one at a time */
+	if (recompute != SL_RECOMPUTE_NONE) {
+		int s, e;
+		sl_sim_stage_blocks(env, a, b, &s, &e);
+		double kept = 0, core = 0;
+		for (int l = s; l <= e; l++) {
+			kept += env->sizes->act_output_bytes[tp][l];
+			double sc = attention_scores_bytes(env, tp, l);
+			core += sc;
+			if (recompute == SL_RECOMPUTE_SELECTIVE && sc > recomputed)
+				recomputed = sc;
+		}
+		if (recompute == SL_RECOMPUTE_FULL) {
+			/* blocks keep only their output (the next block's input); embedding, norm and
+			 * head keep everything; the block being recomputed holds all of its
+			 * activations again during its backward */
+			double blocks = T->act_prefix[tp][e + 1] - T->act_prefix[tp][s];
+			per_sample = per_sample - blocks + kept;
+			recomputed = T->act_rmax[tp][(size_t)s * (size_t)L + (size_t)e];
+		} else {
+			per_sample -= core;
+		}
+	}
 	mem->activations_bytes = (double)inflight * mbs * per_sample + 2.0 * mbs * largest;
+	if (recompute != SL_RECOMPUTE_NONE)
+		mem->activations_bytes += mbs * recomputed;
 	double buffers = 0;
 	if (stage > 0 && a > 0)
 		buffers += (double)inflight * mbs * env->sizes->act_output_bytes[1][a - 1];

@@ -69,6 +69,16 @@ json_t *sl_sim_result_to_json(const struct sl_sim_env *env, const struct sl_plan
 		json_object_set_new(s, "layers", layers);
 		json_object_set_new(s, "replicas", json_integer(st->replicas));
 		json_object_set_new(s, "gpus", json_integer(st->gpus));
+		/* the memory options as the plan writes them, and whether each applies (sim.h) */
+		const struct sl_plan_stage *ps = &plan->stages[k];
+		json_object_set_new(s, "recompute", json_string(sl_recompute_name(ps->recompute)));
+		json_object_set_new(s, "recompute_applies",
+				    json_boolean(sl_sim_effective_recompute(env, ps->first_layer,
+									    ps->last_layer,
+									    ps->recompute) != 0));
+		json_object_set_new(s, "zero", json_integer(ps->zero));
+		json_object_set_new(s, "zero_applies",
+				    json_boolean(sl_sim_effective_zero(ps->zero, plan->num_pipelines)));
 		json_object_set_new(s, "fwd_s", json_real(st->fwd_s));
 		json_object_set_new(s, "bwd_s", json_real(st->bwd_s));
 		json_object_set_new(s, "compute_s", json_real(st->compute_s));
@@ -83,6 +93,27 @@ json_t *sl_sim_result_to_json(const struct sl_sim_env *env, const struct sl_plan
 	}
 	json_object_set_new(o, "stages", stages);
 	return o;
+}
+
+/* " [recompute full, ZeRO-1]" after a stage's layers when the plan sets an option, with what
+ * does not apply said so; nothing when the stage has none. */
+static void print_options(FILE *f, const struct sl_sim_env *env, const struct sl_plan *plan, int k)
+{
+	const struct sl_plan_stage *s = &plan->stages[k];
+	if (s->recompute == SL_RECOMPUTE_NONE && !s->zero)
+		return;
+	fputs(" [", f);
+	if (s->recompute != SL_RECOMPUTE_NONE) {
+		fprintf(f, "recompute %s", sl_recompute_name(s->recompute));
+		if (!sl_sim_effective_recompute(env, s->first_layer, s->last_layer, s->recompute))
+			fputs(" (no effect: no transformer block in the stage)", f);
+	}
+	if (s->zero) {
+		fprintf(f, "%sZeRO-1", s->recompute != SL_RECOMPUTE_NONE ? ", " : "");
+		if (!sl_sim_effective_zero(s->zero, plan->num_pipelines))
+			fputs(" (no effect: one replica)", f);
+	}
+	fputc(']', f);
 }
 
 static void print_replicas(FILE *f, const struct sl_sim_env *env, const struct sl_plan *plan, int k)
@@ -115,8 +146,10 @@ void sl_sim_result_print(FILE *f, const struct sl_sim_env *env, const struct sl_
 		res->num_stages == 1 ? "" : "s", res->num_pipelines, res->num_pipelines == 1 ? "" : "s",
 		res->num_gpus);
 	for (int k = 0; k < res->num_stages; k++) {
-		fprintf(f, "  stage %d  layers %d-%d: ", k, res->stages[k].first_layer,
+		fprintf(f, "  stage %d  layers %d-%d", k, res->stages[k].first_layer,
 			res->stages[k].last_layer);
+		print_options(f, env, plan, k);
+		fputs(": ", f);
 		print_replicas(f, env, plan, k);
 		fputc('\n', f);
 	}

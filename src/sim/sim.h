@@ -6,12 +6,13 @@
  *                   zones, stragglers), the data-parallel all-reduce as the runtime performs it
  *                   (bucketed ring over the slowest link, TP shards reduced concurrently), the
  *                   optimizer step per stage, and a per-component memory model with per-GPU-type
- *                   runtime overheads. Files: time_sailor.c, comm.c, memory.c, cost.c.
+ *                   runtime overheads, and the per-stage memory options (activation
+ *                   recomputation, ZeRO-1). Files: time_sailor.c, comm.c, memory.c, options.c.
  *                   When every GPU type of a plan has a profile of OUR runtime (sailor.profile/1,
  *                   written by `sailor profile`), the plan is modelled as `sailor run` executes
  *                   it instead (time_runtime.c: its own instruction lists, whole-copy transfers,
- *                   MPI all-reduces, the process's resident memory). sl_sim_result.runtime says
- *                   which.
+ *                   MPI all-reduces, the process's resident memory, the same memory options).
+ *                   sl_sim_result.runtime_sailor says which.
  *   SL_COST_SOSP25  the SOSP'25 Sailor simulator exactly as ../shared/reference/sosp25/SIMULATOR.md
  *                   gives it (iteration time, egress cost, its validation memory estimate with the
  *                   fixed 5.06e9-byte overhead, its prices). File: time_sosp25.c.
@@ -196,6 +197,46 @@ double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm
 int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
 			int tp, int first, int last, int stage, int num_stages, int microbatches,
 			int num_pipelines);
+
+/* ---- memory options of a stage (plan.h "recompute", "zero"; sim/options.c) ----
+ * Under the sailor cost model: "full" recomputation adds the forward of the stage's blocks to
+ * each micro-batch's backward and keeps only block outputs per micro-batch in flight;
+ * "selective" adds the attention core's share of it and drops the attention scores; ZeRO-1
+ * divides the optimizer state and the optimizer step by the stage's D replicas and keeps the
+ * all-reduce's time and bytes (a reduce-scatter plus an all-gather). The sosp25 cost model has
+ * no options: sl_simulate refuses a plan using one (SL_EINPUT), and the queries below ignore
+ * them. An option that changes nothing (recomputation without blocks, ZeRO-1 with D = 1) is
+ * treated as absent everywhere, so the plan costs exactly what it costs without it. */
+
+/* The recomputation that applies to layers [first, last]: `recompute`, or NONE when the range
+ * holds no transformer block. */
+enum sl_recompute sl_sim_effective_recompute(const struct sl_sim_env *env, int first, int last,
+					     enum sl_recompute recompute);
+/* Whether ZeRO-1 applies: zero set and more than one replica. */
+int sl_sim_effective_zero(int zero, int replicas);
+/* Whether some stage of the plan has an option that applies. */
+int sl_sim_plan_uses_options(const struct sl_sim_env *env, const struct sl_plan *plan);
+
+/* Seconds recomputation adds to the backward of one micro-batch of layers [first, last] on a
+ * replica (gpu, mbs, tp): 0 without (or under sosp25), negative when there is no time. */
+double sl_sim_stage_recompute_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+				int mbs, int tp, int first, int last, enum sl_recompute recompute);
+/* sl_sim_stage_fwd_bwd, sl_sim_stage_compute_s, sl_sim_stage_update_s, sl_sim_replica_memory
+ * and sl_sim_replica_fits with a stage's options (identical to them with NONE and zero 0). */
+int sl_sim_stage_fwd_bwd_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			     int mbs, int tp, int first, int last, enum sl_recompute recompute,
+			     double *fwd_s, double *bwd_s);
+double sl_sim_stage_compute_opt_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+				  int mbs, int tp, int first, int last, enum sl_recompute recompute);
+double sl_sim_stage_update_opt_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+				 int mbs, int tp, int first, int last, int zero, int replicas);
+double sl_sim_replica_memory_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+				 int mbs, int tp, int first, int last, int stage, int num_stages,
+				 int microbatches, int num_pipelines, enum sl_recompute recompute,
+				 int zero, struct sl_sim_memory *mem);
+int sl_sim_replica_fits_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
+			    int tp, int first, int last, int stage, int num_stages, int microbatches,
+			    int num_pipelines, enum sl_recompute recompute, int zero);
 
 /* A lower bound on the gradient synchronisation time sl_simulate charges a stage of layers
  * [first, last] with D replicas taken from avail (GPUs per type and zone), whatever the replicas'

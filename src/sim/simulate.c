@@ -102,6 +102,28 @@ int sl_simulate(const struct sl_sim_env *env, const struct sl_plan *plan, enum s
 	if (next != env->num_layers)
 		return sl_err_set(err, SL_EINPUT, "plan: stages end at layer %d, the model has %d layers",
 				  next - 1, env->num_layers);
+	if (cm == SL_COST_SOSP25) {
+		/* that simulator models neither option; one that changes nothing is no option */
+		for (int k = 0; k < P; k++) {
+			const struct sl_plan_stage *s = &plan->stages[k];
+			const char *what = NULL, *value = NULL;
+			char zero_value[8] = "1";
+			if (sl_sim_effective_recompute(env, s->first_layer, s->last_layer, s->recompute)) {
+				what = "recompute";
+				value = sl_recompute_name(s->recompute);
+			} else if (sl_sim_effective_zero(s->zero, D)) {
+				what = "zero";
+				value = zero_value;
+			}
+			if (what)
+				return sl_err_set(err, SL_EINPUT,
+						  "plan '%s': stages[%d].%s %s: the sosp25 cost model has no "
+						  "activation recomputation or ZeRO-1 (the SOSP'25 simulator "
+						  "models neither): simulate it with --cost-model sailor, or "
+						  "remove \"recompute\" and \"zero\" from the plan's stages",
+						  plan->path, k, what, value);
+		}
+	}
 	int rc;
 	if (cm == SL_COST_SOSP25) {
 		rc = sl_sim_sosp25(env, plan, G, out, err);

@@ -14,6 +14,9 @@
  *   3. Then the stage's optimizer step: seconds per parameter from the profile's update_s (the
  *      step of the profiled embedding + 2 blocks + head model) times the stage's parameters.
  *   4. The iteration ends when the last stage finishes its step.
+ * Memory options of a stage (sim/options.c): recomputation lengthens each backward in step 1;
+ * with ZeRO-1 step 2 is a reduce-scatter and an all-gather with the all-reduce's time and bytes
+ * (the all-gather after the step: the sum is the same), and step 3 updates 1/D of the stage.
  * Cost: GPU rent of every GPU of the plan for the iteration, plus egress of every byte that
  * crosses zones (activations and gradients between stages, all-reduce ring traffic, the tied
  * embedding exchange) at the zone pair's price.
@@ -75,9 +78,11 @@ int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		stage_opt[k] = 0;
 		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			double upd = sl_sim_stage_update_s(env, SL_COST_SAILOR, r->gpu, b, r->tp,
-							   plan->stages[k].first_layer,
-							   plan->stages[k].last_layer);
+			/* ZeRO-1: each replica updates its 1/D share (sim/options.c) */
+			double upd = sl_sim_stage_update_opt_s(env, SL_COST_SAILOR, r->gpu, b, r->tp,
+							       plan->stages[k].first_layer,
+							       plan->stages[k].last_layer,
+							       plan->stages[k].zero, D);
 			if (upd < 0)
 				return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
 						  env->catalogue.gpus[r->gpu].name, b, r->tp);
@@ -95,8 +100,9 @@ int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		for (int k = 0; k < P; k++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
 			int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
-			if (sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, r->gpu, b, r->tp, first, last,
-						 &f[k], &bw[k]))
+			/* recomputation lengthens the backward (sim/options.c) */
+			if (sl_sim_stage_fwd_bwd_opt(env, SL_COST_SAILOR, r->gpu, b, r->tp, first, last,
+						     plan->stages[k].recompute, &f[k], &bw[k]))
 				return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
 						  env->catalogue.gpus[r->gpu].name, b, r->tp);
 			if (sl_sim_time_source(env, r->gpu, b, r->tp) == SL_TIME_ESTIMATED)
@@ -234,7 +240,8 @@ int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long
 					continue;
 			}
 			struct sl_sim_memory mem;
-			sl_sim_memory_sailor(env, r->gpu, b, r->tp, first, last, k, P, M[j], D, &mem);
+			sl_sim_memory_sailor_opt(env, r->gpu, b, r->tp, first, last, k, P, M[j], D,
+						 plan->stages[k].recompute, plan->stages[k].zero, &mem);
 			double ratio = mem.total_bytes / mem.capacity_bytes;
 			if (ratio > worst) {
 				worst = ratio;

@@ -143,6 +143,27 @@ expect_error "unknown model" plan --model GPT-17 --pool data/examples/pool-a100-
 echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "RTX-2080", "zone": "us-central1-a", "count": 1}]}' >"$tmp/small.json"
 expect_error "fits on none" plan --model OPT-30 --pool "$tmp/small.json"
 
+# --- memory options: LLAMA-3-8 fits 32 A100-80 only with them; the emitted plan simulates to
+# the promised estimate; --memory-options off keeps the search without them ---
+echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "A100-80", "zone": "us-central1-a", "count": 32}]}' >"$tmp/a100-80.json"
+"$SAILOR" plan --model LLAMA-3-8 --pool "$tmp/a100-80.json" --json -o "$tmp/llama.json"   >"$tmp/llama-planned.json" || fail "LLAMA-3-8 on 32 A100-80: no plan with memory options"
+grep -q '"recompute"' "$tmp/llama.json" || fail "LLAMA-3-8 plan uses no recomputation: $(cat "$tmp/llama.json")"
+"$SAILOR" simulate --model LLAMA-3-8 --plan "$tmp/llama.json" --json >"$tmp/llama-sim.json"   || fail "simulate of the LLAMA-3-8 plan failed"
+"$py" - "$tmp/llama-planned.json" "$tmp/llama-sim.json" <<'PY' || fail "LLAMA-3-8 estimate differs from simulate"
+import json, sys
+planned = json.load(open(sys.argv[1]))["steps"][0]["estimate"]
+simulated = json.load(open(sys.argv[2]))
+assert planned == simulated, (planned["iteration_time_s"], simulated["iteration_time_s"])
+assert simulated["fits_memory"] is True
+PY
+"$SAILOR" plan --model LLAMA-3-8 --pool "$tmp/a100-80.json" --memory-options off >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 1 ] || fail "LLAMA-3-8 without memory options: exit $rc, want 1"
+[ ! -s "$tmp/out" ] || fail "LLAMA-3-8 without memory options wrote to stdout"
+grep -q "no plan fits in memory on this pool.*drop --memory-options off" "$tmp/err" || fail "message: $(cat "$tmp/err")"
+grep -q '"recompute"\|"zero"' "$tmp/plan-sosp25.json" && fail "a sosp25 plan has memory options"
+"$SAILOR" plan --model OPT-350 --pool data/examples/pool-a100-v100.json --memory-options off   -o "$tmp/off.json" >/dev/null || fail "--memory-options off"
+grep -q '"recompute"\|"zero"' "$tmp/off.json" && fail "--memory-options off emitted options"
+
 # --- usage errors: exit 2 ---
 expect_usage() {
   "$SAILOR" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
@@ -156,4 +177,5 @@ expect_usage plan --model OPT-350 --pool data/examples/pool-a100-v100.json --obj
 expect_usage plan --model OPT-350 --pool data/examples/pool-a100-v100.json --max-cost -1
 expect_usage plan --model OPT-350 --pool data/examples/pool-a100-v100.json --top 0
 expect_usage plan --model OPT-350 --pool data/examples/pool-a100-v100.json --cost-model magic
+expect_usage plan --model OPT-350 --pool data/examples/pool-a100-v100.json --memory-options maybe
 exit 0

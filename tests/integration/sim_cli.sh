@@ -105,5 +105,26 @@ expect validate-missing 1 "$tmp/none" "cannot read" -- validate --model OPT-350 
 mkdir -p "$tmp/runs" && cp "$plan" "$tmp/runs/"
 expect validate-no-runs 1 "no measured runs" -- validate --model OPT-350 "$tmp/runs"
 
+# --- memory options (README "Plan format"): accepted where they change nothing, costing
+# exactly the same; the sosp25 cost model refuses those that apply ---
+noop_stages='[{"layers": [0, 0], "recompute": "full", "zero": 1, "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2}]}, {"layers": [1, 25], "zero": 1, "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 4}]}]'
+plain_stages='[{"layers": [0, 0], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2}]}, {"layers": [1, 25], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 4}]}]'
+f=$(mk noop '{"schema": "sailor.plan/1", "global_batch": 64, "micro_batch": 2, "stages": '"$noop_stages"'}')
+g=$(mk plain '{"schema": "sailor.plan/1", "global_batch": 64, "micro_batch": 2, "stages": '"$plain_stages"'}')
+expect noop-options 0 "[recompute full (no effect: no transformer block in the stage), ZeRO-1 (no effect: one replica)]" "[ZeRO-1 (no effect: one replica)]" -- simulate --model OPT-350 --plan "$f"
+"$SAILOR" simulate --model OPT-350 --plan "$f" | sed -n '/^time per iteration/,$p' >"$tmp/noop.txt"
+"$SAILOR" simulate --model OPT-350 --plan "$g" | sed -n '/^time per iteration/,$p' >"$tmp/plain.txt"
+cmp -s "$tmp/noop.txt" "$tmp/plain.txt" || fail "noop-options: figures differ from the plan without options"
+expect noop-options-sosp25 0 "cost model sosp25" -- simulate --model OPT-350 --plan "$f" --cost-model sosp25
+expect noop-options-json 0 '"recompute": "full"' '"recompute_applies": false' '"zero_applies": false' -- simulate --model OPT-350 --plan "$f" --json
+zero_stages='[{"layers": [0, 12], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}, {"layers": [13, 25], "recompute": "selective", "zero": 1, "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}]'
+f=$(mk options '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": '"$zero_stages"'}')
+expect options-sailor 0 "[recompute selective, ZeRO-1]" -- simulate --model OPT-350 --plan "$f"
+expect options-sosp25 1 "$f" "stages[1].recompute selective: the sosp25 cost model has no activation recomputation or ZeRO-1" "--cost-model sailor" -- simulate --model OPT-350 --plan "$f" --cost-model sosp25
+f=$(mk bad-recompute '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 25], "recompute": "partial", "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2}]}]}')
+expect bad-recompute 1 "$f" "stages[0].recompute" -- simulate --model OPT-350 --plan "$f"
+f=$(mk bad-zero '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 25], "zero": 3, "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2}]}]}')
+expect bad-zero 1 "$f" "stages[0].zero" -- simulate --model OPT-350 --plan "$f"
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "sim_cli: all cases pass"

@@ -130,13 +130,27 @@ static double objective_value(const struct sl_search_request *req, const struct 
 #define ORACLE_MIN_THROUGHPUT 0.1
 #define ORACLE_MAX_COST 0.02
 
+/* Small pools where the memory options decide (with oracle-memory-model.json): the brute force
+ * tries every option set of every plan, so these stay at 4 GPUs or fewer. */
+static const struct pool_case memory_pools[] = {
+	{"4 A100 in one zone", 4, 0, 0, 0},
+	{"2 A100 + 2 V100, one zone", 2, 0, 2, 0},
+	{"2 A100 in each of 2 zones", 2, 2, 0, 0},
+	{"1 A100 + 2 V100, one zone", 1, 0, 2, 0},
+	{"A100 in zone a, V100 in zone b", 2, 0, 0, 2},
+};
+
 static void check_oracle(const struct sl_sim_env *env, enum sl_cost_model cm,
-			 enum sl_objective objective)
+			 enum sl_objective objective, int memory_options)
 {
-	for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) {
+	const struct pool_case *cases = memory_options ? memory_pools : pools;
+	size_t count = memory_options ? sizeof(memory_pools) / sizeof(memory_pools[0])
+				      : sizeof(pools) / sizeof(pools[0]);
+	for (size_t i = 0; i < count; i++) {
 		struct sl_pool pool;
-		set_pool(env, &pools[i], &pool);
-		struct sl_search_request req = {.cost_model = cm, .objective = objective, .top_k = 1};
+		set_pool(env, &cases[i], &pool);
+		struct sl_search_request req = {.cost_model = cm, .objective = objective, .top_k = 1,
+						.memory_options = memory_options};
 		if (objective == SL_OBJECTIVE_COST)
 			req.min_throughput_it_s = ORACLE_MIN_THROUGHPUT;
 		else if (i % 2)
@@ -150,9 +164,10 @@ static void check_oracle(const struct sl_sim_env *env, enum sl_cost_model cm,
 			double want = objective_value(&req, &brute.best[0].result);
 			double got = objective_value(&req, &fast.best[0].result);
 			if (fabs(got - want) > 1e-9 * fabs(want)) {
-				print_error("%s, cost model %s, objective %s: planner %.9g, brute force %.9g "
-					    "(%lld plans)\n", pools[i].name, sl_cost_model_name(cm),
-					    sl_objective_name(objective), got, want, brute.plans_simulated);
+				print_error("%s, cost model %s, objective %s, memory options %d: planner "
+					    "%.9g, brute force %.9g (%lld plans)\n", cases[i].name,
+					    sl_cost_model_name(cm), sl_objective_name(objective),
+					    memory_options, got, want, brute.plans_simulated);
 				json_t *p = sl_plan_to_json(&brute.best[0].plan, &env->catalogue);
 				char *text = json_dumps(p, JSON_COMPACT);
 				print_error("brute-force plan: %s\n", text);
@@ -167,6 +182,19 @@ static void check_oracle(const struct sl_sim_env *env, enum sl_cost_model cm,
 			}
 			assert_true(fast.best[0].result.fits_memory);
 			assert_true(sl_search_meets(&req, &fast.best[0].result));
+			if (memory_options) {
+				/* the options only add plans: never worse than the search without them */
+				struct sl_search_request without = req;
+				without.memory_options = 0;
+				struct sl_search_outcome off;
+				assert_int_equal(sl_search_run(env, &pool, &without, &off, &err), 0);
+				if (off.count) {
+					double o = objective_value(&req, &off.best[0].result);
+					assert_true(objective == SL_OBJECTIVE_COST ? got <= o * (1 + 1e-12)
+										   : got >= o * (1 - 1e-12));
+				}
+				sl_search_outcome_free(&off);
+			}
 			/* the threshold heuristic alone (no complete enumeration of small shapes, no
 			 * local search help beyond its own) stays within 10% of the optimum here */
 			struct sl_search_request structured = req;
@@ -178,7 +206,7 @@ static void check_oracle(const struct sl_sim_env *env, enum sl_cost_model cm,
 			double gap = objective == SL_OBJECTIVE_COST ? h / want - 1 : 1 - h / want;
 			if (gap > 0.10) {
 				print_error("%s, %s, %s: heuristic alone %.6g vs optimum %.6g\n",
-					    pools[i].name, sl_cost_model_name(cm),
+					    cases[i].name, sl_cost_model_name(cm),
 					    sl_objective_name(objective), h, want);
 				fail();
 			}
@@ -207,10 +235,42 @@ static int free_env(void **state)
 	return 0;
 }
 
-static void oracle_sailor_throughput(void **state) { check_oracle(*state, SL_COST_SAILOR, SL_OBJECTIVE_THROUGHPUT); }
-static void oracle_sosp25_throughput(void **state) { check_oracle(*state, SL_COST_SOSP25, SL_OBJECTIVE_THROUGHPUT); }
-static void oracle_sailor_cost(void **state) { check_oracle(*state, SL_COST_SAILOR, SL_OBJECTIVE_COST); }
-static void oracle_sosp25_cost(void **state) { check_oracle(*state, SL_COST_SOSP25, SL_OBJECTIVE_COST); }
+static void oracle_sailor_throughput(void **state) { check_oracle(*state, SL_COST_SAILOR, SL_OBJECTIVE_THROUGHPUT, 0); }
+static void oracle_sosp25_throughput(void **state) { check_oracle(*state, SL_COST_SOSP25, SL_OBJECTIVE_THROUGHPUT, 0); }
+static void oracle_sailor_cost(void **state) { check_oracle(*state, SL_COST_SAILOR, SL_OBJECTIVE_COST, 0); }
+static void oracle_sosp25_cost(void **state) { check_oracle(*state, SL_COST_SOSP25, SL_OBJECTIVE_COST, 0); }
+/* with activation recomputation and ZeRO-1 per stage: brute force over every option set, on a
+ * model whose activations make them pay */
+static void check_memory_oracle(enum sl_objective objective)
+{
+	struct sl_sim_env *env = NULL;
+	struct sl_err err = {0};
+	assert_int_equal(sl_sim_env_load("tests/golden/search/oracle-memory-model.json", NULL, &env,
+					 &err), 0);
+	check_oracle(env, SL_COST_SAILOR, objective, 1);
+	/* the options matter here: on 3 GPUs the best plan recomputes, and it is faster than
+	 * the best without options */
+	struct sl_pool pool;
+	set_pool(env, &memory_pools[1], &pool);
+	struct sl_search_request req = {.cost_model = SL_COST_SAILOR, .top_k = 1, .memory_options = 1};
+	struct sl_search_outcome with, without;
+	assert_int_equal(sl_search_run(env, &pool, &req, &with, &err), 0);
+	req.memory_options = 0;
+	assert_int_equal(sl_search_run(env, &pool, &req, &without, &err), 0);
+	assert_true(with.count == 1 && without.count == 1);
+	assert_true(with.best[0].result.throughput_it_s > without.best[0].result.throughput_it_s);
+	int recomputes = 0;
+	for (int k = 0; k < with.best[0].plan.num_stages; k++)
+		recomputes |= with.best[0].plan.stages[k].recompute != SL_RECOMPUTE_NONE;
+	assert_true(recomputes);
+	for (int k = 0; k < without.best[0].plan.num_stages; k++)
+		assert_int_equal(without.best[0].plan.stages[k].recompute, SL_RECOMPUTE_NONE);
+	sl_search_outcome_free(&with);
+	sl_search_outcome_free(&without);
+	sl_sim_env_free(env);
+}
+static void oracle_sailor_throughput_memory_options(void **state) { (void)state; check_memory_oracle(SL_OBJECTIVE_THROUGHPUT); }
+static void oracle_sailor_cost_memory_options(void **state) { (void)state; check_memory_oracle(SL_OBJECTIVE_COST); }
 
 /* The search runs its work items on several threads; the plan it returns must not depend on how
  * many (pruning only drops plans that cannot win). OPT-350 on a two-zone A100 + V100 pool, under
@@ -286,6 +346,8 @@ int main(void)
 		cmocka_unit_test(oracle_sosp25_throughput),
 		cmocka_unit_test(oracle_sailor_cost),
 		cmocka_unit_test(oracle_sosp25_cost),
+		cmocka_unit_test(oracle_sailor_throughput_memory_options),
+		cmocka_unit_test(oracle_sailor_cost_memory_options),
 	};
 	int failed = cmocka_run_group_tests(pure, NULL, NULL);
 	failed += cmocka_run_group_tests(with_env, load_env, free_env);

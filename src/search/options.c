@@ -1,0 +1,64 @@
+/* The memory options as search dimensions: see options.h. */
+#include "search/options.h"
+
+#include <string.h>
+
+const enum sl_recompute sl_search_recompute_order[SL_SEARCH_RECOMPUTE_LEVELS] = {
+	SL_RECOMPUTE_NONE, SL_RECOMPUTE_SELECTIVE, SL_RECOMPUTE_FULL};
+
+int sl_search_options_on(const struct sl_search_request *req)
+{
+	return req->memory_options && req->cost_model == SL_COST_SAILOR;
+}
+
+int sl_search_least_level(const struct sl_sim_env *env, const struct sl_search_request *req,
+			  int gpu, int mbs, int tp, int first, int last, int stage, int num_stages,
+			  int microbatches, int D)
+{
+	if (!sl_search_options_on(req))
+		return sl_sim_replica_fits(env, req->cost_model, gpu, mbs, tp, first, last, stage,
+					   num_stages, microbatches, D) ? 0 : -1;
+	int levels = sl_sim_effective_recompute(env, first, last, SL_RECOMPUTE_FULL) != SL_RECOMPUTE_NONE
+			     ? SL_SEARCH_RECOMPUTE_LEVELS
+			     : 1;
+	for (int i = 0; i < levels; i++)
+		if (sl_sim_replica_fits_opt(env, req->cost_model, gpu, mbs, tp, first, last, stage,
+					    num_stages, microbatches, D, sl_search_recompute_order[i],
+					    D > 1))
+			return i;
+	return -1;
+}
+
+void sl_search_choose_options(const struct sl_sim_env *env, const struct sl_search_request *req,
+			      struct sl_plan *plan, long long global_batch)
+{
+	const int P = plan->num_stages, D = plan->num_pipelines;
+	int on = sl_search_options_on(req);
+	for (int k = 0; k < P; k++) {
+		struct sl_plan_stage *s = &plan->stages[k];
+		s->recompute = SL_RECOMPUTE_NONE;
+		s->zero = (unsigned char)(on && D > 1);
+		if (!on)
+			continue;
+		int level = 0;
+		for (int j = 0; j < D; j++) {
+			const struct sl_replica *r = sl_plan_replica(plan, k, j);
+			/* replicas equal to the previous one with as many micro-batches need the same */
+			if (j > 0 && !memcmp(r, sl_plan_replica(plan, k, j - 1), sizeof(*r)) &&
+			    sl_plan_pipeline_microbatches(plan, j, global_batch) ==
+				    sl_plan_pipeline_microbatches(plan, j - 1, global_batch))
+				continue;
+			int l = sl_search_least_level(env, req, r->gpu, plan->micro_batch, r->tp,
+						      s->first_layer, s->last_layer, k, P,
+						      sl_plan_pipeline_microbatches(plan, j, global_batch),
+						      D);
+			if (l < 0) {
+				level = 0; /* fits under no option: the plan does not fit anyway */
+				break;
+			}
+			if (l > level)
+				level = l;
+		}
+		s->recompute = (unsigned char)sl_search_recompute_order[level];
+	}
+}

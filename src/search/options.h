@@ -1,0 +1,39 @@
+/* The memory options as search dimensions (plan.h "recompute" and "zero" per stage).
+ *
+ * Under the sailor cost model (sim/options.c) the options of a stage trade as follows, for
+ * replicas already chosen: recomputation only adds time (none < selective < full) and only
+ * saves memory; ZeRO-1 on a stage with D > 1 replicas saves memory and optimizer time and costs
+ * nothing else (same sync, same bytes). So the fastest option set that fits is, per stage:
+ * ZeRO-1 when D > 1, and the least recomputation under which every replica of the stage fits.
+ * The planner searches replicas with each replica's least-fitting recomputation (its time at that
+ * level), then sets the stage's options with sl_search_choose_options; the brute force
+ * (exhaustive.c) tries every option set instead, and the oracle test checks the two agree.
+ *
+ * The options are searched only when the request asks (memory_options) and the cost model has
+ * them (sailor); otherwise every plan is built without options, as before they existed. */
+#ifndef SL_SEARCH_OPTIONS_H
+#define SL_SEARCH_OPTIONS_H
+
+#include "search/search.h"
+
+/* Recomputation levels in order of the time they add. */
+#define SL_SEARCH_RECOMPUTE_LEVELS 3
+extern const enum sl_recompute sl_search_recompute_order[SL_SEARCH_RECOMPUTE_LEVELS];
+
+/* Whether req searches memory options. */
+int sl_search_options_on(const struct sl_search_request *req);
+
+/* The least recomputation (index into sl_search_recompute_order) under which a replica
+ * (gpu, mbs, tp) of layers [first, last] at stage of num_stages fits with microbatches per
+ * pipeline and D replicas (ZeRO-1 when D > 1); -1 when it fits under none. With options off:
+ * 0 if it fits without options, else -1. */
+int sl_search_least_level(const struct sl_sim_env *env, const struct sl_search_request *req,
+			  int gpu, int mbs, int tp, int first, int last, int stage, int num_stages,
+			  int microbatches, int D);
+
+/* Sets every stage's options of plan to the fastest set that fits (see above) for its replicas
+ * and micro-batch counts; with options off, clears them. */
+void sl_search_choose_options(const struct sl_sim_env *env, const struct sl_search_request *req,
+			      struct sl_plan *plan, long long global_batch);
+
+#endif
