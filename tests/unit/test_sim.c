@@ -72,8 +72,8 @@ static void build(struct sl_plan *plan, int D, const char *const *gpus, const in
 	assert_int_equal(sl_plan_reserve(plan, 2, D, &err), 0);
 	plan->micro_batch = mb;
 	plan->global_batch = 256;
-	plan->stages[0] = (struct sl_plan_stage){0, 12};
-	plan->stages[1] = (struct sl_plan_stage){13, 25};
+	plan->stages[0] = (struct sl_plan_stage){.first_layer = 0, .last_layer = 12};
+	plan->stages[1] = (struct sl_plan_stage){.first_layer = 13, .last_layer = 25};
 	int za = sl_catalogue_zone_index(&env->catalogue, "us-central1-a");
 	for (int k = 0; k < 2; k++)
 		for (int j = 0; j < D; j++)
