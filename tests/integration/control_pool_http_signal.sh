@@ -47,7 +47,9 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/nope")
 pool 2
 wait_for 40 grep -q '"event":"reconfigured"' "$work/run/events.jsonl" || { echo "FAIL: no reconfiguration after the pool file changed"; cat "$work/err"; exit 1; }
 grep '"event":"reconfigured"' "$work/run/events.jsonl"
-curl -sf "http://127.0.0.1:$port/status" | grep -q '"generation": 2' || { echo "FAIL: /status does not show generation 2"; exit 1; }
+# /status is republished every 0.25 s by the controller's loop, the event log written at once
+status_gen2() { curl -sf "http://127.0.0.1:$port/status" | grep -q '"generation": 2'; }
+wait_for 5 status_gen2 || { echo "FAIL: /status does not show generation 2"; exit 1; }
 kill -TERM "$ctl"
 status=0
 timeout 40 tail --pid="$ctl" -f /dev/null || { echo "FAIL: the controller did not stop within 40 s of SIGTERM"; exit 1; }
