@@ -662,13 +662,22 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 	w->comm = comm;
 	w->out = out;
 	long long start = 0;
+	double t_setup = sl_now_s();
 	int rc = setup_plan(w, err);
 	if (!rc)
 		rc = setup_rank(w, err);
 	if (!rc)
 		rc = setup_data(w, err);
+	double t_load = sl_now_s();
 	if (!rc && o->train.resume)
 		rc = resume(w, &start, err);
+	if (!rc && comm->rank == 0 && o->train.json) {
+		/* the controller splits a reconfiguration's start from its load with this */
+		double now = sl_now_s();
+		fprintf(w->out, "{\"event\":\"ready\",\"step\":%lld,\"setup_s\":%.6f,"
+			"\"load_s\":%.6f}\n", start, t_load - t_setup, now - t_load);
+		fflush(w->out);
+	}
 	json_t *train = rc ? NULL : sl_train_hparams_json(&o->train, w->plan.micro_batch,
 								   w->global, w->seq);
 	if (!rc && comm->rank == 0 && !o->train.json)
