@@ -334,14 +334,17 @@ static int save(struct worker *w, long long step, json_t *train, char *path, siz
  * {"event":"checkpoint","step","path","persist_s"} (the controller logs them). */
 static void report_persisted(struct worker *w, char *ckpt, size_t size, int last)
 {
-	long long step;
-	double persist_s;
-	char path[4300];
-	while (sl_dist_checkpoint_persisted(&step, &persist_s, path, sizeof(path))) {
+	struct sl_dist_ckpt_report r;
+	while (sl_dist_checkpoint_persisted(&r)) {
+		const char *path = r.path;
 		snprintf(ckpt, size, "%s", path);
 		if (w->o->train.json) {
-			json_t *ev = json_pack("{s:s, s:I, s:s, s:f}", "event", "checkpoint", "step",
-					       (json_int_t)step, "path", path, "persist_s", persist_s);
+			json_t *ev = json_pack("{s:s, s:I, s:s, s:f, s:f, s:f, s:f, s:f, s:f}",
+					       "event", "checkpoint", "step", (json_int_t)r.step,
+					       "path", path, "persist_s", r.persist_s, "wait_s",
+					       r.wait_s, "snapshot_s", r.snapshot_s, "place_s",
+					       r.place_s, "write_s", r.write_s, "persist_cpu_s",
+					       r.persist_cpu_s);
 			char *text = ev ? json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 			if (text)
 				fprintf(w->out, "%s\n", text);
