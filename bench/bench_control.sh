@@ -42,10 +42,10 @@ plan=$work/r1/gen-2/plan.json
 # other work changes from one run to the next, and a ratio is only as good as its pair.
 # The checkpoint events give the parts: wait (for the previous persist) and snapshot (copy +
 # gather into rank 0), which the training waits for, and place, write and the persist's CPU time
-# (the background persist). "accounted" = (wait + snapshot + persist CPU) / (10 steps of the
-# no-checkpoint run): the cost if every CPU second of the persist were taken from the ranks'
-# critical path (on 2 cores busy with 2 ranks, about so) — a bound the load of the machine does
-# not blur.
+# (the background persist). "accounted" = median (wait + snapshot + persist CPU) over 10 times
+# the median ms/step of the no-checkpoint runs: the cost if every CPU second of the persist were
+# taken from the ranks' critical path (on 2 cores busy with 2 ranks, about so) — a bound the load
+# of the machine blurs much less than wall-time pairs.
 python3 - "${BENCH_REPS:-8}" "$SAILOR" "$plan" "$work" "${common[@]}" <<'PY'
 import json, os, shutil, statistics, subprocess, sys, time
 reps, sailor, plan, work = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
@@ -72,8 +72,10 @@ def one(mode):
 over = {"async": [], "sync": []}
 parts = {k: [] for k in ("wait_s", "snapshot_s", "place_s", "write_s", "persist_cpu_s")}
 accounted = {"async": [], "sync": []}
+nones = []
 for r in range(reps):
     none, _ = one("none")
+    nones.append(none)
     line = f"  rep {r + 1}: none {none:.2f} ms/step"
     for mode in ("async", "sync"):
         ms, events = one(mode)
@@ -86,16 +88,18 @@ for r in range(reps):
                 cost = e["wait_s"] + e["snapshot_s"] + e["persist_cpu_s"]
             else:  # synchronous: the whole persist is in the training's path
                 cost = e["wait_s"] + e["snapshot_s"] + e["place_s"] + e["write_s"]
-            accounted[mode].append(cost * 1000 / (10 * none))
+            accounted[mode].append(cost * 1000)
     print(line, flush=True)
 print("  median overhead: async %+.1f%%, sync %+.1f%% (pairs spread %+.1f%%..%+.1f%%)" % (
     100 * statistics.median(over["async"]), 100 * statistics.median(over["sync"]),
     100 * min(over["async"] + over["sync"]), 100 * max(over["async"] + over["sync"])))
 print("  median parts of an asynchronous checkpoint: " + ", ".join(
     f"{k[:-2]} {statistics.median(v) * 1000:.1f} ms" for k, v in parts.items() if v))
-print("  accounted per checkpoint over 10 steps: async (wait + snapshot + persist CPU) median "
-      "%.1f%%, sync (wait + snapshot + place + write) median %.1f%%" %
-      (100 * statistics.median(accounted["async"]), 100 * statistics.median(accounted["sync"])))
+step = statistics.median(nones)
+print("  accounted per checkpoint over 10 steps of %.2f ms: async (wait + snapshot + persist CPU) "
+      "%.1f ms = %.1f%%, sync (wait + snapshot + place + write) %.1f ms = %.1f%%" % (
+      step, statistics.median(accounted["async"]), 10 * statistics.median(accounted["async"]) / step,
+      statistics.median(accounted["sync"]), 10 * statistics.median(accounted["sync"]) / step))
 PY
 
 echo "== 3. work lost after kill -9 (checkpoint every 10 steps)"
