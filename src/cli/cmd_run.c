@@ -133,6 +133,41 @@ static void pass_through(struct watch *w, int which, const char *buf, size_t n, 
 static volatile sig_atomic_t launcher_signal;
 static void on_launcher_signal(int sig) { launcher_signal = sig; }
 
+/* The liveness probe of `sailor control` (ctl/generation.h): SIGUSR1 to the launcher goes on to
+ * mpirun, which forwards it to every rank of the job (OpenMPI forwards SIGUSR1 and SIGUSR2), and
+ * every rank that still runs answers at once from its handler with one line on its stdout. A
+ * rank that is stopped, or whose host no longer answers, stays silent. */
+static volatile pid_t probe_forward_pid;
+static void on_launcher_probe(int sig)
+{
+	int saved = errno;
+	if (probe_forward_pid > 0)
+		kill(probe_forward_pid, sig);
+	errno = saved;
+}
+
+static char probe_answer[64];
+static size_t probe_answer_len;
+static void on_rank_probe(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	/* one write(2) of a short line: atomic on a pipe, never inside another rank's line */
+	if (write(STDOUT_FILENO, probe_answer, probe_answer_len) < 0) {
+		/* nobody listens: nothing to do */
+	}
+	errno = saved;
+}
+
+static void install_probe_handler(void (*handler)(int))
+{
+	struct sigaction sa = {0};
+	sa.sa_handler = handler;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+}
+
 /* Starts mpirun and waits for it; returns its exit status (or 128 + signal). */
 static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, struct sl_err *err)
 {
@@ -144,6 +179,7 @@ static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, str
 	if (pid < 0)
 		return sl_err_set(err, SL_EIO, "cannot fork mpirun: %s", strerror(errno));
 	if (pid == 0) {
+		signal(SIGUSR1, SIG_DFL); /* until mpirun sets its own */
 		/* mpirun (and through it every rank) ends when the launcher dies */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
@@ -163,6 +199,7 @@ static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, str
 		fprintf(stderr, "sailor run: cannot start '%s': %s\n", cmd->argv[0], strerror(errno));
 		_exit(127);
 	}
+	probe_forward_pid = pid;
 	close(out_pipe[1]);
 	close(err_pipe[1]);
 	struct sigaction sa = {0}, old_int, old_term;
@@ -202,6 +239,7 @@ static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, str
 		}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
+	probe_forward_pid = 0;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -323,10 +361,14 @@ out:
 	return sl_err_exit_status(rc);
 }
 
-static int work(const struct sl_run_options *o, int argc, char **argv)
+static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 {
 	struct sl_comm comm;
 	struct sl_err err = {0};
+	/* answer the controller's liveness probe from the start (SIGUSR1 would otherwise kill) */
+	snprintf(probe_answer, sizeof(probe_answer), "{\"event\":\"alive\",\"rank\":%d}\n", rank);
+	probe_answer_len = strlen(probe_answer);
+	install_probe_handler(on_rank_probe);
 	int rc = sl_comm_mpi_init(&comm, &argc, &argv, &err);
 	if (rc) {
 		sl_log_error("%s", err.msg);
@@ -349,6 +391,8 @@ static int work(const struct sl_run_options *o, int argc, char **argv)
 
 static int run_run(int argc, char **argv)
 {
+	/* as launcher: pass the controller's probe on to mpirun (a worker answers it, work()) */
+	install_probe_handler(on_launcher_probe);
 	struct sl_run_options o;
 	memset(&o, 0, sizeof(o));
 	sl_train_options_defaults(&o.train);
@@ -397,6 +441,6 @@ static int run_run(int argc, char **argv)
 		return rc;
 	int size = 0, rank = 0;
 	if (sl_launch_in_mpi_job(&size, &rank) && !dry_run)
-		return work(&o, argc, argv);
+		return work(&o, argc, argv, rank);
 	return launch(&o, argc, argv, dry_run);
 }

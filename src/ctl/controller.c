@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ctl/decide.h"
 #include "ctl/events.h"
 #include "ctl/generation.h"
 #include "ctl/pool_watch.h"
@@ -27,10 +28,12 @@
 #include "util/json.h"
 #include "util/log.h"
 
-enum stop_reason { STOP_NONE, STOP_RECONFIGURE, STOP_NO_PLAN, STOP_SIGNAL, STOP_HANG };
-static const char *const stop_names[] = {"none", "reconfigure", "no plan", "signal", "hang"};
+#define STOP_NONE SL_CTL_STOP_NONE
+#define STOP_RECONFIGURE SL_CTL_STOP_RECONFIGURE
+#define STOP_NO_PLAN SL_CTL_STOP_NO_PLAN
+#define STOP_SIGNAL SL_CTL_STOP_SIGNAL
+#define STOP_HANG SL_CTL_STOP_HANG
 
-#define MAX_HOSTS 4096
 #define RATE_WINDOW 10
 
 struct candidate {
@@ -39,14 +42,6 @@ struct candidate {
 	struct sl_sim_result res;
 	char *key;        /* canonical JSON text: equal plans have equal keys */
 	double plan_s;
-};
-
-/* Timestamps of one reconfiguration, from the pool change to the first step of the next
- * generation (monotonic seconds; 0: not reached). */
-struct reconf {
-	int active;
-	int from_gen;
-	double change_s, plan_s, term_s, ckpt_s, exit_s, start_s;
 };
 
 struct ctl {
@@ -60,19 +55,25 @@ struct ctl {
 	FILE *steps_file;
 	char self[PATH_MAX];
 	double start_s;
-	int fails[MAX_HOSTS];
-	int excluded[MAX_HOSTS];
+	struct sl_ctl_hosts hosts;
 	/* the generation */
 	struct sl_ctl_gen gen;
 	int running;
 	int gen_count;
 	struct candidate cur;         /* plan of the running (or last) generation */
 	struct candidate next;        /* plan to start next */
-	enum stop_reason stop;
+	enum sl_ctl_stop stop;
 	double last_output_s;
 	int gen_steps;                /* steps this generation completed */
 	int dead_rank;
 	char dead_host[256];
+	/* the liveness probe of a silent generation */
+	int world;                    /* its ranks */
+	int *rank_host;               /* cluster file index of each rank's host */
+	unsigned char *answered;      /* which ranks answered the probe */
+	double probe_s;               /* when the probe was sent (0: none in flight) */
+	int silent_hosts[16];         /* hosts of the ranks that did not answer */
+	int silent_count;
 	char last_error[512];
 	int end_seen;
 	/* progress */
@@ -84,7 +85,7 @@ struct ctl {
 	double usd;                   /* spent by finished generations */
 	double gen_usd_per_hour;
 	int reconfigurations, failures, consecutive_failures;
-	struct reconf rc;
+	struct sl_ctl_reconf rc;
 	int signal_seen;
 	int waiting;                  /* no plan possible: waiting for a pool change */
 	double published_s;
@@ -103,21 +104,6 @@ static void candidate_free(struct candidate *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static void effective_pool(const struct ctl *c, struct sl_pool *out)
-{
-	*out = c->pool.current;
-	for (int g = 0; g < SL_MAX_GPU_TYPES; g++)
-		for (int z = 0; z < SL_MAX_ZONES; z++) {
-			long long slots = 0;
-			for (int h = 0; h < c->cluster.host_count; h++)
-				if (!c->excluded[h] && c->cluster.hosts[h].gpu == g &&
-				    c->cluster.hosts[h].zone == z)
-					slots += c->cluster.hosts[h].slots;
-			if (out->counts[g][z] > slots)
-				out->counts[g][z] = (int)slots;
-		}
-}
-
 /* The cluster without the hosts left out (a view: hosts are copied, strings shared). */
 static int filtered_cluster(const struct ctl *c, struct sl_cluster *out)
 {
@@ -127,7 +113,7 @@ static int filtered_cluster(const struct ctl *c, struct sl_cluster *out)
 		return SL_ENOMEM;
 	out->host_count = 0;
 	for (int h = 0; h < c->cluster.host_count; h++)
-		if (!c->excluded[h])
+		if (!c->hosts.excluded[h])
 			out->hosts[out->host_count++] = c->cluster.hosts[h];
 	return 0;
 }
@@ -145,8 +131,11 @@ static void run_options(const struct ctl *c, const char *plan_path, struct sl_ru
 }
 
 /* Whether the runtime executes the plan on the cluster left: the checks `sailor run` makes
- * before it starts anything (plan against model and batch, data, placement on hosts). */
-static int runnable(struct ctl *c, const struct sl_plan *plan, struct sl_err *err)
+ * before it starts anything (plan against model and batch, data, placement on hosts). With
+ * rank_host, also where each rank goes (the cluster file's host index; malloc'd, *world
+ * entries): the placement is deterministic, so it is the launcher's. */
+static int runnable(struct ctl *c, const struct sl_plan *plan, int **rank_host, int *world,
+		    struct sl_err *err)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/candidate-plan.json", c->o->run_dir);
@@ -164,6 +153,17 @@ static int runnable(struct ctl *c, const struct sl_plan *plan, struct sl_err *er
 		rc = filtered_cluster(c, &view);
 		if (!rc)
 			rc = sl_place_roles(&table, &view, &cat, err);
+		if (!rc && rank_host) {
+			*rank_host = malloc((size_t)table.world_size * sizeof(int));
+			if (!*rank_host) {
+				rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+			} else {
+				*world = table.world_size;
+				for (int r = 0; r < table.world_size; r++)
+					(*rank_host)[r] = sl_ctl_host_index(
+						&c->cluster, view.hosts[table.roles[r].host].name);
+			}
+		}
 		free(view.hosts);
 		sl_role_table_free(&table);
 	}
@@ -185,7 +185,7 @@ static int plan_now(struct ctl *c, struct candidate *cand, char *why, size_t why
 	candidate_free(cand);
 	double t0 = sl_ctl_now_s();
 	struct sl_pool pool;
-	effective_pool(c, &pool);
+	sl_ctl_effective_pool(&c->pool.current, &c->cluster, &c->hosts, &pool);
 	if (sl_pool_total(&pool) == 0) {
 		snprintf(why, why_size, "no GPU of the pool is on a host of the cluster file%s",
 			 sl_pool_total(&c->pool.current) ? " that is not left out" : "");
@@ -210,7 +210,7 @@ static int plan_now(struct ctl *c, struct candidate *cand, char *why, size_t why
 	char first_refusal[SL_ERR_MSG_MAX] = "";
 	for (int i = 0; i < out.count; i++) {
 		struct sl_err e = {0};
-		if (runnable(c, &out.best[i].plan, &e)) {
+		if (runnable(c, &out.best[i].plan, NULL, NULL, &e)) {
 			if (!first_refusal[0])
 				snprintf(first_refusal, sizeof(first_refusal), "%s", e.msg);
 			continue;
@@ -271,7 +271,7 @@ static int write_cluster_file(const struct ctl *c, const char *path, struct sl_e
 		const char *name = json_string_value(json_object_get(h, "name"));
 		int skip = 0;
 		for (int k = 0; k < c->cluster.host_count; k++)
-			if (c->excluded[k] && name && !strcmp(c->cluster.hosts[k].name, name))
+			if (c->hosts.excluded[k] && name && !strcmp(c->cluster.hosts[k].name, name))
 				skip = 1;
 		if (!skip)
 			json_array_append(kept, h);
@@ -307,6 +307,16 @@ static int start_generation(struct ctl *c, struct sl_err *err)
 		rc = write_cluster_file(c, cluster_path, err);
 	if (rc)
 		return rc;
+	free(c->rank_host);
+	free(c->answered);
+	c->rank_host = NULL;
+	c->answered = NULL;
+	c->world = 0;
+	if ((rc = runnable(c, &c->next.plan, &c->rank_host, &c->world, err)))
+		return rc;
+	c->answered = calloc((size_t)c->world, 1);
+	if (!c->answered)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	long long resume = newest_checkpoint(c);
 	char steps[32], gb[32], every[32], seq[32], threads[32], seed[32];
 	snprintf(steps, sizeof(steps), "%lld", c->o->steps);
@@ -351,6 +361,8 @@ static int start_generation(struct ctl *c, struct sl_err *err)
 	c->gen_steps = 0;
 	c->dead_rank = -1;
 	c->dead_host[0] = 0;
+	c->probe_s = 0;
+	c->silent_count = 0;
 	c->last_error[0] = 0;
 	c->end_seen = 0;
 	c->step_time_count = 0;
@@ -370,7 +382,7 @@ static int start_generation(struct ctl *c, struct sl_err *err)
 	return 0;
 }
 
-static void stop_generation(struct ctl *c, enum stop_reason why)
+static void stop_generation(struct ctl *c, enum sl_ctl_stop why)
 {
 	if (!c->running || c->stop != STOP_NONE)
 		return;
@@ -380,9 +392,16 @@ static void stop_generation(struct ctl *c, enum stop_reason why)
 		c->rc.term_s = c->gen.term_sent_s;
 	json_t *f = json_object();
 	json_object_set_new(f, "generation", json_integer(c->gen.index));
-	json_object_set_new(f, "reason", json_string(stop_names[why]));
+	json_object_set_new(f, "reason", json_string(sl_ctl_stop_name(why)));
 	json_object_set_new(f, "step", json_integer(c->step));
 	sl_ctl_event(&c->ev, "stop_requested", f);
+}
+
+/* How long the ranks get to answer the liveness probe: a rank's handler writes at once, so a
+ * second (or the hang timeout, if shorter) is ample even on a loaded machine. */
+static double probe_window_s(const struct ctl *c)
+{
+	return c->o->hang_timeout_s < 1.0 ? c->o->hang_timeout_s : 1.0;
 }
 
 static double mean_step_time(const struct ctl *c)
@@ -413,24 +432,25 @@ static void on_step(struct ctl *c, json_t *e)
 	}
 	free(text);
 	json_decref(s);
+	c->probe_s = 0; /* a step: the generation is not stuck */
 	if (c->gen_steps == 1 && c->rc.active && c->rc.start_s > 0) {
 		/* the first step under the new plan: the reconfiguration is over */
-		double now = sl_ctl_now_s();
-		struct reconf *r = &c->rc;
+		struct sl_ctl_reconf_parts parts;
+		sl_ctl_reconf_parts(&c->rc, sl_ctl_now_s(), dt, &parts);
 		json_t *f = json_object();
-		json_object_set_new(f, "from_generation", json_integer(r->from_gen));
+		json_object_set_new(f, "from_generation", json_integer(c->rc.from_gen));
 		json_object_set_new(f, "to_generation", json_integer(c->gen.index));
-		json_object_set_new(f, "total_s", json_real(now - r->change_s));
-		json_object_set_new(f, "plan_s", json_real(r->plan_s));
-		json_object_set_new(f, "checkpoint_s",
-				    json_real(r->ckpt_s > 0 && r->term_s > 0 ? r->ckpt_s - r->term_s : 0));
-		json_object_set_new(f, "stop_s", json_real(r->exit_s - (r->ckpt_s > 0 ? r->ckpt_s :
-									 r->term_s)));
-		json_object_set_new(f, "start_load_s", json_real(now - dt - r->start_s));
-		json_object_set_new(f, "first_step_s", json_real(dt));
-		json_object_set_new(f, "between_s", json_real(r->start_s - r->exit_s));
+		json_object_set_new(f, "total_s", json_real(parts.total_s));
+		json_object_set_new(f, "plan_s", json_real(parts.plan_s));
+		json_object_set_new(f, "checkpoint_s", json_real(parts.checkpoint_s));
+		json_object_set_new(f, "stop_s", json_real(parts.stop_s));
+		json_object_set_new(f, "between_s", json_real(parts.between_s));
+		json_object_set_new(f, "start_s", json_real(parts.start_s));
+		json_object_set_new(f, "load_s", json_real(parts.load_s));
+		json_object_set_new(f, "start_load_s", json_real(parts.start_s + parts.load_s));
+		json_object_set_new(f, "first_step_s", json_real(parts.first_step_s));
 		sl_ctl_event(&c->ev, "reconfigured", f);
-		r->active = 0;
+		c->rc.active = 0;
 	}
 }
 
@@ -440,19 +460,11 @@ static void on_line(void *ctx, int is_stderr, const char *line)
 	c->last_output_s = sl_ctl_now_s();
 	if (is_stderr) {
 		/* the launcher names a dead rank: "rank R (stage .., on HOST) died ..." */
-		const char *p = strstr(line, "rank ");
-		const char *on = p ? strstr(p, ", on ") : NULL;
 		int rank;
-		/* (signal 15 is the stop the controller itself sends, not a death) */
-		if (on && (strstr(on, ") died") || strstr(on, ") failed")) &&
-		    !strstr(on, "(signal 15,") && sscanf(p, "rank %d (", &rank) == 1) {
+		char host[sizeof(c->dead_host)];
+		if (sl_ctl_parse_rank_death(line, &rank, host, sizeof(host))) {
 			c->dead_rank = rank;
-			const char *end = strchr(on + 5, ')');
-			size_t n = end ? (size_t)(end - on - 5) : 0;
-			if (n >= sizeof(c->dead_host))
-				n = sizeof(c->dead_host) - 1;
-			memcpy(c->dead_host, on + 5, n);
-			c->dead_host[n] = 0;
+			memcpy(c->dead_host, host, sizeof(host));
 		}
 		if (strstr(line, "error:"))
 			snprintf(c->last_error, sizeof(c->last_error), "%s", line);
@@ -464,6 +476,17 @@ static void on_line(void *ctx, int is_stderr, const char *line)
 	const char *type = json_string_value(json_object_get(e, "event"));
 	if (type && !strcmp(type, "step")) {
 		on_step(c, e);
+	} else if (type && !strcmp(type, "alive")) {
+		/* a rank's answer to the liveness probe (written by its SIGUSR1 handler) */
+		json_int_t r = json_integer_value(json_object_get(e, "rank"));
+		if (r >= 0 && r < c->world)
+			c->answered[r] = 1;
+	} else if (type && !strcmp(type, "ready")) {
+		/* the generation loaded its checkpoint and starts training */
+		if (c->rc.active && c->rc.start_s > 0 && c->rc.ready_s == 0) {
+			c->rc.ready_s = sl_ctl_now_s();
+			c->rc.load_s = json_number_value(json_object_get(e, "load_s"));
+		}
 	} else if (type && !strcmp(type, "checkpoint")) {
 		long long s = json_integer_value(json_object_get(e, "step"));
 		if (s > c->ckpt_step)
@@ -482,12 +505,14 @@ static void on_line(void *ctx, int is_stderr, const char *line)
 	json_decref(e);
 }
 
-static int host_index(const struct ctl *c, const char *name)
+static void exclude_event(struct ctl *c, int h)
 {
-	for (int h = 0; h < c->cluster.host_count; h++)
-		if (!strcmp(c->cluster.hosts[h].name, name))
-			return h;
-	return -1;
+	json_t *f = json_object();
+	json_object_set_new(f, "host", json_string(c->cluster.hosts[h].name));
+	json_object_set_new(f, "failures", json_integer(c->hosts.fails[h]));
+	sl_ctl_event(&c->ev, "host_excluded", f);
+	sl_log_warn("host '%s' failed %d times: left out until the pool offers its GPUs again",
+		    c->cluster.hosts[h].name, c->hosts.fails[h]);
 }
 
 /* The generation ended: account for it and say how. Returns 1 when the job is complete. */
@@ -501,54 +526,62 @@ static int generation_ended(struct ctl *c)
 	int orphans = sl_ctl_reap_orphans();
 	if (orphans)
 		sl_log_warn("generation %d left %d processes behind: killed", c->gen.index, orphans);
-	int complete = c->gen.status == 0 && c->step >= c->o->steps;
-	int failed = !complete && c->stop == STOP_NONE;
-	/* a rank that died while a stop was on its way is still a failure: its step may not have
-	 * been checkpointed, and its host counts towards exclusion */
-	if (c->stop == STOP_HANG || (!complete && c->dead_rank >= 0))
-		failed = 1;
+	enum sl_ctl_outcome outcome = sl_ctl_classify_end(c->gen.status, c->step, c->o->steps,
+							  c->stop, c->dead_rank >= 0);
 	if (c->rc.active)
 		c->rc.exit_s = now;
 	json_t *f = json_object();
 	json_object_set_new(f, "generation", json_integer(c->gen.index));
 	json_object_set_new(f, "status", json_integer(c->gen.status));
-	json_object_set_new(f, "outcome", json_string(complete ? "complete" : failed ? "failed"
-							     : "stopped"));
-	json_object_set_new(f, "stop_reason", json_string(stop_names[c->stop]));
+	json_object_set_new(f, "outcome", json_string(sl_ctl_outcome_name(outcome)));
+	json_object_set_new(f, "stop_reason", json_string(sl_ctl_stop_name(c->stop)));
 	json_object_set_new(f, "step", json_integer(c->step));
 	json_object_set_new(f, "steps_run", json_integer(c->gen_steps));
 	json_object_set_new(f, "run_s", json_real(run_s));
 	json_object_set_new(f, "killed", json_boolean(c->gen.killed));
 	sl_ctl_event(&c->ev, "generation_end", f);
-	if (complete)
+	if (outcome == SL_CTL_COMPLETE)
 		return 1;
-	if (!failed)
+	if (outcome != SL_CTL_FAILED)
 		return 0;
 	c->failures++;
-	c->consecutive_failures = c->gen_steps > 0 ? 1 : c->consecutive_failures + 1;
+	c->consecutive_failures = sl_ctl_consecutive_failures(c->consecutive_failures,
+							      c->gen_steps);
 	long long resume = newest_checkpoint(c);
+	/* the hosts to blame: the dead rank's, or those of the ranks silent to the probe */
+	int blamed[16], nblamed = 0;
+	int h = c->dead_host[0] ? sl_ctl_host_index(&c->cluster, c->dead_host) : -1;
+	if (h >= 0)
+		blamed[nblamed++] = h;
+	else if (c->stop == STOP_HANG)
+		for (int i = 0; i < c->silent_count && nblamed < 16; i++)
+			blamed[nblamed++] = c->silent_hosts[i];
+	int rank = c->dead_rank;
+	for (int r = 0; rank < 0 && c->stop == STOP_HANG && nblamed && r < c->world; r++)
+		if (!c->answered[r])
+			rank = r;
 	f = json_object();
 	json_object_set_new(f, "generation", json_integer(c->gen.index));
 	json_object_set_new(f, "step", json_integer(c->step));
-	json_object_set_new(f, "rank", c->dead_rank >= 0 ? json_integer(c->dead_rank) : json_null());
-	json_object_set_new(f, "host", c->dead_host[0] ? json_string(c->dead_host) : json_null());
+	json_object_set_new(f, "rank", rank >= 0 ? json_integer(rank) : json_null());
+	json_object_set_new(f, "host", nblamed ? json_string(c->cluster.hosts[blamed[0]].name)
+					       : json_null());
+	json_t *names = json_array();
+	for (int i = 0; i < nblamed; i++)
+		json_array_append_new(names, json_string(c->cluster.hosts[blamed[i]].name));
+	json_object_set_new(f, "hosts", names);
 	json_object_set_new(f, "reason", json_string(c->stop == STOP_HANG ? "no output (hang)" :
 						     c->dead_rank >= 0 ? "rank died" : "job failed"));
 	json_object_set_new(f, "message", json_string(c->last_error));
 	json_object_set_new(f, "resume_step", json_integer(resume > 0 ? resume : 0));
-	json_object_set_new(f, "lost_steps", json_integer(c->step - (resume > 0 ? resume : 0)));
+	json_object_set_new(f, "lost_steps", json_integer(sl_ctl_lost_steps(c->step, resume)));
 	sl_ctl_event(&c->ev, "failure", f);
 	sl_log_warn("generation %d failed at step %lld%s%s: resuming from step %lld", c->gen.index,
-		    c->step, c->dead_host[0] ? " on host " : "", c->dead_host,
-		    resume > 0 ? resume : 0);
-	int h = c->dead_host[0] ? host_index(c, c->dead_host) : -1;
-	if (h >= 0 && ++c->fails[h] >= c->o->exclude_after && !c->excluded[h]) {
-		c->excluded[h] = 1;
-		f = json_object();
-		json_object_set_new(f, "host", json_string(c->dead_host));
-		json_object_set_new(f, "failures", json_integer(c->fails[h]));
-		sl_ctl_event(&c->ev, "host_excluded", f);
-	}
+		    c->step, nblamed ? " on host " : "",
+		    nblamed ? c->cluster.hosts[blamed[0]].name : "", resume > 0 ? resume : 0);
+	for (int i = 0; i < nblamed; i++)
+		if (sl_ctl_hosts_record_failure(&c->hosts, blamed[i], c->o->exclude_after))
+			exclude_event(c, blamed[i]);
 	/* the newest checkpoint is where the next generation starts */
 	c->step = resume > 0 ? resume : 0;
 	return 0;
@@ -676,9 +709,10 @@ static int setup(struct ctl *c, struct sl_err *err)
 		return rc;
 	if ((rc = sl_cluster_load(o->cluster, &c->env->catalogue, &c->cluster, err)))
 		return rc;
-	if (c->cluster.host_count > MAX_HOSTS)
+	if (c->cluster.host_count > SL_CTL_MAX_HOSTS)
 		return sl_err_set(err, SL_EINPUT, "cluster file '%s': at most %d hosts", o->cluster,
-				  MAX_HOSTS);
+				  SL_CTL_MAX_HOSTS);
+	sl_ctl_hosts_init(&c->hosts, c->cluster.host_count);
 	c->cluster_json = sl_json_load_file(o->cluster, "cluster file", err);
 	if (!c->cluster_json)
 		return SL_EINPUT;
@@ -788,10 +822,28 @@ static int loop(struct ctl *c, struct sl_err *err)
 				continue;
 			}
 			if (c->stop == STOP_NONE && c->o->hang_timeout_s > 0 &&
-			    now - c->last_output_s > c->o->hang_timeout_s) {
-				sl_log_warn("generation %d printed nothing for %.0f s: stopping it",
-					    c->gen.index, c->o->hang_timeout_s);
+			    c->probe_s == 0 && now - c->last_output_s > c->o->hang_timeout_s) {
+				/* silent: ask every rank to answer, to learn which host stopped */
+				memset(c->answered, 0, (size_t)c->world);
+				c->probe_s = now;
+				sl_ctl_gen_probe(&c->gen);
+			}
+			if (c->stop == STOP_NONE && c->probe_s > 0 &&
+			    now - c->probe_s > probe_window_s(c)) {
+				c->silent_count = sl_ctl_silent_hosts(c->world, c->rank_host,
+								      c->answered, c->silent_hosts,
+								      16);
+				char names[512] = "";
+				for (int i = 0; i < c->silent_count; i++)
+					snprintf(names + strlen(names), sizeof(names) - strlen(names),
+						 "%s'%s'", i ? ", " : "",
+						 c->cluster.hosts[c->silent_hosts[i]].name);
+				sl_log_warn("generation %d printed nothing for %.1f s%s%s: stopping it",
+					    c->gen.index, now - c->last_output_s,
+					    c->silent_count ? "; no answer from host " : "", names);
 				stop_generation(c, STOP_HANG);
+				/* a stuck job cannot write its checkpoint: no use waiting for one */
+				sl_ctl_gen_kill(&c->gen);
 			}
 			if (c->stop != STOP_NONE && !c->gen.killed &&
 			    now - c->gen.term_sent_s > c->o->stop_timeout_s)
@@ -811,6 +863,7 @@ static int loop(struct ctl *c, struct sl_err *err)
 			stop_generation(c, STOP_SIGNAL);
 		}
 		struct sl_err perr = {0};
+		struct sl_pool before = c->pool.current;
 		int changed = sl_ctl_pool_watch_poll(&c->pool, sl_ctl_now_s(), &perr);
 		if (changed < 0) {
 			json_t *f = json_object();
@@ -820,9 +873,16 @@ static int loop(struct ctl *c, struct sl_err *err)
 		}
 		if (changed > 0 && !c->signal_seen) {
 			pool_event(c, "pool_change");
-			/* the pool speaks for its hosts again: forgive past failures */
-			memset(c->excluded, 0, sizeof(c->excluded));
-			memset(c->fails, 0, sizeof(c->fails));
+			/* hosts left out come back when the pool offers more of their kind */
+			int back[16];
+			int nback = sl_ctl_hosts_pool_changed(&c->hosts, &c->cluster, &before,
+							      &c->pool.current, back, 16);
+			for (int i = 0; i < nback && i < 16; i++) {
+				json_t *f = json_object();
+				json_object_set_new(f, "host",
+						    json_string(c->cluster.hosts[back[i]].name));
+				sl_ctl_event(&c->ev, "host_readmitted", f);
+			}
 			c->waiting = 0;
 			struct candidate p = {0};
 			char why[SL_ERR_MSG_MAX + 128] = "";
@@ -830,26 +890,34 @@ static int loop(struct ctl *c, struct sl_err *err)
 			plan_now(c, &p, why, sizeof(why));
 			int same = c->running && p.valid && c->cur.valid && !strcmp(p.key, c->cur.key);
 			log_plan(c, &p, why, same);
-			if (c->running && c->stop == STOP_NONE && !same) {
-				c->rc = (struct reconf){.active = p.valid, .from_gen = c->gen.index,
-							.change_s = t0, .plan_s = p.plan_s};
+			switch (sl_ctl_decide_pool_change(c->running, c->stop, p.valid, same)) {
+			case SL_CTL_STOP_FOR_PLAN:
+			case SL_CTL_STOP_FOR_NO_PLAN:
+				c->rc = (struct sl_ctl_reconf){.active = p.valid,
+							       .from_gen = c->gen.index,
+							       .change_s = t0, .plan_s = p.plan_s};
 				if (p.valid)
 					c->reconfigurations++;
 				candidate_free(&c->next);
 				c->next = p;
 				stop_generation(c, p.valid ? STOP_RECONFIGURE : STOP_NO_PLAN);
-			} else if (c->running && c->stop == STOP_RECONFIGURE && !same) {
+				break;
+			case SL_CTL_RETARGET:
 				candidate_free(&c->next); /* a newer pool while stopping: its plan */
 				c->next = p;
 				if (!p.valid)
 					c->stop = STOP_NO_PLAN;
-			} else if (!c->running) {
+				break;
+			case SL_CTL_START:
+			case SL_CTL_WAIT:
 				candidate_free(&c->next);
 				c->next = p;
 				if (p.valid)
 					rc = start_generation(c, err);
-			} else {
+				break;
+			case SL_CTL_KEEP:
 				candidate_free(&p);
+				break;
 			}
 		}
 		if (c->http && sl_ctl_now_s() - c->published_s > 0.25)
@@ -897,6 +965,8 @@ int sl_ctl_run(const struct sl_ctl_options *o, struct sl_err *err)
 		fclose(c->steps_file);
 	candidate_free(&c->cur);
 	candidate_free(&c->next);
+	free(c->rank_host);
+	free(c->answered);
 	sl_ctl_pool_watch_free(&c->pool);
 	json_decref(c->cluster_json);
 	sl_cluster_free(&c->cluster);

@@ -228,6 +228,14 @@ void sl_ctl_gen_terminate(struct sl_ctl_gen *g)
 	g->term_sent_s = sl_ctl_now_s();
 }
 
+void sl_ctl_gen_probe(struct sl_ctl_gen *g)
+{
+	/* the launcher forwards it to mpirun, which forwards it to every rank on every host; each
+	 * rank's handler answers on its stdout (runner.h) */
+	if (!g->reaped)
+		kill(g->pid, SIGUSR1);
+}
+
 void sl_ctl_gen_kill(struct sl_ctl_gen *g)
 {
 	if (g->reaped)

@@ -47,6 +47,9 @@ int sl_ctl_gen_pump(struct sl_ctl_gen *g, int timeout_ms, sl_ctl_line_fn *fn, vo
 
 /* SIGTERM to the ranks (found below the launcher), or to the launcher before they exist. */
 void sl_ctl_gen_terminate(struct sl_ctl_gen *g);
+/* The liveness probe: SIGUSR1 to the launcher, which has mpirun forward it to every rank; each
+ * rank answers {"event":"alive","rank":R} on its stdout, which comes back through the pipe. */
+void sl_ctl_gen_probe(struct sl_ctl_gen *g);
 /* SIGKILL to the whole process group and every process below the launcher. */
 void sl_ctl_gen_kill(struct sl_ctl_gen *g);
 /* The controller is a child subreaper (PR_SET_CHILD_SUBREAPER): processes a generation leaves

@@ -33,7 +33,12 @@ int sl_ctl_pool_watch_init(struct sl_ctl_pool_watch *w, const char *pool_path,
 	int rc = sl_trace_load_csv(trace_path, cat, &w->trace, err);
 	if (rc)
 		return rc;
-	if (w->trace.step_count == 0)
+	/* a trace with no GPU anywhere would have the controller wait for ever */
+	long long most = 0;
+	for (int i = 0; i < w->trace.step_count; i++)
+		if (sl_pool_total(&w->trace.steps[i]) > most)
+			most = sl_pool_total(&w->trace.steps[i]);
+	if (most == 0)
 		return sl_err_set(err, SL_EINPUT, "trace '%s': no step has any GPU; give a trace "
 				  "with at least one GPU available", trace_path);
 	w->current = w->trace.steps[0];

@@ -100,11 +100,12 @@ static void on_event(void *ctx, json_t *e)
 			a->reconf_max_s = s;
 		if (a->summary)
 			fprintf(a->summary, "reconfiguration gen %lld -> %lld: %.2f s (plan %.3f, "
-				"checkpoint %.2f, stop %.2f, start+load %.2f, first step %.2f)\n",
+				"checkpoint %.2f, stop %.2f, start %.2f, load %.3f, first step %.2f)\n",
 				(long long)json_integer_value(json_object_get(e, "from_generation")),
 				(long long)json_integer_value(json_object_get(e, "to_generation")), s,
 				num(e, "plan_s"), num(e, "checkpoint_s"), num(e, "stop_s"),
-				num(e, "start_load_s"), num(e, "first_step_s"));
+				num(e, "start_load_s") - num(e, "load_s"), num(e, "load_s"),
+				num(e, "first_step_s"));
 	}
 }
 

@@ -1,19 +1,25 @@
 /* Distributed checkpoints (dist_checkpoint.h).
  * Invariants: only rank 0 touches the checkpoint directory while saving (one writer, the atomic
  * rename of checkpoint.c); a save's outcome is agreed by an all-reduce so no rank continues
- * believing a checkpoint exists that does not. Tags: tensor i of a sender uses tags 3i..3i+2 on
- * the world communicator; no other transfer is in flight during a save (the step's sends were
- * waited for before the gradient sync). */
+ * believing a checkpoint exists that does not. A snapshot travels with SNAPSHOT_TAG on the world
+ * communicator, which no schedule message uses; the gather completes before the save returns. */
 #include "dist/dist_checkpoint.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "train/gpt_layers.h"
+
+/* How much nicer than the ranks the persist thread is (nice values run to 19, the lowest). */
+#define PERSIST_NICE 10
 
 int sl_dist_whole_model_init(struct sl_gpt *whole, const struct sl_model_config *model,
 			     struct sl_err *err)
@@ -24,19 +30,88 @@ int sl_dist_whole_model_init(struct sl_gpt *whole, const struct sl_model_config 
 /* A shadow stage is never run: its TP hooks only have to exist for the layers to build. */
 static int never_called(float *buf, long long count, void *ctx) { return SL_EIO; }
 
+/* Copies a shard to its whole-tensor place in runs of contiguous elements (the mapping of
+ * sl_param_full_index: along shard_dim, each of the shard_parts parts holds shard_len
+ * consecutive indices starting at shard_start of that part). */
 static void place_whole(float *whole, const float *shard, const struct sl_param *p)
 {
 	if (p->shard_dim < 0 || p->tp <= 1) {
 		memcpy(whole, shard, (size_t)p->numel * sizeof(float));
 		return;
 	}
-	for (long long i = 0; i < p->numel; i++)
-		whole[sl_param_full_index(p, i)] = shard[i];
+	long long part_full = p->full_shape[p->shard_dim] / p->shard_parts;
+	long long cols = p->shape[1], full_cols = p->full_shape[1];
+	if (p->shard_dim == 1) {
+		for (long long r = 0; r < p->shape[0]; r++)
+			for (int part = 0; part < p->shard_parts; part++)
+				memcpy(whole + r * full_cols + part * part_full + p->shard_start,
+				       shard + r * cols + part * p->shard_len,
+				       (size_t)p->shard_len * sizeof(float));
+	} else {
+		for (int part = 0; part < p->shard_parts; part++)
+			memcpy(whole + (part * part_full + p->shard_start) * full_cols,
+			       shard + part * p->shard_len * cols,
+			       (size_t)(p->shard_len * cols) * sizeof(float));
+	}
 }
 
-/* Rank 0: receives the shards of TP rank t of replica (k, 0) into the whole model. */
-static int receive_shards(struct sl_comm *comm, const struct sl_role_table *table,
-			  struct sl_gpt *whole, int k, int t, struct sl_err *err)
+/* Snapshot messages use one tag above every schedule tag (schedule.h keeps those below
+ * 32000), so a snapshot never matches a step's activation or gradient. */
+#define SNAPSHOT_TAG 32100
+/* MPI counts are ints: a snapshot goes in pieces of at most this many floats. */
+#define SNAPSHOT_PIECE (1LL << 28)
+
+/* Where one sender's snapshot goes: its parameters in its own order (the order a stage built
+ * at its (tp, TP rank) has), each sent as value, exp_avg, exp_avg_sq. */
+struct sender {
+	int rank;
+	int count;
+	struct sl_param *layout;     /* descriptions only (no arrays) */
+	struct sl_param **dest;      /* the same tensor in the whole model */
+	long long floats;            /* 3 x the sum of numel */
+	float *staging;              /* rank 0: the snapshot received (its own: snap.buf) */
+};
+
+/* This process's snapshot state, built at the first save and kept (the shapes never change
+ * within a job): every pipeline-0 rank has `buf` for its own shards; rank 0 also has one
+ * sender per TP rank of each stage of pipeline 0, and the staging buffers they arrive in. The
+ * persist thread places staging into the whole model and writes it; the next save waits for
+ * it before any of these buffers is reused. */
+static struct {
+	int ready;
+	const struct sl_gpt *whole;
+	float *buf;
+	long long floats;
+	int sender_count;
+	struct sender *senders;
+} snap;
+
+static void snapshot_release(void)
+{
+	for (int i = 0; i < snap.sender_count; i++) {
+		struct sender *s = &snap.senders[i];
+		free(s->layout);
+		free(s->dest);
+		if (s->staging != snap.buf)
+			free(s->staging);
+	}
+	free(snap.senders);
+	free(snap.buf);
+	memset(&snap, 0, sizeof(snap));
+}
+
+static long long snapshot_floats(const struct sl_gpt *g)
+{
+	long long n = 0;
+	for (int i = 0; i < g->param_count; i++)
+		n += 3 * g->params[i]->numel;
+	return n;
+}
+
+/* Rank 0: the layout of TP rank t of replica (k, 0), from a shadow of that stage built at the
+ * sender's (tp, TP rank), the description the sender has. Once per job. */
+static int sender_init(struct sender *s, const struct sl_role_table *table, struct sl_gpt *whole,
+		       int k, int t, struct sl_err *err)
 {
 	const struct sl_role *src = sl_role_of(table, k, 0, t);
 	struct sl_gpt shadow;
@@ -45,60 +120,133 @@ static int receive_shards(struct sl_comm *comm, const struct sl_role_table *tabl
 			     src->tp, src->tp_rank, &hooks, 1, err);
 	if (rc)
 		return rc;
-	for (int i = 0; i < shadow.param_count && !rc; i++) {
-		struct sl_param *p = shadow.params[i];
-		float *arrays[3] = {p->value, p->exp_avg, p->exp_avg_sq};
-		for (int a = 0; a < 3 && !rc; a++) {
-			struct sl_comm_request req = {0};
-			rc = sl_comm_irecv(comm, arrays[a], p->numel, SL_COMM_FLOAT, src->rank,
-					   3 * i + a, &req, err);
-			if (!rc)
-				rc = sl_comm_wait(comm, &req, err);
-		}
-		struct sl_param *w = rc ? NULL : sl_gpt_find_param(whole, p->name);
-		if (!rc && !w)
+	s->rank = src->rank;
+	s->count = shadow.param_count;
+	s->layout = calloc((size_t)s->count + 1, sizeof(*s->layout));
+	s->dest = calloc((size_t)s->count + 1, sizeof(*s->dest));
+	if (!s->layout || !s->dest)
+		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	for (int i = 0; i < s->count && !rc; i++) {
+		s->layout[i] = *shadow.params[i];
+		s->layout[i].value = s->layout[i].grad = NULL;
+		s->layout[i].exp_avg = s->layout[i].exp_avg_sq = NULL;
+		s->floats += 3 * s->layout[i].numel;
+		s->dest[i] = sl_gpt_find_param(whole, s->layout[i].name);
+		if (!s->dest[i])
 			rc = sl_err_set(err, SL_EINPUT, "checkpoint: tensor '%s' of stage %d has no "
-					"place in the whole model", p->name, k);
-		if (rc)
-			break;
-		place_whole(w->value, p->value, p);
-		place_whole(w->exp_avg, p->exp_avg, p);
-		place_whole(w->exp_avg_sq, p->exp_avg_sq, p);
+					"place in the whole model", s->layout[i].name, k);
 	}
 	sl_gpt_free(&shadow);
 	return rc;
 }
 
-/* Every rank of pipeline 0 sends its shards to rank 0, which places them in whole. */
+static int snapshot_init(struct sl_comm *comm, const struct sl_role_table *table,
+			 const struct sl_gpt *local, struct sl_gpt *whole, struct sl_err *err)
+{
+	if (snap.ready && snap.whole == whole)
+		return 0;
+	snapshot_release();
+	const struct sl_role *me = &table->roles[comm->rank];
+	int rc = 0;
+	if (me->pipeline == 0) {
+		snap.floats = snapshot_floats(local);
+		snap.buf = malloc((size_t)(snap.floats > 0 ? snap.floats : 1) * sizeof(float));
+		if (!snap.buf)
+			rc = sl_err_set(err, SL_ENOMEM, "out of memory for the checkpoint snapshot "
+					"(%lld floats)", snap.floats);
+	}
+	if (!rc && comm->rank == 0) {
+		int n = 0;
+		for (int k = 0; k < table->num_stages; k++)
+			n += sl_role_of(table, k, 0, 0)->tp;
+		snap.senders = calloc((size_t)n, sizeof(*snap.senders));
+		if (!snap.senders)
+			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+		for (int k = 0; k < table->num_stages && !rc; k++)
+			for (int t = 0; t < sl_role_of(table, k, 0, 0)->tp && !rc; t++) {
+				struct sender *s = &snap.senders[snap.sender_count++];
+				rc = sender_init(s, table, whole, k, t, err);
+				if (!rc && s->rank == 0)
+					s->staging = snap.buf;
+				else if (!rc)
+					s->staging = malloc((size_t)s->floats * sizeof(float));
+				if (!rc && !s->staging)
+					rc = sl_err_set(err, SL_ENOMEM, "out of memory for the checkpoint "
+							"staging of rank %d", s->rank);
+			}
+	}
+	if (rc) {
+		snapshot_release();
+		return rc;
+	}
+	snap.ready = 1;
+	snap.whole = whole;
+	return 0;
+}
+
+static int transfer(struct sl_comm *comm, float *buf, long long floats, int peer, int send,
+		    struct sl_err *err)
+{
+	int rc = 0;
+	for (long long off = 0; off < floats && !rc; off += SNAPSHOT_PIECE) {
+		long long n = floats - off < SNAPSHOT_PIECE ? floats - off : SNAPSHOT_PIECE;
+		struct sl_comm_request req = {0};
+		rc = send ? sl_comm_isend(comm, buf + off, n, SL_COMM_FLOAT, peer, SNAPSHOT_TAG, &req,
+					  err)
+			  : sl_comm_irecv(comm, buf + off, n, SL_COMM_FLOAT, peer, SNAPSHOT_TAG, &req,
+					  err);
+		if (!rc)
+			rc = sl_comm_wait(comm, &req, err);
+	}
+	return rc;
+}
+
+/* The snapshot (CheckFreq's "snapshot" phase, the part training waits for): every rank of
+ * pipeline 0 copies its shards and moments into its snapshot buffer in one pass and sends it to
+ * rank 0 as one message, which lands in that sender's staging buffer. Placing the shards into the
+ * whole model is left to place_all (in the persist, off the training's path). */
 static int gather(struct sl_comm *comm, const struct sl_role_table *table,
 		  const struct sl_gpt *local, struct sl_gpt *whole, struct sl_err *err)
 {
+	int rc = snapshot_init(comm, table, local, whole, err);
 	const struct sl_role *me = &table->roles[comm->rank];
-	int n = local->param_count, rc = 0;
-	struct sl_comm_request *reqs = NULL;
-	if (me->pipeline == 0) {
-		reqs = calloc((size_t)(3 * n), sizeof(*reqs));
-		if (!reqs)
-			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
-		for (int i = 0; i < n && !rc; i++) {
+	if (!rc && me->pipeline == 0) {
+		float *out = snap.buf;
+		for (int i = 0; i < local->param_count; i++) {
 			const struct sl_param *p = local->params[i];
-			const float *arrays[3] = {p->value, p->exp_avg, p->exp_avg_sq};
-			for (int a = 0; a < 3 && !rc; a++)
-				rc = sl_comm_isend(comm, arrays[a], p->numel, SL_COMM_FLOAT, 0,
-						   3 * i + a, &reqs[3 * i + a], err);
+			size_t bytes = (size_t)p->numel * sizeof(float);
+			memcpy(out, p->value, bytes);
+			memcpy(out + p->numel, p->exp_avg, bytes);
+			memcpy(out + 2 * p->numel, p->exp_avg_sq, bytes);
+			out += 3 * p->numel;
+		}
+		if (comm->rank != 0)
+			rc = transfer(comm, snap.buf, snap.floats, 0, 1, err);
+	}
+	for (int i = 0; !rc && comm->rank == 0 && i < snap.sender_count; i++) {
+		struct sender *s = &snap.senders[i];
+		if (s->rank != 0)
+			rc = transfer(comm, s->staging, s->floats, s->rank, 0, err);
+	}
+	return rc;
+}
+
+/* Rank 0 (the persist thread, or the caller when synchronous): every staging buffer to its
+ * place in the whole model. */
+static void place_all(struct sl_gpt *whole)
+{
+	(void)whole; /* the destinations were resolved against it by sender_init */
+	for (int i = 0; i < snap.sender_count; i++) {
+		const struct sender *s = &snap.senders[i];
+		const float *in = s->staging;
+		for (int j = 0; j < s->count; j++) {
+			const struct sl_param *p = &s->layout[j];
+			place_whole(s->dest[j]->value, in, p);
+			place_whole(s->dest[j]->exp_avg, in + p->numel, p);
+			place_whole(s->dest[j]->exp_avg_sq, in + 2 * p->numel, p);
+			in += 3 * p->numel;
 		}
 	}
-	if (!rc && comm->rank == 0) {
-		for (int k = 0; k < table->num_stages && !rc; k++)
-			for (int t = 0; t < sl_role_of(table, k, 0, 0)->tp && !rc; t++)
-				rc = receive_shards(comm, table, whole, k, t, err);
-	}
-	for (int i = 0; reqs && i < 3 * n; i++) {
-		struct sl_err ignored;
-		sl_comm_wait(comm, &reqs[i], rc ? &ignored : err);
-	}
-	free(reqs);
-	return rc;
 }
 
 /* every rank learns the outcome (a failure on one rank fails the save everywhere) */
@@ -128,23 +276,49 @@ static struct {
 	int in_flight;            /* started and not joined */
 	atomic_int done;          /* the thread has finished writing */
 	int reported;             /* sl_dist_checkpoint_persisted told about it */
-	const struct sl_gpt *whole;
+	struct sl_gpt *whole;
 	char dir[4096];
 	struct sl_ckpt_state st;  /* st.train: a deep copy owned here */
 	int keep;
 	int rc;
 	struct sl_err err;
 	char path[4300];
-	double seconds;
+	double wait_s, snapshot_s;  /* the save's time in the training's path (main thread) */
+	double place_s, write_s;    /* the persist's */
+	double cpu_s;               /* CPU time the persist thread used */
+	int lower_priority;         /* async: the thread yields the CPU to training */
 } persist = {.reported = 1};
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0.0;
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static void *persist_main(void *arg)
 {
 	(void)arg;
-	double t0 = now_s();
+	if (persist.lower_priority) {
+		/* Linux: a thread's nice value is its own. The persist has a whole checkpoint interval
+		 * to finish; the ranks' steps should not wait for the cores it uses. */
+		id_t tid = (id_t)syscall(SYS_gettid);
+		errno = 0;
+		int nice_now = getpriority(PRIO_PROCESS, tid);
+		if (errno == 0) {
+			int lower = nice_now + PERSIST_NICE;
+			setpriority(PRIO_PROCESS, tid, lower > 19 ? 19 : lower);
+		}
+	}
+	double t0 = now_s(), cpu0 = thread_cpu_s();
+	place_all(persist.whole);
+	double t1 = now_s();
 	persist.rc = sl_checkpoint_save(persist.dir, persist.whole, &persist.st, persist.keep,
 					persist.path, sizeof(persist.path), &persist.err);
-	persist.seconds = now_s() - t0;
+	persist.place_s = t1 - t0;
+	persist.write_s = now_s() - t1;
+	persist.cpu_s = thread_cpu_s() - cpu0;
 	atomic_store(&persist.done, 1);
 	return NULL;
 }
@@ -169,6 +343,7 @@ void sl_dist_checkpoint_wait_local(void)
 {
 	struct sl_err ignored;
 	join_persist(NULL, 0, &ignored);
+	snapshot_release();
 }
 
 static int sync_forced(void)
@@ -184,15 +359,19 @@ int sl_dist_checkpoint_finish(struct sl_comm *comm, char *path_out, size_t path_
 	return agree(comm, rc, "checkpoint persist", err);
 }
 
-int sl_dist_checkpoint_persisted(long long *step, double *persist_s, char *path,
-				 size_t path_size)
+int sl_dist_checkpoint_persisted(struct sl_dist_ckpt_report *r)
 {
 	if (persist.reported || !atomic_load(&persist.done) || persist.rc)
 		return 0;
 	persist.reported = 1;
-	*step = persist.st.step;
-	*persist_s = persist.seconds;
-	snprintf(path, path_size, "%s", persist.path);
+	r->step = persist.st.step;
+	r->wait_s = persist.wait_s;
+	r->snapshot_s = persist.snapshot_s;
+	r->place_s = persist.place_s;
+	r->write_s = persist.write_s;
+	r->persist_s = persist.place_s + persist.write_s;
+	r->persist_cpu_s = persist.cpu_s;
+	snprintf(r->path, sizeof(r->path), "%s", persist.path);
 	return 1;
 }
 
@@ -201,12 +380,17 @@ static int save(struct sl_comm *comm, const struct sl_role_table *table,
 		const struct sl_ckpt_state *st, int keep, int async, char *path_out,
 		size_t path_size, struct sl_err *err)
 {
-	/* the previous persist must be on disk before its buffer (whole) is reused */
+	/* the previous persist must be on disk before its buffers (staging, whole) are reused */
+	double t0 = now_s();
 	int rc = sl_dist_checkpoint_finish(comm, NULL, 0, err);
 	if (rc)
 		return rc;
+	double t1 = now_s();
 	rc = gather(comm, table, local, whole, err);
 	if (!rc && comm->rank == 0) {
+		persist.wait_s = t1 - t0;
+		persist.snapshot_s = now_s() - t1;
+		persist.lower_priority = async;
 		persist.whole = whole;
 		snprintf(persist.dir, sizeof(persist.dir), "%s", dir);
 		persist.st = *st;

@@ -371,14 +371,17 @@ static int save(struct worker *w, long long step, json_t *train, char *path, siz
  * {"event":"checkpoint","step","path","persist_s"} (the controller logs them). */
 static void report_persisted(struct worker *w, char *ckpt, size_t size, int last)
 {
-	long long step;
-	double persist_s;
-	char path[4300];
-	while (sl_dist_checkpoint_persisted(&step, &persist_s, path, sizeof(path))) {
+	struct sl_dist_ckpt_report r;
+	while (sl_dist_checkpoint_persisted(&r)) {
+		const char *path = r.path;
 		snprintf(ckpt, size, "%s", path);
 		if (w->o->train.json) {
-			json_t *ev = json_pack("{s:s, s:I, s:s, s:f}", "event", "checkpoint", "step",
-					       (json_int_t)step, "path", path, "persist_s", persist_s);
+			json_t *ev = json_pack("{s:s, s:I, s:s, s:f, s:f, s:f, s:f, s:f, s:f}",
+					       "event", "checkpoint", "step", (json_int_t)r.step,
+					       "path", path, "persist_s", r.persist_s, "wait_s",
+					       r.wait_s, "snapshot_s", r.snapshot_s, "place_s",
+					       r.place_s, "write_s", r.write_s, "persist_cpu_s",
+					       r.persist_cpu_s);
 			char *text = ev ? json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 			if (text)
 				fprintf(w->out, "%s\n", text);
@@ -745,13 +748,22 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 	w->comm = comm;
 	w->out = out;
 	long long start = 0;
+	double t_setup = sl_now_s();
 	int rc = setup_plan(w, err);
 	if (!rc)
 		rc = setup_rank(w, err);
 	if (!rc)
 		rc = setup_data(w, err);
+	double t_load = sl_now_s();
 	if (!rc && o->train.resume)
 		rc = resume(w, &start, err);
+	if (!rc && comm->rank == 0 && o->train.json) {
+		/* the controller splits a reconfiguration's start from its load with this */
+		double now = sl_now_s();
+		fprintf(w->out, "{\"event\":\"ready\",\"step\":%lld,\"setup_s\":%.6f,"
+			"\"load_s\":%.6f}\n", start, t_load - t_setup, now - t_load);
+		fflush(w->out);
+	}
 	json_t *train = rc ? NULL : sl_train_hparams_json(&o->train, w->plan.micro_batch,
 								   w->global, w->seq);
 	if (!rc && comm->rank == 0 && !o->train.json)

@@ -13,6 +13,10 @@
  * measured on its ranks (mean over them, seconds per step): compute (forward + backward),
  * p2p_wait (waiting for activations and gradients, and for sends to finish), dp_sync (gradient
  * all-reduces), optimizer (norm + AdamW), and the largest peak resident memory of its ranks.
+ * Before the first step, with json, a "ready" event: {"event":"ready","step" (the step it
+ * resumes from), "setup_s" (plan, model and data set up), "load_s" (the checkpoint loaded on
+ * every rank)}. Every rank answers SIGUSR1 with {"event":"alive","rank":R} on its stdout
+ * (cmd_run.c; the controller's liveness probe).
  */
 #ifndef SL_DIST_RUNNER_H
 #define SL_DIST_RUNNER_H
