@@ -41,6 +41,13 @@ check "a second run merges: mbs 4 added, mbs 1-2 kept with their provenance" 'jq
 echo '{"not": "a profile"}' >"$work/p/gpt2-tiny/cpu-fast.json"
 "$SAILOR" profile --model gpt2-tiny --gpu cpu-fast --gpus $gpus --mbs 1 --repeats 1 --min-sample-ms 0 -q -o "$work/p" 2>"$work/err"; rc=$?
 check "a file there that is not a profile is refused and kept" '[ $rc -eq 1 ] && grep -q "is not a sailor.profile/1 file" "$work/err" && grep -q "not" "$work/p/gpt2-tiny/cpu-fast.json"'
+cat >"$work/cluster.json" <<'JSON'
+{"schema": "sailor.cluster/1", "hosts": [{"name": "h0", "address": "localhost", "gpu": "cpu-fast", "zone": "us-central1-a", "slots": 1}]}
+JSON
+"$SAILOR" profile --model gpt2-tiny --gpu cpu-fast --gpus $gpus --tp 2 --cluster "$work/cluster.json" --host h0 -o "$work/p" 2>"$work/err"; rc=$?
+check "TP larger than the host: one message, nothing written" '[ $rc -eq 1 ] && grep -q "host .h0. has 1 slots" "$work/err" && [ ! -e "$work/p/gpt2-tiny/cpu-fast.json.tmp" ]'
+"$SAILOR" profile --model gpt2-tiny --gpu cpu-fast --gpus $gpus --cluster "$work/cluster.json" --host h9 -o "$work/p" 2>"$work/err"; rc=$?
+check "a host the cluster does not have: named" '[ $rc -eq 1 ] && grep -q "no such host" "$work/err"'
 "$SAILOR" profile --model gpt2-tiny --gpu cpu-fast --gpus $gpus --host h0 -o "$work/p" 2>"$work/err"; rc=$?
 check "--host without --cluster: usage error" '[ $rc -eq 2 ] && grep -q "need both" "$work/err"'
 # TP ranks as MPI ranks (what --host does on a cluster's host), here as a local MPI job
