@@ -276,7 +276,7 @@ static double largest_whole_tensor_bytes(const struct sl_sim_env *env, int first
 }
 
 /* Ranks of stage k's gradient-sync group: the replicas (one TP degree), else every rank. */
-static int sl_dist_stage_group_size(const struct sl_plan *plan, int k)
+static int stage_sync_group_size(const struct sl_plan *plan, int k)
 {
 	int D = plan->num_pipelines, mixed = 0, ranks = 0;
 	for (int j = 0; j < D; j++) {
@@ -315,7 +315,7 @@ static double attention_core_share(const struct sl_sim_env *env)
 }
 
 static void rank_memory(const struct sl_sim_env *env, const struct sl_role *r, int mbs, int slots,
-			int P, int syncs, double sync_bytes, double whole_tensor_bytes,
+			int P, double whole_tensor_bytes,
 			int recompute, int zero_group, double zero_whole_bytes,
 			struct sl_sim_memory *mem)
 {
@@ -368,8 +368,6 @@ static void rank_memory(const struct sl_sim_env *env, const struct sl_role *r, i
 	mem->buffers_bytes = (r->stage > 0 ? 2.0 * slots * activation_msg : 0) +
 			     fmax(SL_RUNTIME_BUCKET_BYTES, whole_tensor_bytes) + activation_msg;
 	(void)P;
-	(void)syncs;
-	(void)sync_bytes;
 	/* the process baseline as the profile measured it on an MPI rank of this device type;
 	 * else the catalogue's figure */
 	mem->runtime_bytes = pm && pm->mpi_ranks && pm->runtime_rss_bytes > 0
@@ -501,7 +499,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 									  : bf * attention_core_share(env);
 		}
 		if (ps->zero && D > 1) /* each rank updates 1/m of the stage */
-			st[r].update_s /= sl_dist_stage_group_size(plan, ro->stage);
+			st[r].update_s /= stage_sync_group_size(plan, ro->stage);
 		const struct sl_gpu_type *gt = &env->catalogue.gpus[ro->gpu];
 		st[r].quota_cores = gt->cpu_quota_cores;
 		st[r].period_s = gt->cpu_quota_period_s;
@@ -516,7 +514,6 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 	/* Two steps, the second one timed: a step starts where the previous one's optimizer left
 	 * each rank (and its CPU budget). */
 	double T = 0, pipeline_end = 0, egress_usd = 0, T_sum = 0;
-	double sync_bytes_of[SL_SIM_MAX_STAGES] = {0};
 	/* Devices that are CPU quotas have periods whose phases nobody knows (each cgroup keeps its
 	 * own timer), and a message that reaches a throttled rank waits for its next period: the
 	 * step time is the mean over PHASE_DRAWS spreads of phases (golden-ratio sequences, so
@@ -653,7 +650,6 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 			if (tied_here) /* the table is reduced in the embedding group instead */
 				bytes -= SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
 					 (uniform ? tp_of : 1);
-			sync_bytes_of[k] = fmax(sync_bytes_of[k], m > 1 ? bytes : 0);
 			egress_usd += group_allreduce(env, &t, st, members, m, bytes);
 		}
 		out->stages[k].dp_sync_s = 0;
@@ -739,11 +735,6 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 	for (int r = 0; r < W; r++) {
 		const struct sl_role *ro = &t.roles[r];
 		int k = ro->stage;
-		int syncs = D > 1 || (P > 1 && (k == 0 || k == P - 1));
-		double sb = sync_bytes_of[k];
-		if (P > 1 && (k == 0 || k == P - 1))
-			sb = fmax(sb, SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
-					      ro->tp);
 		struct sl_sim_memory mem;
 		/* a stage that mixes TP degrees sizes its bucket for its largest whole tensor */
 		int mixed = 0;
@@ -757,7 +748,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 						   sl_sim_stage_params(env, 1, ro->first_layer,
 								       ro->last_layer)
 					 : 0;
-		rank_memory(env, ro, b, sched[r].slots, P, syncs, sb, whole, plan->stages[k].recompute,
+		rank_memory(env, ro, b, sched[r].slots, P, whole, plan->stages[k].recompute,
 			    zgroup, mixed && zgroup > 1 ? whole_all : 0, &mem);
 		struct sl_sim_stage *s = &out->stages[k];
 		if (s->memory.total_bytes < 0 ||
