@@ -70,7 +70,7 @@
 #include "sim/internal.h"
 
 /* dist/grad_sync.h's SL_GRAD_BUCKET_FLOATS (4 Mi floats), repeated so that sim does not include
- * the runtime's MPI-facing header; test_sim checks they agree. */
+ * the runtime's MPI-facing header; test_sim_runtime checks they agree. */
 #define SL_RUNTIME_BUCKET_BYTES (16.0 * 1024 * 1024)
 
 /* OpenMPI's TCP transport sends a message of up to its eager limit (btl_tcp_eager_limit, 64 KiB

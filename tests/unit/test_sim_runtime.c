@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cluster/catalogue.h"
+#include "dist/grad_sync.h"
 #include "sim/internal.h"
 
 /* per layer kind at (mbs 2, tp 1): seconds and bytes */
@@ -138,7 +139,9 @@ static void one_rank_is_its_micro_batches_plus_the_update(void **state)
 	/* memory: baseline + storage (one table: no head copy) + 1 slot + workspace */
 	double table = 4.0 * 4.0 * env->model.vocab * env->model.hidden;
 	double storage = P_EMB + 4 * P_BLK + P_HEAD - table;
-	/* + the gradient bucket (16 MiB, zeroed: resident) and one gradient buffer */
+	/* + the gradient bucket (16 MiB, zeroed: resident) and one gradient buffer; the model's
+	 * bucket size is the runtime's */
+	assert_int_equal((long)SL_GRAD_BUCKET_FLOATS * 4, 16L * 1024 * 1024);
 	double msg = 4.0 * 2 * env->model.seq_len * env->model.hidden;
 	double want = BASE + storage + (4 * A_BLK + A_HEAD) + WS + 16.0 * 1024 * 1024 + msg;
 	assert_true(fabs(res.peak_memory_bytes - want) < 1.0);
