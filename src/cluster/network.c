@@ -397,14 +397,14 @@ static int load_overlay(struct sl_network *net, const struct sl_catalogue *cat, 
 		snprintf(ctx, sizeof(ctx), "source.pairs[%zu].allreduce_fit", i);
 		struct measured_allreduce *m = &net->allreduce[net->allreduce_count];
 		rc = parse_fit(fit, ctx, &m->fit, err);
-		if (rc)
+		if (rc) {
+			sl_err_prefix(err, "--network '%s'", overlay_path);
 			break;
+		}
 		m->za = za, m->ga = ga, m->zb = zb, m->gb = gb;
 		m->same_host = !strcmp(kind, "within a host");
 		net->allreduce_count++;
 	}
-	if (rc)
-		sl_err_prefix(err, "--network '%s'", overlay_path);
 	json_t *intra = json_object_get(root, "intra_node");
 	if (!rc && intra) {
 		if (!json_is_object(intra))
@@ -434,11 +434,6 @@ int sl_network_set_overlay(const char *path, const struct sl_catalogue *cat, str
 	if (rc)
 		memcpy(overlay_path, saved, sizeof(saved));
 	return rc;
-}
-
-const char *sl_network_overlay(void)
-{
-	return overlay_path[0] ? overlay_path : NULL;
 }
 
 int sl_network_load(const char *data_dir, const struct sl_catalogue *cat,

@@ -57,7 +57,6 @@ void sl_network_free(struct sl_network *net);
  * Checked once here against cat (errors name the file and the JSON path; the previous setting
  * stays on error); NULL or "" clears it. */
 int sl_network_set_overlay(const char *path, const struct sl_catalogue *cat, struct sl_err *err);
-const char *sl_network_overlay(void);
 
 /* Index of a GPU count in the tables: 1->0, 2->1, 3..4->2, 5+ ->3 (largest power of two <= n). */
 int sl_net_count_index(int count);

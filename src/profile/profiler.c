@@ -208,12 +208,7 @@ static void *run_rank(void *arg)
 				j->mbs, j->seq);
 	/* every rank must agree to go on: a rank that failed would leave the others waiting in
 	 * an all-reduce */
-	int failed = rc != 0;
-	if (!me->comm && rc)
-		me->g->failed = 1;
-	rank_barrier(me);
-	failed = me->comm ? rank_max_int(me, failed) : me->g->failed;
-	if (failed) {
+	if (rank_max_int(me, rc != 0)) {
 		if (!rc)
 			rc = SL_EIO; /* another rank's error is reported */
 		goto out;

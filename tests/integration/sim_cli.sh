@@ -60,6 +60,8 @@ expect profiles-no-model 1 "no profile of OPT-350" -- simulate --model OPT-350 -
 expect profiles-typo 1 "GH96.json" "not named after a GPU type" -- simulate --model OPT-350 --plan "$plan" --profiles "$tmp/ov-typo"
 expect profiles-malformed 1 "$tmp/ov-bad/OPT-350/GH-96.json" -- simulate --model OPT-350 --plan "$plan" --profiles "$tmp/ov-bad"
 expect profiles-empty 1 "is empty" -- plan --model OPT-350 --pool data/examples/pool-a100-v100.json --profiles "$tmp/ov-empty"
+expect network-not-a-network-file 1 "--network 'data/gpus.json': schema: expected \"sailor.network/1\"" -- simulate --plan "$plan" --network data/gpus.json
+expect cluster-not-a-cluster-file 1 "cluster file 'data/gpus.json': schema" -- simulate --plan "$plan" --cluster data/gpus.json
 expect profiles-file-model 1 "has no profile of gpt2-tiny" -- simulate --model data/models/gpt2-tiny.json --plan "$plan" --profiles data/profiles-sosp25-simulator
 expect help 0 "--cost-model" -- simulate --help
 
