@@ -12,7 +12,8 @@ Figures:
   2. search speed on the SOSP'25 scenarios (their traces, objectives and constraints): the whole
      `sailor plan` process with and without options, interleaved, median of --repeats runs each,
      and the ratio of the medians. Both run on this machine in this command: the ratio is the
-     figure, the absolute times depend on the machine's load.
+     figure, the absolute times depend on the machine's load. --baseline OLD_SAILOR also times
+     an earlier build's search without options, interleaved with the others.
 """
 import argparse
 import json
@@ -131,25 +132,36 @@ def scenario_args(s):
     return args
 
 
-def speed(sailor, repeats):
+def speed(sailor, repeats, baseline=None):
     print(f"## 2. Search speed on the SOSP'25 scenarios (whole `sailor plan` process, median of "
           f"{repeats}, interleaved)")
-    print("| scenario | without options (s) | with options (s) | ratio with/without |")
-    print("|---|---|---|---|")
+    extra_head = " | earlier build, without (s) | ratio with/earlier" if baseline else ""
+    print(f"| scenario | without options (s) | with options (s) | ratio with/without{extra_head} |")
+    print("|---|---|---|---|" + ("---|---|" if baseline else ""))
     with open(SCENARIOS) as f:
         scenarios = json.load(f)["scenarios"]
-    ratios = []
+    ratios, earlier_ratios = [], []
     for name, s in scenarios.items():
         args = scenario_args(s)
-        off, on = [], []
+        off, on, earlier = [], [], []
         for _ in range(repeats):
             off.append(run([sailor, "plan", "--memory-options", "off"] + args)[1])
             on.append(run([sailor, "plan", "--memory-options", "on"] + args)[1])
+            if baseline:
+                earlier.append(run([baseline, "plan", "--memory-options", "off"] + args)[1])
         m_off, m_on = statistics.median(off), statistics.median(on)
         ratios.append(m_on / m_off)
-        print(f"| {name} | {m_off:.3f} | {m_on:.3f} | {m_on / m_off:.2f} |", flush=True)
+        extra = ""
+        if baseline:
+            m_earlier = statistics.median(earlier)
+            earlier_ratios.append(m_on / m_earlier)
+            extra = f" | {m_earlier:.3f} | {m_on / m_earlier:.2f}"
+        print(f"| {name} | {m_off:.3f} | {m_on:.3f} | {m_on / m_off:.2f}{extra} |", flush=True)
     print(f"\nratio of medians: worst {max(ratios):.2f}, median {statistics.median(ratios):.2f} "
           f"(target: at most 2)")
+    if baseline:
+        print(f"against the earlier build ({baseline}) without options: worst "
+              f"{max(earlier_ratios):.2f}, median {statistics.median(earlier_ratios):.2f}")
 
 
 def main():
@@ -160,10 +172,12 @@ def main():
     parser.add_argument("--quick", action="store_true",
                         help="skip the large models on the trace pools")
     parser.add_argument("--speed-only", action="store_true")
+    parser.add_argument("--baseline", help="an earlier build of sailor whose search without "
+                        "options is timed too (e.g. one built from the commit before a change)")
     a = parser.parse_args()
     if not a.speed_only:
         table(a.sailor, a.quick)
-    speed(a.sailor, a.repeats)
+    speed(a.sailor, a.repeats, a.baseline)
 
 
 if __name__ == "__main__":

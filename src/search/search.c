@@ -53,8 +53,8 @@ struct search_state {
 	_Atomic double *shared_bound;        /* see shared_bound_lower; NULL: own ranking only */
 	double sync_lb_s;                    /* the current shape's sync lower bound (search_partition) */
 	long long type_gpus[SL_MAX_GPU_TYPES]; /* GPUs of each type in the zones searched */
-	/* the partition's thresholds (every recomputation level's, with options) */
-	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS * SL_SEARCH_RECOMPUTE_LEVELS];
+	/* the current (shape, D)'s thresholds: the distinct fit times of the replica kinds that fit */
+	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
 	int tau_count;
 	struct sl_partition *partitions;     /* scratch: SL_PARTITION_MAX_CANDIDATES */
 	long long simulated;
@@ -67,6 +67,11 @@ struct search_state {
 	 * recomputation under which it fits (= stage_time_s without options) */
 	double fit_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
 	int options_on;                      /* sl_search_options_on(req) */
+	/* The search without memory options (search_with_options) hands each plan it simulates to
+	 * this state too: the search with options at the same replicas (NULL: none) */
+	struct search_state *variant;
+	/* the search with options, after that: skip shapes where the options change nothing */
+	int skip_unchanged_shapes;
 };
 
 /* GPUs of type g in the zones being searched. */
@@ -98,35 +103,106 @@ static void shared_bound_lower(_Atomic double *bound, double value)
 		;
 }
 
-/* Simulates plan and offers it to this thread's ranking and the shared bound. */
-static int simulate_one(struct search_state *st, const struct sl_plan *plan, struct sl_err *err)
+/* Simulates plan and offers it to this thread's ranking and the shared bound; *ok (NULL: not
+ * wanted) says whether st->result holds its result. */
+static int simulate_one(struct search_state *st, const struct sl_plan *plan, int *ok,
+			struct sl_err *err)
 {
 	struct sl_err sim_err = {0};
 	st->simulated++;
 	if (sl_simulate(st->env, plan, st->cm, &st->result, &sim_err))
 		return 0; /* a combination the simulator has no time for: not a candidate */
-	if (st->shared_bound && sl_search_meets(st->req, &st->result))
-		shared_bound_lower(st->shared_bound, st->req->objective == SL_OBJECTIVE_COST
-							     ? st->result.cost_usd_per_iter
-							     : st->result.iteration_time_s);
+	if (ok)
+		*ok = 1;
+	if (st->shared_bound && sl_search_meets(st->req, &st->result)) {
+		double value = st->req->objective == SL_OBJECTIVE_COST ? st->result.cost_usd_per_iter
+								       : st->result.iteration_time_s;
+		shared_bound_lower(st->shared_bound, value);
+		/* a variant that cannot beat this plan cannot beat the seed it joins either (the
+		 * variants never lower this search's bound: it stays the search it was) */
+		if (st->variant && st->variant->shared_bound)
+			shared_bound_lower(st->variant->shared_bound, value);
+	}
 	return sl_ranking_consider(&st->rank, plan, &st->result, err);
 }
 
 /* The plan in st->plan (canonical already: assign.c and the enumeration write it so), and with
  * --uneven-microbatches the same replicas with micro-batches in proportion to pipeline speed. */
+static int simulate_and_rank(struct search_state *st, struct sl_err *err);
+static int prunable(const struct search_state *st, double time_lb_s, double cost_lb);
+
+/* The same replicas as st->plan, with the options the search with options would give them
+ * (search_with_options): a plan with D = 1 and no recomputation is st->plan itself. */
+/* Bounds on the variant of a plan (simulate_variant) from the plan's result without options:
+ * under the sailor model the options only shorten the optimizer step (ZeRO-1) and lengthen the
+ * backward (recomputation); transfers, syncs and their bytes stay (time_sailor.c). So the
+ * variant's iteration takes at least the plan's less its longest optimizer step, at the same
+ * rent and egress. Not for the model of our runtime (its steps overlap otherwise) nor with
+ * uneven micro-batches (the variant's counts are chosen anew): there time_lb_s is 0. */
+struct variant_bound {
+	double time_lb_s, cost_lb_usd;
+};
+
+static struct variant_bound variant_bound_of(const struct search_state *st,
+					      const struct sl_sim_result *without)
+{
+	struct variant_bound b = {0, 0};
+	if (without->runtime_sailor || st->variant->req->uneven_microbatches)
+		return b;
+	double longest_update_s = 0;
+	for (int k = 0; k < without->num_stages; k++)
+		if (without->stages[k].optimizer_s > longest_update_s)
+			longest_update_s = without->stages[k].optimizer_s;
+	b.time_lb_s = without->iteration_time_s - longest_update_s;
+	b.cost_lb_usd = without->gpu_usd_per_hour / 3600.0 * b.time_lb_s +
+			without->egress_cost_usd_per_iter;
+	return b;
+}
+
+static int simulate_variant(struct search_state *st, struct variant_bound bound,
+			    struct sl_err *err)
+{
+	struct search_state *v = st->variant;
+	if (bound.time_lb_s > 0 && prunable(v, bound.time_lb_s, bound.cost_lb_usd))
+		return 0;
+	int rc = sl_plan_copy(&v->plan, &st->plan, err);
+	if (rc)
+		return rc;
+	if (v->plan.num_pipelines == 1) {
+		sl_search_choose_options(v->env, v->req, &v->plan, v->global_batch);
+		if (v->plan.stages[0].recompute == SL_RECOMPUTE_NONE && !v->plan.stages[0].zero) {
+			int any = 0;
+			for (int k = 1; k < v->plan.num_stages; k++)
+				any |= v->plan.stages[k].recompute != SL_RECOMPUTE_NONE;
+			if (!any)
+				return 0;
+		}
+	}
+	return simulate_and_rank(v, err);
+}
+
 static int simulate_and_rank(struct search_state *st, struct sl_err *err)
 {
 	if (st->options_on)
 		sl_search_choose_options(st->env, st->req, &st->plan, st->global_batch);
-	int rc = simulate_one(st, &st->plan, err);
-	if (rc || !st->req->uneven_microbatches)
-		return rc;
-	if ((rc = sl_plan_copy(&st->uneven_plan, &st->plan, err)))
-		return rc;
-	int applied = sl_uneven_apply(st->env, st->cm, &st->uneven_plan, st->global_batch, err);
-	if (applied > 0 && st->options_on)
-		sl_search_choose_options(st->env, st->req, &st->uneven_plan, st->global_batch);
-	return applied <= 0 ? applied : simulate_one(st, &st->uneven_plan, err);
+	int simulated = 0;
+	int rc = simulate_one(st, &st->plan, &simulated, err);
+	/* the variant's bounds, from this result before the uneven plan's overwrites it */
+	struct variant_bound bound = {0, 0};
+	if (simulated && st->variant)
+		bound = variant_bound_of(st, &st->result);
+	if (!rc && st->req->uneven_microbatches) {
+		if ((rc = sl_plan_copy(&st->uneven_plan, &st->plan, err)))
+			return rc;
+		int applied = sl_uneven_apply(st->env, st->cm, &st->uneven_plan, st->global_batch, err);
+		if (applied > 0 && st->options_on)
+			sl_search_choose_options(st->env, st->req, &st->uneven_plan, st->global_batch);
+		rc = applied < 0 ? applied
+				 : applied > 0 ? simulate_one(st, &st->uneven_plan, NULL, err) : 0;
+	}
+	if (!rc && st->variant)
+		rc = simulate_variant(st, bound, err);
+	return rc;
 }
 
 /* Lower bound on the iteration time of any plan whose stage k takes at least fastest_s[k] per
@@ -156,10 +232,22 @@ static double busiest_microbatches(const struct search_state *st, int mbs, long 
 	return (double)st->global_batch / ((double)mbs * (double)D);
 }
 
-static int cmp_double(const void *a, const void *b)
+/* Sorts values[0..n) ascending and drops repeats; returns how many remain. Insertion sort: the
+ * arrays are a few dozen values, and qsort's call overhead showed in profiles. */
+static int sort_unique(double *values, int n)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
+	for (int i = 1; i < n; i++) {
+		double v = values[i];
+		int j = i;
+		for (; j > 0 && values[j - 1] > v; j--)
+			values[j] = values[j - 1];
+		values[j] = v;
+	}
+	int unique = 0;
+	for (int i = 0; i < n; i++)
+		if (!unique || values[i] != values[unique - 1])
+			values[unique++] = values[i];
+	return unique;
 }
 
 /* Whether no plan whose iteration takes at least time_lb_s and costs at least cost_lb_usd can
@@ -411,6 +499,36 @@ static int enough_gpus(const struct sl_assign_input *in)
 	return need <= total;
 }
 
+/* Whether, at this (micro-batch, partition, D), the replica kinds that fit and their times are
+ * those of the search without options: every kind either fits without any option (so with
+ * options at no recomputation too) or fits under none. The search with options then takes
+ * exactly the steps the search without them took here, and that search already simulated each
+ * of its plans with the options (simulate_variant), or pruned it by a bound that holds for them
+ * too (the bounds count neither the optimizer nor recomputation, sim/bounds.c) and that its
+ * result only lowers. Checked before the search's own fit levels, because it is cheaper: one
+ * memory evaluation for each kind that fits without options. */
+static int options_change_nothing(const struct search_state *st, const struct sl_partition *part,
+				  int mbs, int D, int nmb)
+{
+	const struct sl_assign_input *in = &st->assign;
+	int P = part->num_stages;
+	for (int k = 0; k < P; k++) {
+		int first = part->first[k], last = part->first[k + 1] - 1;
+		for (int ti = 0; ti < in->type_count; ti++)
+			for (int t = 0; t < TP_SLOTS; t++) {
+				int g = in->types[ti];
+				if (st->stage_time_s[k][g][t] < 0 ||
+				    sl_sim_replica_fits(st->env, st->cm, g, mbs, tp_values[t], first, last,
+							k, P, nmb, D))
+					continue;
+				if (sl_search_least_level(st->env, st->req, g, mbs, tp_values[t], first,
+							  last, k, P, nmb, D) >= 0)
+					return 0; /* fits only with some option */
+			}
+	}
+	return 1;
+}
+
 /* For one (micro-batch, partition, D): the thresholds tau are the distinct per-stage times of
  * replicas that fit. A larger tau makes more replicas eligible, each with fewer GPUs, so whether
  * the pool can supply the plan is monotone in tau: a binary search finds the smallest feasible
@@ -423,6 +541,8 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	int P = part->num_stages;
 	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
 	struct sl_assign_input *in = &st->assign;
+	if (st->skip_unchanged_shapes && options_change_nothing(st, part, mbs, D, nmb))
+		return 0;
 	for (int k = 0; k < P; k++) {
 		int first = part->first[k], last = part->first[k + 1] - 1;
 		int any = 0;
@@ -445,10 +565,17 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 		if (!any)
 			return 0;
 	}
-	/* the shape's candidate thresholds, sorted once per partition (search_partition); those of
-	 * replicas that do not fit at this D only repeat a neighbour's eligible set */
+	/* candidate thresholds: the eligible set changes only where tau crosses the fit time of a
+	 * replica kind that fits, so those times, sorted and without repeats, are all the distinct
+	 * sets there are (any other tau repeats the set of the next smaller one) */
+	int tau_count = 0;
+	for (int k = 0; k < P; k++)
+		for (int ti = 0; ti < in->type_count; ti++)
+			for (int t = 0; t < TP_SLOTS; t++)
+				if (fits[k][in->types[ti]][t])
+					st->taus[tau_count++] = st->fit_time_s[k][in->types[ti]][t];
+	tau_count = sort_unique(st->taus, tau_count);
 	const double *taus = st->taus;
-	int tau_count = st->tau_count;
 
 	int rc = sl_plan_reserve(&st->plan, P, D, err);
 	if (rc)
@@ -561,26 +688,6 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 		work_gpu_s += least_gpu_s;
 		work_usd += least_usd;
 	}
-	/* candidate thresholds: every stage time, sorted, without repeats */
-	st->tau_count = 0;
-	for (int k = 0; k < P; k++)
-		for (int ti = 0; ti < st->assign.type_count; ti++)
-			for (int t = 0; t < TP_SLOTS; t++) {
-				int g = st->assign.types[ti];
-				double c = st->stage_time_s[k][g][t];
-				if (c < 0)
-					continue;
-				st->taus[st->tau_count++] = c;
-				for (int lv = 1; st->options_on && lv < SL_SEARCH_RECOMPUTE_LEVELS; lv++)
-					st->taus[st->tau_count++] = st->stage_time_rc_s[k][g][t][lv];
-			}
-	qsort(st->taus, (size_t)st->tau_count, sizeof(double), cmp_double);
-	int unique = 0;
-	for (int i = 0; i < st->tau_count; i++)
-		if (!unique || st->taus[i] != st->taus[unique - 1])
-			st->taus[unique++] = st->taus[i];
-	st->tau_count = unique;
-
 	/* Every plan of this shape runs at least ceil(G/b) micro-batches through every stage: the
 	 * pool's GPUs need work_gpu_s each, so T >= passes * work_gpu_s / GPUs, and every busy GPU
 	 * is rented, so cost >= passes * work_usd. Whole shapes are pruned by these. */
@@ -832,14 +939,36 @@ static int search_threads(void)
 	return n < 1 ? 1 : n > SEARCH_MAX_THREADS ? SEARCH_MAX_THREADS : n;
 }
 
-/* One search of the space req describes. seed (NULL: none) holds plans found before, by the
- * search without memory options: every thread's ranking starts with them (and the shared bound
- * at their best), so this search only simulates what can beat them and its result can only be
- * as good or better. */
+/* Lowers bound to the best plan of outcome that meets req's constraints. */
+static void bound_from(_Atomic double *bound, const struct sl_search_request *req,
+		       const struct sl_search_outcome *outcome)
+{
+	if (outcome && outcome->count && sl_search_meets(req, &outcome->best[0].result))
+		shared_bound_lower(bound, req->objective == SL_OBJECTIVE_COST
+						  ? outcome->best[0].result.cost_usd_per_iter
+						  : outcome->best[0].result.iteration_time_s);
+}
+
+/* How search_once is run within search_with_options (all NULL/0: a plain search). */
+struct search_pass {
+	/* plans found before, by the search without memory options: every thread's ranking starts
+	 * with them (and the shared bound at their best), so this search only simulates what can
+	 * beat them and its result can only be as good or better */
+	const struct sl_search_outcome *seed;
+	/* the search without options: also simulate each plan with the options variant_req gives
+	 * it, ranked into variants (search_with_options) */
+	const struct sl_search_request *variant_req;
+	struct sl_search_outcome *variants;
+	/* the search with options after such a pass: skip what it covered */
+	int skip_unchanged_shapes;
+};
+
+/* One search of the space req describes, as pass says. */
 static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
-		       const struct sl_search_request *req, const struct sl_search_outcome *seed,
+		       const struct sl_search_request *req, const struct search_pass *pass,
 		       struct sl_search_outcome *outcome, struct sl_err *err)
 {
+	const struct sl_search_outcome *seed = pass->seed;
 	sl_search_outcome_init(outcome);
 	if (sl_pool_total(pool) <= 0)
 		return sl_err_set(err, SL_EINPUT, "the pool has no GPUs: give at least one GPU type "
@@ -854,29 +983,42 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	if (threads > item_count)
 		threads = item_count > 0 ? item_count : 1;
 	struct search_state *states[SEARCH_MAX_THREADS] = {0};
+	struct search_state *variant_states[SEARCH_MAX_THREADS] = {0};
 	struct sl_search_outcome partial[SEARCH_MAX_THREADS];
+	struct sl_search_outcome variant_partial[SEARCH_MAX_THREADS];
 	struct sl_err errs[SEARCH_MAX_THREADS];
 	int rcs[SEARCH_MAX_THREADS] = {0};
 	int rc = 0;
-	for (int t = 0; t < threads && !rc; t++) {
+	for (int t = 0; t < threads; t++) {
 		sl_search_outcome_init(&partial[t]);
+		sl_search_outcome_init(&variant_partial[t]);
+	}
+	for (int t = 0; t < threads && !rc; t++) {
 		errs[t] = (struct sl_err){0};
 		states[t] = state_new(env, req, &partial[t], err);
-		if (!states[t])
+		if (states[t] && pass->variant_req) {
+			variant_states[t] = state_new(env, pass->variant_req, &variant_partial[t], err);
+			states[t]->variant = variant_states[t];
+		}
+		if (!states[t] || (pass->variant_req && !variant_states[t]))
 			rc = SL_ENOMEM;
+		else
+			states[t]->skip_unchanged_shapes = pass->skip_unchanged_shapes;
 	}
 	const struct sl_catalogue *cat = &env->catalogue;
 	/* one shared bound when only the best plan counts; top K and the frontier need each
-	 * thread's own K-th best */
-	_Atomic double shared_bound = DBL_MAX;
-	for (int t = 0; t < threads && !rc; t++)
+	 * thread's own K-th best (the variants have their own: they must not prune this search) */
+	_Atomic double shared_bound = DBL_MAX, variant_bound = DBL_MAX;
+	for (int t = 0; t < threads && !rc; t++) {
 		states[t]->shared_bound = req->top_k <= 1 && !req->pareto ? &shared_bound : NULL;
+		if (variant_states[t])
+			variant_states[t]->shared_bound =
+				req->top_k <= 1 && !req->pareto ? &variant_bound : NULL;
+	}
 	for (int t = 0; t < threads && !rc && seed; t++)
 		rc = merge(&states[t]->rank, seed, err);
-	if (!rc && seed && seed->count && sl_search_meets(req, &seed->best[0].result))
-		shared_bound_lower(&shared_bound, req->objective == SL_OBJECTIVE_COST
-							  ? seed->best[0].result.cost_usd_per_iter
-							  : seed->best[0].result.iteration_time_s);
+	if (!rc)
+		bound_from(&shared_bound, req, seed);
 	if (!rc) {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
 		for (int i = 0; i < item_count; i++) {
@@ -912,15 +1054,26 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	struct search_state *final = rc ? NULL : state_new(env, req, outcome, err);
 	if (!rc && !final)
 		rc = SL_ENOMEM;
+	struct sl_ranking variant_rank;
+	if (!rc && pass->variants)
+		rc = sl_ranking_init(&variant_rank, pass->variant_req, pass->variants, err);
 	long long simulated = 0;
 	for (int t = 0; t < threads; t++) {
 		if (!rc && states[t])
 			rc = merge(&final->rank, &partial[t], err);
+		if (!rc && variant_states[t])
+			rc = merge(&variant_rank, &variant_partial[t], err);
 		if (states[t])
 			simulated += states[t]->simulated;
+		if (variant_states[t])
+			simulated += variant_states[t]->simulated;
 		state_free(states[t]);
+		state_free(variant_states[t]);
 		sl_search_outcome_free(&partial[t]);
+		sl_search_outcome_free(&variant_partial[t]);
 	}
+	if (!rc && pass->variants)
+		sl_ranking_finish(&variant_rank);
 	if (!rc)
 		rc = sl_search_refine(env, pool, &final->rank, &simulated, err);
 	if (!rc && req->uneven_microbatches)
@@ -935,23 +1088,44 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 /* With memory options: first the search without them (exactly the search as it was before they
  * existed), then the search with them seeded by its plans. The heuristic parts of the search
  * (thresholds, local search) take other paths when replicas may use recomputation, so running
- * the old search first is what guarantees the options never make a result worse; the second
- * search prunes everything that cannot beat the first's result, which keeps it cheap. */
+ * the old search first is what guarantees the options never make a result worse.
+ * The first search also simulates each of its plans with the options the second would give the
+ * same replicas (ZeRO-1 wherever D > 1, recomputation where needed), so the second skips every
+ * shape where the options change which replicas fit or how fast (options_change_nothing) and
+ * searches only the rest, seeded with both rankings and pruning all that cannot beat them. */
 static int search_with_options(const struct sl_sim_env *env, const struct sl_pool *pool,
 			       const struct sl_search_request *req,
 			       struct sl_search_outcome *outcome, struct sl_err *err)
 {
 	if (!sl_search_options_on(req))
-		return search_once(env, pool, req, NULL, outcome, err);
+		return search_once(env, pool, req, &(struct search_pass){0}, outcome, err);
 	sl_search_outcome_init(outcome);
 	struct sl_search_request without = *req;
 	without.memory_options = 0;
-	struct sl_search_outcome first;
-	int rc = search_once(env, pool, &without, NULL, &first, err);
+	struct sl_search_outcome first, variants, seed;
+	sl_search_outcome_init(&variants);
+	sl_search_outcome_init(&seed);
+	int rc = search_once(env, pool, &without,
+			     &(struct search_pass){.variant_req = req, .variants = &variants}, &first,
+			     err);
+	/* one seed of both: the plans without options and their variants, ranked as req ranks */
+	struct sl_ranking seed_rank;
 	if (!rc)
-		rc = search_once(env, pool, req, &first, outcome, err);
+		rc = sl_ranking_init(&seed_rank, req, &seed, err);
+	if (!rc)
+		rc = merge(&seed_rank, &first, err);
+	if (!rc)
+		rc = merge(&seed_rank, &variants, err);
+	if (!rc) {
+		sl_ranking_finish(&seed_rank);
+		rc = search_once(env, pool, req,
+				 &(struct search_pass){.seed = &seed, .skip_unchanged_shapes = 1},
+				 outcome, err);
+	}
 	outcome->plans_simulated += first.plans_simulated;
 	sl_search_outcome_free(&first);
+	sl_search_outcome_free(&variants);
+	sl_search_outcome_free(&seed);
 	return rc;
 }
 
