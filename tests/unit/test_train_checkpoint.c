@@ -87,6 +87,31 @@ static void crc_known_value(void **state)
 	assert_int_equal(sl_crc32(0, "", 0), 0);
 }
 
+/* The folded CRC (where the CPU has carry-less multiplication) equals slicing-by-8 on every
+ * length around its 16- and 64-byte blocks, at every alignment, continuing any register. */
+static void crc_folded_equals_portable(void **state)
+{
+	(void)state;
+	enum { SIZE = 70000 };
+	unsigned char *buf = malloc(SIZE);
+	assert_non_null(buf);
+	uint32_t x = 12345;
+	for (int i = 0; i < SIZE; i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (unsigned char)(x >> 16);
+	}
+	for (size_t len = 0; len < 400; len++)
+		for (size_t off = 0; off < 16; off += 5) {
+			uint32_t start = (uint32_t)(len * 2654435761u);
+			assert_int_equal(sl_crc32(start, buf + off, len),
+					 sl_crc32_portable(start, buf + off, len));
+		}
+	assert_int_equal(sl_crc32(7, buf + 3, SIZE - 3), sl_crc32_portable(7, buf + 3, SIZE - 3));
+	uint32_t half = sl_crc32(0, buf, SIZE / 2);
+	assert_int_equal(sl_crc32(half, buf + SIZE / 2, SIZE - SIZE / 2), sl_crc32(0, buf, SIZE));
+	free(buf);
+}
+
 static void round_trip(void **state)
 {
 	(void)state;
@@ -260,6 +285,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(crc_known_value),
+		cmocka_unit_test(crc_folded_equals_portable),
 		cmocka_unit_test(round_trip),
 		cmocka_unit_test(damaged_newest_falls_back),
 		cmocka_unit_test(other_model_and_pruning),
