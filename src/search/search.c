@@ -67,6 +67,9 @@ struct search_state {
 	 * recomputation under which it fits (= stage_time_s without options) */
 	double fit_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
 	int options_on;                      /* sl_search_options_on(req) */
+	/* the simulator may model plans as our runtime, whose times the bounds do not bound
+	 * (sl_sim_runtime_model_possible): then nothing is pruned by a bound */
+	int bounds_unsound;
 	/* The search without memory options (search_with_options) hands each plan it simulates to
 	 * this state too: the search with options at the same replicas (NULL: none) */
 	struct search_state *variant;
@@ -252,11 +255,13 @@ static int sort_unique(double *values, int n)
 
 /* Whether no plan whose iteration takes at least time_lb_s and costs at least cost_lb_usd can
  * enter the result: it misses a constraint, or it cannot beat the K-th best plan kept so far.
- * Equal bounds are not pruned: such a plan may still win a tie-break. With --pareto only
- * constraints prune. */
+ * Nothing is, where the bounds do not hold (bounds_unsound). Equal bounds are not pruned: such
+ * a plan may still win a tie-break. With --pareto only constraints prune. */
 static int prunable(const struct search_state *st, double time_lb_s, double cost_lb)
 {
 	const struct sl_search_request *req = st->req;
+	if (st->bounds_unsound)
+		return 0;
 	if (req->min_throughput_it_s > 0 && 1.0 / time_lb_s < req->min_throughput_it_s)
 		return 1;
 	if (req->max_cost_usd_per_iter > 0 && cost_lb > req->max_cost_usd_per_iter)
@@ -903,6 +908,7 @@ static struct search_state *state_new(const struct sl_sim_env *env,
 	st->enumerate_max = req->structured_only ? 0 : SL_SEARCH_ENUMERATE_MAX;
 	st->cm = req->cost_model;
 	st->options_on = sl_search_options_on(req);
+	st->bounds_unsound = sl_sim_runtime_model_possible(env, st->cm);
 	st->global_batch = req->global_batch > 0 ? req->global_batch
 						 : env->model.default_global_batch;
 	sl_plan_init(&st->plan);

@@ -238,6 +238,13 @@ int sl_sim_replica_fits_opt(const struct sl_sim_env *env, enum sl_cost_model cm,
 			    int tp, int first, int last, int stage, int num_stages, int microbatches,
 			    int num_pipelines, enum sl_recompute recompute, int zero);
 
+/* Whether some plan on env may be modelled as our runtime (sailor.simulation's "runtime": some
+ * GPU type has a sailor.profile/1 profile, and cm is sailor). The bounds below are formulas of
+ * the DeepSpeed-like sailor model; that model's event replay (time_runtime.c) can come out
+ * faster than them (measured all-reduce fits, overlapped transfers, CPU-quota bursts), so the
+ * planner must not prune with them then. */
+int sl_sim_runtime_model_possible(const struct sl_sim_env *env, enum sl_cost_model cm);
+
 /* A lower bound on the gradient synchronisation time sl_simulate charges a stage of layers
  * [first, last] with D replicas taken from avail (GPUs per type and zone), whatever the replicas'
  * types, zones and TP degrees: the formulas of the cost model evaluated on the fastest hop the

@@ -296,6 +296,16 @@ int sl_sim_runtime_uses(const struct sl_sim_env *env, const struct sl_plan *plan
 	return 1;
 }
 
+int sl_sim_runtime_model_possible(const struct sl_sim_env *env, enum sl_cost_model cm)
+{
+	if (cm != SL_COST_SAILOR)
+		return 0;
+	for (int g = 0; g < env->catalogue.gpu_count; g++)
+		if (env->profiles[g] && env->profiles[g]->runtime_sailor)
+			return 1;
+	return 0;
+}
+
 /* Memory of one rank (see the top of the file). */
 /* Activation-cache bytes of one block at (mbs, tp) that selective recomputation does not keep:
  * the attention scores/softmax [B, heads/tp, T, T] and their weighted sum [B, T, C/tp]. */
