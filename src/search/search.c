@@ -55,7 +55,6 @@ struct search_state {
 	long long type_gpus[SL_MAX_GPU_TYPES]; /* GPUs of each type in the zones searched */
 	/* the current (shape, D)'s thresholds: the distinct fit times of the replica kinds that fit */
 	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
-	int tau_count;
 	struct sl_partition *partitions;     /* scratch: SL_PARTITION_MAX_CANDIDATES */
 	long long simulated;
 	/* per stage, per gpu, per tp slot: compute seconds per micro-batch (< 0: none) */
@@ -129,13 +128,9 @@ static int simulate_one(struct search_state *st, const struct sl_plan *plan, int
 	return sl_ranking_consider(&st->rank, plan, &st->result, err);
 }
 
-/* The plan in st->plan (canonical already: assign.c and the enumeration write it so), and with
- * --uneven-microbatches the same replicas with micro-batches in proportion to pipeline speed. */
 static int simulate_and_rank(struct search_state *st, struct sl_err *err);
 static int prunable(const struct search_state *st, double time_lb_s, double cost_lb);
 
-/* The same replicas as st->plan, with the options the search with options would give them
- * (search_with_options): a plan with D = 1 and no recomputation is st->plan itself. */
 /* Bounds on the variant of a plan (simulate_variant) from the plan's result without options:
  * under the sailor model the options only shorten the optimizer step (ZeRO-1) and lengthen the
  * backward (recomputation); transfers, syncs and their bytes stay (time_sailor.c). So the
@@ -162,6 +157,9 @@ static struct variant_bound variant_bound_of(const struct search_state *st,
 	return b;
 }
 
+/* The same replicas as st->plan, with the options the search with options would give them
+ * (search_with_options), unless bound shows they cannot enter its result; a plan with D = 1 and
+ * no recomputation is st->plan itself, ranked already. */
 static int simulate_variant(struct search_state *st, struct variant_bound bound,
 			    struct sl_err *err)
 {
@@ -184,6 +182,9 @@ static int simulate_variant(struct search_state *st, struct variant_bound bound,
 	return simulate_and_rank(v, err);
 }
 
+/* The plan in st->plan (canonical already: assign.c and the enumeration write it so), and with
+ * --uneven-microbatches the same replicas with micro-batches in proportion to pipeline speed;
+ * then, in the search without options that has one, the variant with options. */
 static int simulate_and_rank(struct search_state *st, struct sl_err *err)
 {
 	if (st->options_on)
