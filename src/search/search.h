@@ -12,13 +12,14 @@
  * stage D replicas whose time is <= tau, using the fewest GPUs (then dollars) the pool allows,
  * places them in zones so that pipelines stay inside one zone where they can, and the plan is
  * simulated. A lower bound on the iteration time prunes (b, P, partition, D) combinations that
- * cannot beat the best found so far.
+ * cannot beat the best found so far (not where plans may be modelled as our runtime, whose
+ * replay those bounds do not bound: sl_sim_runtime_model_possible).
  *
  * With memory_options, each replica is judged at the least activation recomputation under which
  * it fits (its time then includes the recomputation), and every plan gets per stage the fastest
  * option set that fits its replicas (search/options.h): ZeRO-1 when D > 1, the least
- * recomputation that fits all of them. The space only grows: without options, a plan that fits
- * has them all off and is searched as before.
+ * recomputation that fits all of them. The space only grows: the search without options runs
+ * first, as before, and seeds the one with them (search.c, search_with_options).
  *
  * Ownership: sl_search_run fills a struct sl_search_outcome whose plans it owns;
  * sl_search_outcome_free releases them.

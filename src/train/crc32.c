@@ -1,6 +1,6 @@
 /* CRC-32 (crc32.h): carry-less multiplication folding where the CPU has PCLMULQDQ, slicing-by-8
- * elsewhere and for the ends of a buffer. The tables are built once, on first use; building them
- * is idempotent, so a race between two first calls writes the same values. */
+ * elsewhere and for the ends of a buffer. The tables and the CPU check are made once, on first
+ * use; both are idempotent, so a race between two first calls writes the same values. */
 #include "train/crc32.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
