@@ -165,7 +165,8 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 	for (int i = 0; i < o->extra_count; i++) {
 		static const char *const owned[] = {"--plan", "--cluster", "--model", "--data",
 						    "--steps", "--global-batch", "--ckpt-dir",
-						    "--ckpt-every", "--resume", "--json"};
+						    "--ckpt-every", "--resume", "--json",
+						    "--events-file"};
 		for (size_t k = 0; k < sizeof(owned) / sizeof(owned[0]); k++)
 			if (!strncmp(o->extra[i], owned[k], strlen(owned[k])) &&
 			    (o->extra[i][strlen(owned[k])] == 0 || o->extra[i][strlen(owned[k])] == '='))

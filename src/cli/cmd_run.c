@@ -34,7 +34,10 @@
 
 static int run_run(int argc, char **argv);
 
-enum { OPT_PLAN = SL_TOPT_COUNT, OPT_CLUSTER, OPT_THREADS_PER_RANK, OPT_DRY_RUN, OPT_GPUS };
+enum {
+	OPT_PLAN = SL_TOPT_COUNT, OPT_CLUSTER, OPT_THREADS_PER_RANK, OPT_DRY_RUN, OPT_GPUS,
+	OPT_EVENTS_FILE
+};
 
 static const struct sl_cli_option options[] = {
 	SL_CLI_TRAIN_OPTIONS,
@@ -48,6 +51,8 @@ static const struct sl_cli_option options[] = {
 	/* a setting of the process (catalogue.h): the launcher's checks and every rank, which
 	 * runs this same command line, load the catalogue with it */
 	[OPT_GPUS] = {"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
+	[OPT_EVENTS_FILE] = {"events-file", 0, "FILE", "rank 0 also appends each step line it "
+			     "prints, as JSON, to FILE (on its host; flushed per line)", "none"},
 };
 
 const struct sl_cli_command sl_cmd_run = {
@@ -316,6 +321,17 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 		printf("\n");
 		goto out;
 	}
+	if (o->events_file) {
+		/* rank 0 opens it again on its host; this catches a bad path before anything starts */
+		FILE *f = fopen(o->events_file, "a");
+		if (!f) {
+			sl_log_error("cannot append to events file '%s': %s", o->events_file,
+				     strerror(errno));
+			rc = SL_EIO;
+			goto out;
+		}
+		fclose(f);
+	}
 	struct watch w = {.last_step = -1, .dead_rank = -1};
 	int status = start_and_watch(&cmd, &w, &err);
 	if (status < 0) {
@@ -419,6 +435,8 @@ static int run_run(int argc, char **argv)
 					      SL_MAX_THREADS, &o.threads_per_rank);
 		else if (idx == OPT_DRY_RUN)
 			dry_run = 1;
+		else if (idx == OPT_EVENTS_FILE)
+			o.events_file = parser.arg;
 		else if (idx == OPT_GPUS) {
 			struct sl_err err = {0};
 			if (sl_catalogue_set_overlay(parser.arg, &err)) {

@@ -20,6 +20,7 @@
 #include "ctl/generation.h"
 #include "ctl/pool_watch.h"
 #include "ctl/status_http.h"
+#include "ctl/steps_file.h"
 #include "dist/cluster_file.h"
 #include "dist/placement.h"
 #include "dist/roles.h"
@@ -65,6 +66,8 @@ struct ctl {
 	enum sl_ctl_stop stop;
 	double last_output_s;
 	int gen_steps;                /* steps this generation completed */
+	struct sl_ctl_seen_steps seen; /* the steps of this generation on record (steps_file.h) */
+	char gen_steps_path[PATH_MAX + 16]; /* gen-<n>/steps.jsonl: rank 0's own record */
 	int dead_rank;
 	char dead_host[256];
 	/* the liveness probe of a silent generation */
@@ -89,6 +92,10 @@ struct ctl {
 	int signal_seen;
 	int waiting;                  /* no plan possible: waiting for a pool change */
 	double published_s;
+	/* test-only (SAILOR_TEST_DROP_STEP_LINE): step lines to ignore when they come by pipe */
+	long long *drop_steps;
+	int drop_count;
+	int drop_after_stop;          /* also every step line that arrives once a stop was asked */
 };
 
 static volatile sig_atomic_t got_signal;
@@ -302,6 +309,12 @@ static int start_generation(struct ctl *c, struct sl_err *err)
 		return sl_err_set(err, SL_EIO, "cannot create '%s': %s", dir, strerror(errno));
 	snprintf(plan_path, sizeof(plan_path), "%s/plan.json", dir);
 	snprintf(cluster_path, sizeof(cluster_path), "%s/cluster.json", dir);
+	snprintf(c->gen_steps_path, sizeof(c->gen_steps_path), "%s/steps.jsonl", dir);
+	/* rank 0 appends to it: a file of an earlier controller on this run directory must not
+	 * pass for this generation's steps */
+	if (unlink(c->gen_steps_path) && errno != ENOENT)
+		return sl_err_set(err, SL_EIO, "cannot remove '%s': %s", c->gen_steps_path,
+				  strerror(errno));
 	int rc = sl_plan_save(&c->next.plan, &c->env->catalogue, plan_path, err);
 	if (!rc)
 		rc = write_cluster_file(c, cluster_path, err);
@@ -329,7 +342,8 @@ static int start_generation(struct ctl *c, struct sl_err *err)
 	const char *fixed[] = {c->self, "run", "--plan", plan_path, "--cluster", cluster_path,
 			       "--model", c->o->model, "--data", c->o->data, "--steps", steps,
 			       "--global-batch", gb, "--ckpt-dir", c->o->ckpt_dir, "--ckpt-every",
-			       every, "--threads-per-rank", threads, "--json"};
+			       every, "--threads-per-rank", threads, "--json", "--events-file",
+			       c->gen_steps_path};
 	int nfixed = (int)(sizeof(fixed) / sizeof(fixed[0]));
 	char **argv = calloc((size_t)(nfixed + 8 + c->o->extra_count), sizeof(char *));
 	if (!argv)
@@ -359,6 +373,7 @@ static int start_generation(struct ctl *c, struct sl_err *err)
 	c->stop = STOP_NONE;
 	c->last_output_s = sl_ctl_now_s();
 	c->gen_steps = 0;
+	sl_ctl_seen_steps_clear(&c->seen);
 	c->dead_rank = -1;
 	c->dead_host[0] = 0;
 	c->probe_s = 0;
@@ -413,7 +428,9 @@ static double mean_step_time(const struct ctl *c)
 	return n ? sum / n : 0.0;
 }
 
-static void on_step(struct ctl *c, json_t *e)
+/* A step of the running generation, from its pipe or, recovered after its end, from its own
+ * file (recover_steps): the same accounting either way. */
+static void on_step(struct ctl *c, json_t *e, int recovered)
 {
 	long long step = json_integer_value(json_object_get(e, "step"));
 	double dt = json_number_value(json_object_get(e, "step_time_s"));
@@ -421,10 +438,14 @@ static void on_step(struct ctl *c, json_t *e)
 	c->loss = json_number_value(json_object_get(e, "loss"));
 	c->step_times[c->step_time_count++ % RATE_WINDOW] = dt;
 	c->gen_steps++;
+	if (sl_ctl_seen_steps_add(&c->seen, step))
+		sl_log_warn("out of memory: step %lld may be recorded twice", step);
 	json_t *s = json_deep_copy(e);
 	json_object_set_new(s, "generation", json_integer(c->gen.index));
 	json_object_set_new(s, "t_s", json_real(sl_ctl_now_s() - c->start_s));
 	json_object_set_new(s, "predicted_it_s", json_real(c->cur.res.throughput_it_s));
+	if (recovered)
+		json_object_set_new(s, "recovered", json_true()); /* t_s: when it was recovered */
 	char *text = json_dumps(s, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
 	if (text && c->steps_file) {
 		fprintf(c->steps_file, "%s\n", text);
@@ -449,9 +470,57 @@ static void on_step(struct ctl *c, json_t *e)
 		json_object_set_new(f, "load_s", json_real(parts.load_s));
 		json_object_set_new(f, "start_load_s", json_real(parts.start_s + parts.load_s));
 		json_object_set_new(f, "first_step_s", json_real(parts.first_step_s));
+		if (recovered) /* its times run to the generation's end, not to the first step */
+			json_object_set_new(f, "first_step_recovered", json_true());
 		sl_ctl_event(&c->ev, "reconfigured", f);
 		c->rc.active = 0;
 	}
+}
+
+/* Test-only fault injection: SAILOR_TEST_DROP_STEP_LINE=S[,S...] makes the controller ignore
+ * the pipe's line of each step S (in every generation that runs it), as if mpirun had lost it;
+ * the word "stop" in the list: every step line that arrives after the controller asked the
+ * generation to stop (the lines the real fault loses). It lets
+ * tests/integration/control_steps_recovered.sh check the recovery from the generation's own file
+ * deterministically. Read only here; never set it outside tests. */
+static int dropped_for_test(const struct ctl *c, long long step)
+{
+	int drop = c->drop_after_stop && c->stop != STOP_NONE;
+	for (int i = 0; i < c->drop_count && !drop; i++)
+		drop = c->drop_steps[i] == step;
+	if (drop)
+		sl_log_warn("SAILOR_TEST_DROP_STEP_LINE: ignoring the line of step %lld of "
+			    "generation %d", step, c->gen.index);
+	return drop;
+}
+
+static int parse_drop_steps(struct ctl *c, struct sl_err *err)
+{
+	const char *text = getenv("SAILOR_TEST_DROP_STEP_LINE");
+	if (!text || !text[0])
+		return 0;
+	const char *p = text;
+	while (*p) {
+		if (!strncmp(p, "stop", 4) && (p[4] == ',' || !p[4])) {
+			c->drop_after_stop = 1;
+			p += p[4] ? 5 : 4;
+			continue;
+		}
+		char *end;
+		errno = 0;
+		long long step = strtoll(p, &end, 10);
+		if (end == p || errno || step < 1 || (*end && *end != ','))
+			return sl_err_set(err, SL_EUSAGE, "SAILOR_TEST_DROP_STEP_LINE '%s': give step "
+					  "numbers (or 'stop') separated by commas", text);
+		long long *grown = realloc(c->drop_steps, (size_t)(c->drop_count + 1) *
+							  sizeof(*grown));
+		if (!grown)
+			return sl_err_set(err, SL_ENOMEM, "out of memory");
+		c->drop_steps = grown;
+		c->drop_steps[c->drop_count++] = step;
+		p = *end ? end + 1 : end;
+	}
+	return 0;
 }
 
 static void on_line(void *ctx, int is_stderr, const char *line)
@@ -475,7 +544,9 @@ static void on_line(void *ctx, int is_stderr, const char *line)
 	json_t *e = json_loads(line, 0, NULL);
 	const char *type = json_string_value(json_object_get(e, "event"));
 	if (type && !strcmp(type, "step")) {
-		on_step(c, e);
+		long long step = json_integer_value(json_object_get(e, "step"));
+		if (!dropped_for_test(c, step))
+			on_step(c, e, 0);
 	} else if (type && !strcmp(type, "alive")) {
 		/* a rank's answer to the liveness probe (written by its SIGUSR1 handler) */
 		json_int_t r = json_integer_value(json_object_get(e, "rank"));
@@ -515,6 +586,56 @@ static void exclude_event(struct ctl *c, int h)
 		    c->cluster.hosts[h].name, c->hosts.fails[h]);
 }
 
+/* After the generation's end: the steps in its own file (rank 0's --events-file) whose lines did
+ * not come through the pipe are handled as if they had, in step order, and logged as an event
+ * (steps_file.h says why lines go missing). Steps after the checkpoint the generation stopped at
+ * are kept, as the pipe's are: steps.jsonl holds a step once per generation that ran it, and
+ * its readers take the last. */
+static void recover_steps(struct ctl *c)
+{
+	json_t *missing = NULL;
+	int skipped = 0;
+	struct sl_err err = {0};
+	if (sl_ctl_steps_file_missing(c->gen_steps_path, &c->seen, &missing, &skipped, &err)) {
+		sl_log_warn("generation %d: %s: steps whose lines did not arrive are not recovered",
+			    c->gen.index, err.msg);
+		return;
+	}
+	size_t n = json_array_size(missing);
+	if (n == 0) {
+		json_decref(missing);
+		return;
+	}
+	/* on the pipe they would have come in step order: the newest step and its loss stay the
+	 * newest the generation ran, whichever way it came */
+	long long newest_seen = sl_ctl_seen_steps_newest(&c->seen);
+	long long step_before = c->step;
+	double loss_before = c->loss;
+	json_t *steps = json_array();
+	size_t i;
+	json_t *e;
+	json_array_foreach(missing, i, e) {
+		on_step(c, e, 1);
+		json_array_append_new(steps, json_integer(json_integer_value(
+						     json_object_get(e, "step"))));
+	}
+	long long newest_recovered = json_integer_value(json_array_get(steps, n - 1));
+	if (newest_seen > newest_recovered) {
+		c->step = step_before;
+		c->loss = loss_before;
+	}
+	json_t *f = json_object();
+	json_object_set_new(f, "generation", json_integer(c->gen.index));
+	json_object_set_new(f, "steps", steps);
+	json_object_set_new(f, "file", json_string(c->gen_steps_path));
+	json_object_set_new(f, "skipped_lines", json_integer(skipped));
+	sl_ctl_event(&c->ev, "steps_recovered", f);
+	sl_log_warn("generation %d: the line of %zu step%s (the newest: %lld) did not arrive on its "
+		    "output; taken from '%s'", c->gen.index, n, n == 1 ? "" : "s",
+		    newest_recovered, c->gen_steps_path);
+	json_decref(missing);
+}
+
 /* The generation ended: account for it and say how. Returns 1 when the job is complete. */
 static int generation_ended(struct ctl *c)
 {
@@ -526,6 +647,9 @@ static int generation_ended(struct ctl *c)
 	int orphans = sl_ctl_reap_orphans();
 	if (orphans)
 		sl_log_warn("generation %d left %d processes behind: killed", c->gen.index, orphans);
+	/* nothing writes the generation's file any more: take the steps the pipe lost, before
+	 * anything is judged on the newest step */
+	recover_steps(c);
 	enum sl_ctl_outcome outcome = sl_ctl_classify_end(c->gen.status, c->step, c->o->steps,
 							  c->stop, c->dead_rank >= 0);
 	if (c->rc.active)
@@ -727,6 +851,8 @@ static int setup(struct ctl *c, struct sl_err *err)
 	c->steps_file = fopen(path, "a");
 	if (!c->steps_file)
 		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", path, strerror(errno));
+	if ((rc = parse_drop_steps(c, err)))
+		return rc;
 	if ((rc = sl_ctl_pool_watch_init(&c->pool, o->pool, o->trace, o->time_scale,
 					 &c->env->catalogue, c->start_s, err)))
 		return rc;
@@ -967,6 +1093,8 @@ int sl_ctl_run(const struct sl_ctl_options *o, struct sl_err *err)
 	candidate_free(&c->next);
 	free(c->rank_host);
 	free(c->answered);
+	free(c->drop_steps);
+	sl_ctl_seen_steps_free(&c->seen);
 	sl_ctl_pool_watch_free(&c->pool);
 	json_decref(c->cluster_json);
 	sl_cluster_free(&c->cluster);

@@ -19,7 +19,8 @@
  *
  * Files in RUNDIR: events.jsonl (events.h), steps.jsonl (every step event of every generation,
  * with "generation", "t_s" and "predicted_it_s"), gen-<n>/{plan.json, cluster.json,
- * stdout.jsonl, stderr.log}.
+ * stdout.jsonl, stderr.log, steps.jsonl}. A step comes from the generation's stdout, or, when its
+ * line did not arrive there, from gen-<n>/steps.jsonl after the generation ended (steps_file.h).
  */
 #ifndef SL_CTL_CONTROLLER_H
 #define SL_CTL_CONTROLLER_H

@@ -3,7 +3,8 @@
  *
  * Every line is {"schema": "sailor.control.event/1", "event": TYPE, "t_s": seconds since the
  * controller started, "time": unix seconds, ...fields of the type}; the types and their fields
- * are listed in docs-control.md. The newest events are also kept in memory for GET /status.
+ * are listed in README.md (`sailor control`, "Event log"). The newest events are also kept in
+ * memory for GET /status.
  *
  * Ownership: the log owns its file and its `recent` array (sl_ctl_events_close).
  */

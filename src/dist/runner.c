@@ -7,6 +7,7 @@
  * before that send completed (activations per slot, gradients per slot). */
 #include "dist/runner.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -58,6 +59,7 @@ struct worker {
 	const struct sl_run_options *o;
 	struct sl_comm *comm;
 	FILE *out;
+	FILE *events;                /* rank 0 with --events-file: each step line appended */
 	struct sl_catalogue cat;
 	struct sl_plan plan;
 	struct sl_model_config model;
@@ -645,8 +647,8 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 		}
 		w->step_times[ran++] = dt;
 		if (rank0 && ((step + 1) % o->log_every == 0 || step + 1 == o->steps || step == start))
-			sl_print_step(w->out, o->json, step + 1, o->steps, loss, lr, norm, dt,
-				      (double)(w->global * w->seq));
+			sl_print_step(w->out, o->json, w->events, step + 1, o->steps, loss, lr,
+				      norm, dt, (double)(w->global * w->seq));
 		int last = step + 1 == o->steps || stop_signal;
 		if (o->ckpt_dir && (last || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0))) {
 			if ((rc = save(w, step + 1, train, ckpt, sizeof(ckpt), err)))
@@ -754,6 +756,15 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 		rc = setup_rank(w, err);
 	if (!rc)
 		rc = setup_data(w, err);
+	if (!rc && comm->rank == 0 && o->events_file) {
+		/* The launcher has checked the path on its own host. Rank 0 may run on another, where
+		 * the folder may not exist: the file is a second record of what stdout says, not worth
+		 * failing the job for, so say so and train on. */
+		w->events = fopen(o->events_file, "a");
+		if (!w->events)
+			sl_log_warn("rank 0: cannot append to events file '%s': %s; the step lines go "
+				    "to stdout only", o->events_file, strerror(errno));
+	}
 	double t_load = sl_now_s();
 	if (!rc && o->train.resume)
 		rc = resume(w, &start, err);
@@ -780,6 +791,8 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 	json_decref(train);
 	/* after a failure a persist may still be writing from the model teardown frees */
 	sl_dist_checkpoint_wait_local();
+	if (w->events)
+		fclose(w->events);
 	teardown(w);
 	free(w);
 	return rc;

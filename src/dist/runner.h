@@ -16,7 +16,10 @@
  * Before the first step, with json, a "ready" event: {"event":"ready","step" (the step it
  * resumes from), "setup_s" (plan, model and data set up), "load_s" (the checkpoint loaded on
  * every rank)}. Every rank answers SIGUSR1 with {"event":"alive","rank":R} on its stdout
- * (cmd_run.c; the controller's liveness probe).
+ * (cmd_run.c; the controller's liveness probe). With events_file, rank 0 also appends each step
+ * line it prints, as JSON (the bytes of the --json line), to that file on its host, flushed
+ * right after: a record of the steps that does not depend on mpirun forwarding stdout to the end
+ * (the controller reconciles its pipe with it).
  */
 #ifndef SL_DIST_RUNNER_H
 #define SL_DIST_RUNNER_H
@@ -33,6 +36,7 @@ struct sl_run_options {
 	const char *cluster;            /* sailor.cluster/1, or NULL: every rank on this host */
 	int threads_per_rank;           /* CPU threads of each rank (0: 1) */
 	int micro_batch_given;          /* --micro-batch was on the command line */
+	const char *events_file;        /* rank 0 appends its step lines here (NULL: no file) */
 };
 
 /* Runs rank comm->rank of the job. Every rank must call it with the same options. Returns 0 or a

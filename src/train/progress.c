@@ -19,21 +19,29 @@ size_t sl_peak_rss_bytes(void)
 	return (size_t)ru.ru_maxrss * 1024;
 }
 
-void sl_print_step(FILE *out, int json, long long step, long long steps, double loss, double lr,
-		   double grad_norm, double step_time_s, double tokens_per_step)
+void sl_print_step(FILE *out, int json, FILE *json_copy, long long step, long long steps,
+		   double loss, double lr, double grad_norm, double step_time_s,
+		   double tokens_per_step)
 {
 	double tps = tokens_per_step / step_time_s;
+	/* the JSON line is formatted once: stdout (with json) and the copy get the same bytes */
+	char line[512];
+	snprintf(line, sizeof(line),
+		 "{\"event\":\"step\",\"step\":%lld,\"loss\":%.17g,\"lr\":%.17g,"
+		 "\"grad_norm\":%.17g,\"step_time_s\":%.6f,\"tokens_per_s\":%.1f}\n",
+		 step, loss, lr, grad_norm, step_time_s, tps);
 	if (json)
-		fprintf(out,
-			"{\"event\":\"step\",\"step\":%lld,\"loss\":%.17g,\"lr\":%.17g,"
-			"\"grad_norm\":%.17g,\"step_time_s\":%.6f,\"tokens_per_s\":%.1f}\n",
-			step, loss, lr, grad_norm, step_time_s, tps);
+		fputs(line, out);
 	else
 		fprintf(out,
 			"step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.4f | %8.1f ms/step | "
 			"%9.0f tokens/s\n",
 			step, steps, loss, lr, grad_norm, 1e3 * step_time_s, tps);
 	fflush(out);
+	if (json_copy) {
+		fputs(line, json_copy);
+		fflush(json_copy);
+	}
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -20,9 +20,12 @@ double sl_now_s(void);
 size_t sl_peak_rss_bytes(void);
 
 /* One progress line: {"event":"step","step","loss","lr","grad_norm","step_time_s",
- * "tokens_per_s"} with json, else "step S/N | loss | lr | grad norm | ms/step | tokens/s". */
-void sl_print_step(FILE *out, int json, long long step, long long steps, double loss, double lr,
-		   double grad_norm, double step_time_s, double tokens_per_step);
+ * "tokens_per_s"} with json, else "step S/N | loss | lr | grad norm | ms/step | tokens/s"; flushed.
+ * json_copy (may be NULL): also append the JSON line there, byte for byte the line stdout gets
+ * with json, and flush it (`sailor run --events-file`). */
+void sl_print_step(FILE *out, int json, FILE *json_copy, long long step, long long steps,
+		   double loss, double lr, double grad_norm, double step_time_s,
+		   double tokens_per_step);
 
 /* Median of n values (sorts them in place); 0 when n == 0. */
 double sl_median_sort(double *values, long long n);

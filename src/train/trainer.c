@@ -218,7 +218,7 @@ static void print_header(struct run *r, long long start)
 static void print_step(struct run *r, long long step, double loss, double lr, double norm,
 		       double dt)
 {
-	sl_print_step(r->out, r->o->json, step, r->o->steps, loss, lr, norm, dt,
+	sl_print_step(r->out, r->o->json, NULL, step, r->o->steps, loss, lr, norm, dt,
 		      (double)(r->global * r->seq));
 }
 

@@ -7,15 +7,6 @@
 # of the run is left.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ -z "${CTK_ATTEMPT:-}" ]; then
-	# One retry, for a rare fault we have not found yet (README, sailor control): now and then
-	# (once in ~5 runs on a loaded 2-core machine) the controller misses one step's line at a
-	# stop for re-planning, though the step ran and its checkpoint is there. Its losses are
-	# then one short and compare_runs.py fails on "steps differ". A real regression fails twice.
-	CTK_ATTEMPT=1 bash "$0" "$@" && exit 0
-	echo "control_trace_kill: the first attempt failed (above); once more" >&2
-	CTK_ATTEMPT=2 exec bash "$0" "$@"
-fi
 : "${SAILOR:?set SAILOR to the sailor binary}"
 PY=/usr/bin/python3
 "$PY" -c 'import numpy' 2>/dev/null || { echo "python3-numpy is missing (scripts/install-deps.sh --with-torch)"; exit 77; }

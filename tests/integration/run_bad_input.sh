@@ -2,8 +2,9 @@
 # `sailor run` refuses what cannot run with one clear message, exit 1 (2 for usage), nothing on
 # stdout and nothing started: more ranks than the cluster's slots, no host of a replica's GPU type
 # and zone, a TP group larger than its host, layers that do not match the model, a global batch
-# the pipelines cannot share, mpirun missing (naming the package), an MPI launch of the wrong size,
-# per-stage memory options outside their sets ("zero": 2, "recompute": "partial", --recompute).
+# the pipelines cannot share, mpirun missing (naming the package), an events file that cannot be
+# appended to, an MPI launch of the wrong size, per-stage memory options outside their sets
+# ("zero": 2, "recompute": "partial", --recompute).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${SAILOR:?set SAILOR to the sailor binary}"
@@ -57,6 +58,9 @@ mkdir -p "$work/bin"
 for tool in "$SAILOR"; do ln -sf "$tool" "$work/bin/"; done
 expect "mpirun missing" 1 "openmpi-bin" \
   env PATH="$work/bin" "${run[@]}" --plan tests/dist/plans/02-dp2.json
+expect "an events file that cannot be appended to" 1 \
+  "cannot append to events file '$work/none/steps.jsonl'" \
+  "${run[@]}" --plan tests/dist/plans/02-dp2.json --events-file "$work/none/steps.jsonl"
 expect "an MPI launch of the wrong size" 2 "this MPI job has 3 ranks, but plan" \
   timeout 60 mpirun -np 3 --oversubscribe --bind-to none "${run[@]}" --plan tests/dist/plans/02-dp2.json
 # the per-stage memory options (plan.h): values outside their sets, named by JSON path
