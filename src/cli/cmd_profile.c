@@ -294,6 +294,9 @@ static int run_profile(int argc, char **argv)
 		struct sl_comm comm;
 		if (sl_comm_mpi_init(&comm, &argc, &argv, &err))
 			return fail(&err);
+		/* TP ranks wait the way a run's ranks on this device type wait */
+		comm.idle_wait = sl_comm_idle_wait_for(
+			cat.gpus[sl_catalogue_gpu_index(&cat, po.gpu)].cpu_quota_cores);
 		po.comm = &comm;
 		if (comm.rank != 0)
 			po.verbose = 0;

@@ -81,12 +81,47 @@ struct sl_comm_backend {
 	void (*finalize)(struct sl_comm *comm);
 };
 
+/* How a rank waits for a transfer or a collective to finish. */
+enum sl_comm_idle_wait {
+	/* the backend's blocking call, which polls: the lowest latency where a rank owns its
+	 * cores (MPI's default) */
+	SL_COMM_WAIT_POLL,
+	/* test, then sleep a few microseconds, and again: for a device whose compute is a CPU
+	 * quota (catalogue cpu_quota), where polling would spend the budget its work needs and
+	 * leave it throttled when the message comes */
+	SL_COMM_WAIT_SLEEP,
+};
+
 struct sl_comm {
 	const struct sl_comm_backend *backend;
 	int rank, size;               /* world */
 	struct sl_comm_group world;
+	enum sl_comm_idle_wait idle_wait; /* SL_COMM_WAIT_POLL unless the caller sets it */
 	void *impl;
 };
+
+/* A sleeping wait (SL_COMM_WAIT_SLEEP) tests, then sleeps SL_COMM_IDLE_SLEEP_FIRST_S, doubling
+ * up to SL_COMM_IDLE_SLEEP_MAX_S, between tests; the simulator replays the same sequence. */
+#define SL_COMM_IDLE_SLEEP_FIRST_S 20e-6
+#define SL_COMM_IDLE_SLEEP_MAX_S 320e-6
+
+/* What a sleeping wait costs on this rank's device, measured by sl_comm_idle_wait_probe(). */
+struct sl_comm_idle_cost {
+	long tests;
+	double cpu_per_test_s;   /* process CPU per test and sleep (the test, the wake-up) */
+	double late_per_test_s;  /* how much longer than the asked sleep a test and sleep take */
+};
+
+/* Waits asleep (SL_COMM_WAIT_SLEEP's loop, at its longest sleep) on a receive that nothing
+ * matches for `seconds`, and measures what each test costs: the simulator charges it to a
+ * CPU-quota device's budget. Local to the calling rank (no other rank takes part). */
+int sl_comm_idle_wait_probe(struct sl_comm *comm, double seconds, struct sl_comm_idle_cost *out,
+			    struct sl_err *err);
+
+/* The wait that suits a rank on a device type with cpu_quota_cores (0: none): sleeping for a
+ * CPU quota, polling otherwise. SAILOR_MPI_WAIT=poll|sleep in the environment overrides it (to
+ * measure the difference). */
+enum sl_comm_idle_wait sl_comm_idle_wait_for(double cpu_quota_cores);
 
 /* Backends. sl_comm_mpi_init() initialises MPI (thread level FUNNELED: only the thread that
  * runs the schedule calls MPI; OpenMP threads compute). */

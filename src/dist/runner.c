@@ -143,6 +143,7 @@ static int setup_rank(struct worker *w, struct sl_err *err)
 				  "the sum of tp over its replicas): start it with mpirun -np %d",
 				  comm->size, w->o->plan, w->table.world_size, w->table.world_size);
 	w->me = w->table.roles[comm->rank];
+	comm->idle_wait = sl_comm_idle_wait_for(w->cat.gpus[w->me.gpu].cpu_quota_cores);
 	int rc = sl_dist_groups_build(comm, &w->table, &w->groups, err);
 	if (rc)
 		return rc;
@@ -772,7 +773,8 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 		/* the controller splits a reconfiguration's start from its load with this */
 		double now = sl_now_s();
 		fprintf(w->out, "{\"event\":\"ready\",\"step\":%lld,\"setup_s\":%.6f,"
-			"\"load_s\":%.6f}\n", start, t_load - t_setup, now - t_load);
+			"\"load_s\":%.6f,\"idle_wait\":\"%s\"}\n", start, t_load - t_setup,
+			now - t_load, comm->idle_wait == SL_COMM_WAIT_SLEEP ? "sleep" : "poll");
 		fflush(w->out);
 	}
 	json_t *train = rc ? NULL : sl_train_hparams_json(&o->train, w->plan.micro_batch,

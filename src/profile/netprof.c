@@ -322,6 +322,9 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 		rc = sl_err_set(err, SL_EUSAGE, "the job has %d ranks but cluster file '%s' places %d: "
 				"start 'sailor profile --network' without mpirun, it launches itself",
 				comm->size, o->cluster, lay.world);
+	if (!rc) /* measure the links the way a run's rank on this host waits on them */
+		comm->idle_wait = sl_comm_idle_wait_for(
+			cat->gpus[cluster.hosts[lay.rank_host[comm->rank]].gpu].cpu_quota_cores);
 	struct pair *pairs = NULL;
 	char *buf = NULL;
 	double *results = NULL;

@@ -104,6 +104,23 @@ static int load_entry(const json_t *layers, const char *ctx, int expected, struc
 	return rc;
 }
 
+/* source.idle_wait: what a sleeping wait's test costs on the device (profiler.c). */
+static int load_idle_wait(json_t *idle, struct sl_profile *prof, struct sl_err *err)
+{
+	json_t *cpu = json_object_get(idle, "cpu_per_test_s");
+	json_t *late = json_object_get(idle, "late_per_test_s");
+	if (!json_is_number(cpu) || !json_is_number(late) || !(json_number_value(cpu) >= 0) ||
+	    !(json_number_value(late) >= 0) || json_number_value(cpu) > 0.01 ||
+	    json_number_value(late) > 0.01)
+		return sl_err_set(err, SL_EINPUT, "source.idle_wait: expected cpu_per_test_s and "
+				  "late_per_test_s, seconds in [0, 0.01] (profile it again with "
+				  "`sailor profile`)");
+	prof->idle_cpu_per_test_s = json_number_value(cpu);
+	prof->idle_late_per_test_s = json_number_value(late);
+	prof->idle_measured = 1;
+	return 0;
+}
+
 /* source.entries["mbs M tp T"].memory of a profile of our runtime; an entry without it has no
  * memory figures (present = 0) and the simulator says so when it needs them. */
 static int load_memory(json_t *entries, struct sl_profile_entry *e, struct sl_err *err)
@@ -205,6 +222,9 @@ int sl_profile_load(const char *path, int expected_layers, struct sl_profile **o
 		json_t *entries = json_object_get(json_object_get(root, "source"), "entries");
 		for (int i = 0; !rc && i < prof->entry_count; i++)
 			rc = load_memory(entries, &prof->entries[i], err);
+		json_t *idle = json_object_get(json_object_get(root, "source"), "idle_wait");
+		if (!rc && idle)
+			rc = load_idle_wait(idle, prof, err);
 	}
 	json_decref(root);
 	if (!rc && prof->entry_count == 0)

@@ -55,6 +55,10 @@ struct sl_profile_entry {
 struct sl_profile {
 	char path[SL_PROFILE_PATH_MAX];
 	int runtime_sailor;   /* schema "sailor.profile/1": our runtime's layers */
+	/* source.idle_wait (runtime_sailor profiles of a CPU quota, made with MPI ranks): process
+	 * CPU per test of a sleeping wait and how late each test comes past its sleep */
+	int idle_measured;
+	double idle_cpu_per_test_s, idle_late_per_test_s;
 	int num_layers;
 	int entry_count;
 	struct sl_profile_entry entries[SL_PROFILE_MAX_ENTRIES]; /* sorted by (mbs, tp) */

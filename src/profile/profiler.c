@@ -6,6 +6,8 @@
  * slowest rank's. */
 #include "profile/profiler.h"
 
+#include "dist/comm.h"
+
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -488,6 +490,21 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 					o->mbs[a], o->tp[b], 1e3 * med[F_BLK], 1e3 * med[B_BLK],
 					1e3 * update, now_s() - t0);
 		}
+	}
+	/* A rank on a CPU quota waits asleep, but each test and wake-up costs CPU its budget pays
+	 * for: measure it here, on the device, for the simulator (time_runtime.c). */
+	if (!rc && o->comm && o->comm->idle_wait == SL_COMM_WAIT_SLEEP && o->comm->rank == 0) {
+		struct sl_comm_idle_cost cost;
+		rc = sl_comm_idle_wait_probe(o->comm, fmax(o->min_sample_s, 0.2), &cost, err);
+		if (!rc)
+			json_object_set_new(
+				src, "idle_wait",
+				json_pack("{s:s, s:f, s:f, s:I}", "statistic",
+					  "a receive nothing matches, waited on asleep (comm.h) at "
+					  "the longest sleep: process CPU and time past the sleep, per "
+					  "test",
+					  "cpu_per_test_s", cost.cpu_per_test_s, "late_per_test_s",
+					  cost.late_per_test_s, "tests", (json_int_t)cost.tests));
 	}
 	free(times);
 	free(col);

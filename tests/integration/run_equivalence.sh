@@ -4,7 +4,8 @@
 # stages split across two zones), 10 steps on gpt2-tiny with the same seed, data and global batch
 # give the same losses within 1e-5 relative, and the final checkpoints the same parameters and
 # AdamW moments within 1e-5 relative norm (tests/dist/compare_runs.py). One plan is also run with
-# a vocabulary that 4 TP ranks cannot split evenly (257). Ranks are oversubscribed on this machine.
+# a vocabulary that 4 TP ranks cannot split evenly (257), and two with ranks that wait asleep
+# (CPU-quota devices). Ranks are oversubscribed on this machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${SAILOR:?set SAILOR to the sailor binary}"
@@ -21,6 +22,7 @@ cat > "$work/tiny257.json" <<'JSON'
 JSON
 common=(--data "$work/tokens.bin" --seq-len 32 --steps 10 --seed 11 --lr 1e-3 --warmup-steps 2
         --json)
+run_extra=()  # options of `sailor run` only
 reference() { # model global-batch -> losses and checkpoint of single-process training
   local dir="$work/ref-$1-$2"
   [ -d "$dir" ] && return 0
@@ -34,7 +36,7 @@ check() { # name model plan
   reference "$model" "$G"
   local out="$work/run-$name"
   mkdir -p "$out"
-  if ! timeout 120 "$SAILOR" run --plan "$plan" --model "$model" "${common[@]}" \
+  if ! timeout 120 "$SAILOR" run --plan "$plan" --model "$model" "${common[@]}" "${run_extra[@]}" \
        --ckpt-dir "$out/ckpt" > "$out/losses.jsonl" 2> "$out/stderr"; then
     echo "FAIL $name: sailor run failed"; cat "$out/stderr"; exit 1
   fi
@@ -48,4 +50,19 @@ for plan in tests/dist/plans/*.json; do
 done
 check vocab257-tp4 "$work/tiny257.json" tests/dist/plans/05-tp4.json
 check vocab257-pp2-dp3-tp124 "$work/tiny257.json" tests/dist/plans/09-pp2-dp3-tp124-uneven-mb.json
+# Ranks on a device type that is a CPU quota wait asleep between MPI tests (comm.h): the same
+# losses, and the ranks say which wait they used. Plan 12 on the testbed's CPU classes, then plan
+# 09 (TP 1, 2 and 4, uneven micro-batches) with the sleeping wait forced.
+sed -e 's/"A100-40"/"cpu-fast"/; s/"V100-16"/"cpu-slow"/' tests/dist/plans/12-pp2-dp2-uniform-tp2.json \
+  > "$work/12-cpu-quota.json"
+run_extra=(--gpus data/testbed/gpus-cpu.json)
+check cpu-quota-pp2-dp2-tp2 gpt2-tiny "$work/12-cpu-quota.json"
+grep -q '"idle_wait":"sleep"' "$work/run-cpu-quota-pp2-dp2-tp2/losses.jsonl" \
+  || { echo "FAIL: ranks on cpu-fast did not wait asleep"; exit 1; }
+run_extra=()
+grep -q '"idle_wait":"poll"' "$work/run-01-single/losses.jsonl" \
+  || { echo "FAIL: ranks on A100-40 did not poll"; exit 1; }
+SAILOR_MPI_WAIT=sleep check sleep-pp2-dp3-tp124 gpt2-tiny tests/dist/plans/09-pp2-dp3-tp124-uneven-mb.json
+grep -q '"idle_wait":"sleep"' "$work/run-sleep-pp2-dp3-tp124/losses.jsonl" \
+  || { echo "FAIL: SAILOR_MPI_WAIT=sleep was not used"; exit 1; }
 echo "all plans equal single-process training"
