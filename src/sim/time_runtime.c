@@ -21,8 +21,9 @@
  *              ring (rank order): a step is the slower of the hop's point-to-point send and
  *              MPI's copies and sums on the receiving device (half of the two-rank all-reduce
  *              the network profile measured within a host of that type, when it has one).
- *   norm       the global gradient norm is an all-reduce over the world: every rank waits for
- *              the last one. The step ends there for timing purposes.
+ *   norm       the loss and then the global gradient norm are all-reduces of a few bytes over
+ *              the world, ring rounds that need each rank and its neighbour (they end when the
+ *              last rank is through). The step ends there for timing purposes.
  *   optimizer  AdamW over the rank's own shard (the profile's update seconds per parameter),
  *              after the norm; it delays the rank's next step. Two steps are run and the second
  *              is timed, from norm to norm.
@@ -37,12 +38,15 @@
  *              reduce-scatter and all-gather move what the all-reduce moved, so sync is timed
  *              as before.
  *   CPU quota  a device that is a CPU quota (the testbed's; catalogue cpu_quota) computes at
- *              full speed for cores x period of every period and stands still for the rest,
- *              and a rank waiting in MPI polls, spending that budget too. Work the profile
- *              timed at the quota's average rate is replayed against the budget (run_work,
- *              wait_polling): after a wait that ran out the budget, work starts at a period
- *              boundary with a full budget and runs up to 1/cores times faster than average
- *              for that budget, which pipelines, whose ranks wait and work in turn, show.
+ *              full speed for cores x period of every period (plus up to 1 ms Linux carries
+ *              over from the last one, start_period) and stands still for the rest. Its rank
+ *              waits for messages asleep (comm.h, SL_COMM_WAIT_SLEEP), whose tests cost the
+ *              CPU the profile measured (wait_idle). Work the profile timed at the quota's
+ *              average rate is replayed against the budget (run_work): after a wait that
+ *              crossed a period boundary, work starts with a full budget and runs up to
+ *              1/cores times faster than average for that budget, which pipelines, whose ranks
+ *              wait and work in turn, show. The two small world all-reduces after the sync
+ *              are replayed round by round (world_scalar_allreduces).
  *   memory     peak resident memory of the process, per rank: the runtime baseline (what the
  *              profile measured on an MPI rank of the device less its tensors: binary,
  *              libraries, OpenMPI; else the catalogue's runtime_overhead_bytes) + the
@@ -64,6 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist/comm.h"
 #include "dist/placement.h"
 #include "dist/roles.h"
 #include "dist/schedule.h"
@@ -98,49 +103,54 @@ struct rank_state {
 	int pending_count;
 	/* a device that is a CPU quota (catalogue cpu_quota): budget per period and its use */
 	double quota_cores, period_s, used_s;
+	double budget_s;    /* this period's: cores x period plus what the last one left (carry) */
 	long period;        /* the period ((clock - phase) / period_s) whose budget used_s counts */
+	double test_cpu_s, test_late_s; /* a sleeping wait's test: its CPU, how late it comes */
 	double phase_s;     /* where this device's periods start: cgroups keep their own timers */
 };
 
-/* Moves r into the period that holds its clock (a new period brings a fresh budget). Periods
- * are counted by number so that rounding never leaves the clock on a boundary it cannot cross. */
+/* Linux keeps up to min_cfs_rq_runtime (1 ms) of a cgroup's unused runtime on the CPU when
+ * its task goes to sleep, and since Linux 5.4 that runtime no longer expires at the period's
+ * end (sched-bwc.rst): a rank that left budget unused, say because it went to wait, runs up to
+ * 1 ms more than its quota in the next period it runs in. */
+#define CFS_LOCAL_RUNTIME_S 0.001
+
+/* Starts period k (> r->period) with a fresh budget and the carry of the one it leaves. */
+static void start_period(struct rank_state *r, long k)
+{
+	double left = r->period == LONG_MIN ? 0 : r->budget_s - r->used_s;
+	r->budget_s = r->quota_cores * r->period_s + fmin(CFS_LOCAL_RUNTIME_S, fmax(0, left));
+	r->period = k;
+	r->used_s = 0;
+}
+
+/* Moves r into the period that holds its clock. Periods are counted by number so that rounding
+ * never leaves the clock on a boundary it cannot cross. */
 static void enter_period(struct rank_state *r)
 {
 	long k = (long)floor((r->clock - r->phase_s) / r->period_s + 1e-9);
-	if (k > r->period) {
-		r->period = k;
-		r->used_s = 0;
-	}
+	if (k > r->period)
+		start_period(r, k);
 }
 
-/* Advances r by up to want_s of running (work or polling, the same to the quota) and by any
- * throttled time in between; stops early at limit_s (polling ends when its message is there).
- * Returns the running time done. */
-static double run_for(struct rank_state *r, double want_s, double limit_s)
+/* Advances r by want_s of running and by any throttled time in between. */
+static void run_for(struct rank_state *r, double want_s)
 {
-	double budget = r->quota_cores * r->period_s, done = 0;
-	while (want_s - done > 1e-12 && r->clock < limit_s) {
+	double done = 0;
+	while (want_s - done > 1e-12) {
 		enter_period(r);
 		double end = r->phase_s + (double)(r->period + 1) * r->period_s;
-		double left = budget - r->used_s;
-		if (left <= 1e-12) { /* throttled until the next period */
+		double left = r->budget_s - r->used_s;
+		double take = left <= 1e-12 ? 0 : fmin(want_s - done, fmin(left, end - r->clock));
+		if (take <= 0) { /* throttled until the next period, or at this one's end */
 			r->clock = end;
-			r->period++;
-			r->used_s = 0;
-			continue;
-		}
-		double take = fmin(want_s - done, fmin(left, fmin(end, limit_s) - r->clock));
-		if (take <= 0) { /* at the period's end: the next one */
-			r->clock = end;
-			r->period++;
-			r->used_s = 0;
+			start_period(r, r->period + 1);
 			continue;
 		}
 		r->clock += take;
 		r->used_s += take;
 		done += take;
 	}
-	return done;
 }
 
 static int has_quota(const struct rank_state *r)
@@ -159,12 +169,21 @@ static void run_work(struct rank_state *r, double wall_s)
 		r->clock += wall_s;
 		return;
 	}
-	run_for(r, wall_s * r->quota_cores, INFINITY);
+	run_for(r, wall_s * r->quota_cores);
 }
 
-/* Waits until until_s inside MPI, which polls: the wait spends the quota like work, and a rank
- * whose budget ran out before its message came resumes only at the next period. */
-static void wait_polling(struct rank_state *r, double until_s)
+/* Linux wakes a sleeping thread up to its timer slack (50 us by default) after the time it
+ * asked for: half of it on average, where the profile did not measure the sleeping wait. */
+#define TIMER_SLACK_S 50e-6
+
+/* Waits until until_s inside MPI. A rank on a CPU-quota device waits asleep between tests
+ * (comm.h, SL_COMM_WAIT_SLEEP): it sees its message at the first test after it came (sleeps of
+ * SL_COMM_IDLE_SLEEP_FIRST_S doubling to SL_COMM_IDLE_SLEEP_MAX_S, each test and sleep late by
+ * what the profile measured), and each test costs the CPU the profile measured (20-29 us on
+ * the testbed, a quarter of a cpu-fast device's budget over a long wait): paid from the budget,
+ * so a long wait can leave the rank throttled when its message comes. A wait that crosses a
+ * period boundary leaves a fresh budget (enter_period). */
+static void wait_idle(struct rank_state *r, double until_s)
 {
 	if (until_s <= r->clock)
 		return;
@@ -172,9 +191,30 @@ static void wait_polling(struct rank_state *r, double until_s)
 		r->clock = until_s;
 		return;
 	}
-	run_for(r, INFINITY, until_s);
-	if (r->clock < until_s)
-		r->clock = until_s;
+	double sleep_s = SL_COMM_IDLE_SLEEP_FIRST_S, c = r->test_cpu_s;
+	for (;;) {
+		/* a cycle: the test (c of CPU, from the budget), then the sleep and its lateness */
+		double cycle = sleep_s + r->test_late_s;
+		if (sleep_s >= SL_COMM_IDLE_SLEEP_MAX_S) {
+			/* at the longest sleep: jump over the cycles that neither reach until_s nor the
+			 * period's end nor exhaust the budget (the result of running them one by one) */
+			enter_period(r);
+			double end = r->phase_s + (double)(r->period + 1) * r->period_s;
+			double by_time = floor((fmin(end, until_s) - r->clock) / cycle);
+			double by_budget = c > 0 ? floor((r->budget_s - r->used_s) / c) : by_time;
+			double n = fmin(by_time, by_budget) - 1;
+			if (n > 0) {
+				r->clock += n * cycle;
+				r->used_s += n * c;
+			}
+		}
+		if (c > 0)
+			run_for(r, c);
+		if (r->clock >= until_s)
+			return;
+		r->clock += fmax(0, cycle - c);
+		sleep_s = fmin(2 * sleep_s, SL_COMM_IDLE_SLEEP_MAX_S);
+	}
 }
 
 static double gbps_at(const struct sl_net_fit *fit, double bytes)
@@ -229,7 +269,7 @@ static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_rol
 }
 
 /* An all-reduce of bytes over members: it starts when the last of them arrives and they wait
- * (polling) until it ends. Returns its egress in USD: 2(m-1)/m of the bytes from each member to
+ * until it ends. Returns its egress in USD: 2(m-1)/m of the bytes from each member to
  * the next. */
 static double group_allreduce(const struct sl_sim_env *env, const struct sl_role_table *t,
 			      struct rank_state *st, const int *members, int m, double bytes)
@@ -239,7 +279,7 @@ static double group_allreduce(const struct sl_sim_env *env, const struct sl_role
 		start = fmax(start, st[members[i]].clock);
 	double dur = ring_allreduce_s(env, t, st, members, m, bytes);
 	for (int i = 0; i < m; i++)
-		wait_polling(&st[members[i]], start + dur);
+		wait_idle(&st[members[i]], start + dur);
 	for (int i = 0; m > 1 && i < m; i++) {
 		const struct sl_role *a = &t->roles[members[i]];
 		const struct sl_role *n = &t->roles[members[(i + 1) % m]];
@@ -247,6 +287,45 @@ static double group_allreduce(const struct sl_sim_env *env, const struct sl_role
 		       sl_network_egress_usd_per_gb(env->network, a->zone, n->zone);
 	}
 	return usd;
+}
+
+/* CPU a rank spends in one round of a collective of a few bytes (an MPI test that finds its
+ * message, a send, a sum). */
+#define SCALAR_ROUND_CPU_S 20e-6
+
+/* After the gradient sync every rank joins two all-reduces of a few bytes over the world (the
+ * loss with the stop flag, then the gradient norm), each 2(W-1) rounds of OpenMPI's ring in
+ * rank order (comm_mpi.c asks libnbc for its ring). A rank's round starts once its own previous
+ * round and its left neighbour's are done, and needs the rank to run: on a CPU-quota device
+ * whose budget is spent that waits for its next period, which is where such a collective's
+ * time goes on the testbed. Returns when the last rank is done. */
+static double world_scalar_allreduces(struct rank_state *st, int W)
+{
+	double *done = malloc((size_t)W * sizeof(double)), end = 0;
+	for (int r = 0; r < W; r++)
+		end = fmax(end, st[r].clock);
+	if (!done || W < 2) {
+		free(done);
+		return end;
+	}
+	for (int r = 0; r < W; r++)
+		done[r] = st[r].clock;
+	for (int round = 0; round < 2 * 2 * (W - 1); round++) {
+		double left_prev = done[W - 1];
+		for (int r = 0; r < W; r++) {
+			double start = fmax(done[r], left_prev);
+			left_prev = done[r];
+			wait_idle(&st[r], start);
+			run_work(&st[r], has_quota(&st[r]) ? SCALAR_ROUND_CPU_S / st[r].quota_cores
+							  : SCALAR_ROUND_CPU_S);
+			done[r] = st[r].clock;
+		}
+	}
+	end = 0;
+	for (int r = 0; r < W; r++)
+		end = fmax(end, done[r]);
+	free(done);
+	return end;
 }
 
 /* Bytes of one rank's parameters in layers [first, last] at TP degree tp (fp32). */
@@ -513,6 +592,10 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 		const struct sl_gpu_type *gt = &env->catalogue.gpus[ro->gpu];
 		st[r].quota_cores = gt->cpu_quota_cores;
 		st[r].period_s = gt->cpu_quota_period_s;
+		const struct sl_profile *prof = env->profiles[ro->gpu];
+		st[r].test_cpu_s = prof && prof->idle_measured ? prof->idle_cpu_per_test_s : 0;
+		st[r].test_late_s = prof && prof->idle_measured ? prof->idle_late_per_test_s
+								: 0.5 * TIMER_SLACK_S;
 		if (sl_sim_time_source(env, ro->gpu, b, ro->tp) == SL_TIME_ESTIMATED)
 			out->stages[ro->stage].time_estimated = 1;
 	}
@@ -599,7 +682,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 					 fmax(ready[idx], me->clock));
 			double at = arrival[idx];
 			double t0 = me->clock;
-			wait_polling(me, at);
+			wait_idle(me, at);
 			me->wait_s += me->clock - t0;
 			break;
 		}
@@ -690,11 +773,9 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 	for (int r = 0; r < W; r++)
 		st[r].sync_end_s = st[r].clock;
 	/* the global norm: everyone waits for the last rank; then each rank's optimizer step */
-	double norm = 0;
-	for (int r = 0; r < W; r++)
-		norm = fmax(norm, st[r].clock);
+	double norm = world_scalar_allreduces(st, W);
 	for (int r = 0; r < W; r++) {
-		wait_polling(&st[r], norm);
+		wait_idle(&st[r], norm);
 		run_work(&st[r], st[r].update_s);
 	}
 	T = norm - prev_norm;

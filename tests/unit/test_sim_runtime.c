@@ -229,6 +229,39 @@ static void a_cpu_quota_device_runs_in_bursts(void **state)
 	sl_plan_free(&pipe_q);
 }
 
+/* A sleeping wait's tests cost CPU that a quota device's budget pays (the profile's
+ * source.idle_wait): the pipeline's ranks wait, so the more a test costs, the slower the step;
+ * and a test that costs more than a period's budget still ends (the rank runs a period later). */
+static void a_sleeping_waits_tests_spend_the_quota(void **state)
+{
+	(void)state;
+	struct sl_plan pipe_q;
+	load_plan(TWO_STAGES("cpu-quota"), &pipe_q);
+	struct sl_err err = {0};
+	struct sl_profile *prof = NULL;
+	for (int g = 0; g < SL_MAX_GPU_TYPES; g++)
+		if (env->profiles[g] && strstr(env->profiles[g]->path, "cpu-quota.json"))
+			prof = env->profiles[g];
+	assert_non_null(prof);
+	static struct sl_sim_result free_tests, cheap, dear, absurd;
+	assert_int_equal(sl_simulate(env, &pipe_q, SL_COST_SAILOR, &free_tests, &err), 0);
+	prof->idle_measured = 1;
+	prof->idle_late_per_test_s = 25e-6;
+	prof->idle_cpu_per_test_s = 5e-6;
+	assert_int_equal(sl_simulate(env, &pipe_q, SL_COST_SAILOR, &cheap, &err), 0);
+	prof->idle_cpu_per_test_s = 60e-6;
+	assert_int_equal(sl_simulate(env, &pipe_q, SL_COST_SAILOR, &dear, &err), 0);
+	prof->idle_cpu_per_test_s = 0.004; /* more than the 2.5 ms budget of a period */
+	assert_int_equal(sl_simulate(env, &pipe_q, SL_COST_SAILOR, &absurd, &err), 0);
+	prof->idle_measured = 0;
+	prof->idle_cpu_per_test_s = prof->idle_late_per_test_s = 0;
+	assert_true(cheap.iteration_time_s >= free_tests.iteration_time_s - 1e-9);
+	assert_true(dear.iteration_time_s > cheap.iteration_time_s);
+	assert_true(absurd.iteration_time_s > dear.iteration_time_s);
+	assert_true(isfinite(absurd.iteration_time_s));
+	sl_plan_free(&pipe_q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -236,6 +269,7 @@ int main(void)
 		cmocka_unit_test(pipeline_keeps_min_p_k_n_slots_and_waits_for_transfers),
 		cmocka_unit_test(data_parallel_adds_an_allreduce_and_halves_the_work),
 		cmocka_unit_test(a_cpu_quota_device_runs_in_bursts),
+		cmocka_unit_test(a_sleeping_waits_tests_spend_the_quota),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
