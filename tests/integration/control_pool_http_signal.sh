@@ -5,20 +5,9 @@
 # controller exits 1 and leaves no process; `sailor report` draws the run (PNG and SVG).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-command -v mpirun >/dev/null || { echo "mpirun is missing (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
 command -v curl >/dev/null || { echo "curl is missing"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
-ctl=""
-cleanup() { [ -n "$ctl" ] && kill -9 "$ctl" 2>/dev/null; pkill -9 -f "$work" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
-cat > "$work/cluster.json" <<JSON
-{"schema": "sailor.cluster/1", "hosts": [
-  {"name": "a100-0", "address": "localhost", "gpu": "A100-40", "zone": "us-central1-a", "slots": 2}],
- "launch": {"mpirun_args": ["--mca", "mpi_yield_when_idle", "1"]}}
-JSON
+source tests/lib/control_setup.sh
+localhost_cluster a100-0:A100-40:us-central1-a
 pool() { echo "{\"schema\": \"sailor.pool/1\", \"gpus\": [{\"gpu\": \"A100-40\", \"zone\": \"us-central1-a\", \"count\": $1}]}" > "$work/pool.tmp"; mv "$work/pool.tmp" "$work/pool.json"; }
 pool 1
 "$SAILOR" control --model gpt2-tiny --data "$work/tokens.bin" --seq-len 32 --steps 100000 \

@@ -7,23 +7,8 @@
 # of the run is left.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-PY=/usr/bin/python3
-"$PY" -c 'import numpy' 2>/dev/null || { echo "python3-numpy is missing (scripts/install-deps.sh --with-torch)"; exit 77; }
-command -v mpirun >/dev/null || { echo "mpirun is missing (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
-ctl=""
-cleanup() { [ -n "$ctl" ] && kill -9 "$ctl" 2>/dev/null; pkill -9 -f "$work" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
-cat > "$work/cluster.json" <<JSON
-{"schema": "sailor.cluster/1", "hosts": [
-  {"name": "a100-0", "address": "localhost", "gpu": "A100-40", "zone": "us-central1-a", "slots": 2},
-  {"name": "a100-1", "address": "localhost", "gpu": "A100-40", "zone": "us-central1-a", "slots": 2},
-  {"name": "v100-0", "address": "localhost", "gpu": "V100-16", "zone": "us-central1-b", "slots": 2}],
- "launch": {"mpirun_args": ["--mca", "mpi_yield_when_idle", "1"]}}
-JSON
+NEED_NUMPY=1 source tests/lib/control_setup.sh
+localhost_cluster a100-0:A100-40:us-central1-a a100-1:A100-40:us-central1-a v100-0:V100-16:us-central1-b
 printf ',Timestamp,A100-40_us-central1-a,V100-16_us-central1-b\n0,0,1,0\n1,6,4,2\n2,12,1,2\n3,18,2,0\n' > "$work/trace.csv"
 N=240
 K=10
