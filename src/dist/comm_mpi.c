@@ -142,6 +142,13 @@ enum sl_comm_idle_wait sl_comm_idle_wait_for(double cpu_quota_cores)
  * throttled for the rest of its period): a few wake-ups per millisecond at most. (A fixed 20 us
  * sleep with 1 us of timer slack made a TP-2 step 1.8x slower than this on the testbed.) */
 
+static double clock_s(clockid_t id)
+{
+	struct timespec t;
+	clock_gettime(id, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* The sleeping wait: tests r, and sleeps between tests, until it is done or (deadline_s > 0)
  * the monotonic clock passes deadline_s; counts the tests in *tests when given. */
 static int test_and_sleep(MPI_Request *r, double deadline_s, long *tests, int *done)
@@ -153,9 +160,7 @@ static int test_and_sleep(MPI_Request *r, double deadline_s, long *tests, int *d
 			(*tests)++;
 		if (rc != MPI_SUCCESS || *done)
 			return rc;
-		struct timespec now;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (deadline_s > 0 && (double)now.tv_sec + 1e-9 * (double)now.tv_nsec >= deadline_s)
+		if (deadline_s > 0 && clock_s(CLOCK_MONOTONIC) >= deadline_s)
 			return MPI_SUCCESS;
 		struct timespec pause = {0, sleep_ns};
 		nanosleep(&pause, NULL);
@@ -171,13 +176,6 @@ static int finish(struct sl_comm *comm, MPI_Request *r)
 		return MPI_Wait(r, MPI_STATUS_IGNORE);
 	int done = 0;
 	return test_and_sleep(r, 0, NULL, &done);
-}
-
-static double clock_s(clockid_t id)
-{
-	struct timespec t;
-	clock_gettime(id, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 int sl_comm_idle_wait_probe(struct sl_comm *comm, double seconds, struct sl_comm_idle_cost *out,

@@ -28,4 +28,13 @@ set=data/validation/testbed-geo3-gpt2tiny
 "$SAILOR" simulate --plan "$set/v05-p2-fast-slow-region.json" --profiles "$set/env/profiles" --gpus "$set/env/gpus.json" \
 	--network "$set/env/network.json" --cluster "$set/env/cluster.json" --json >"$out" 2>&1
 check "a plan of profiled devices is modelled as sailor run" 'jq -e ".runtime == \"sailor run\"" "$out" >/dev/null'
+# a profile whose idle-wait probe is not a pair of small non-negative seconds is refused, by name
+bad=$(mktemp -d)
+trap 'rm -f "$out"; rm -rf "$bad"' EXIT
+cp -r "$set/env/profiles/." "$bad/"
+jq '.source.idle_wait.cpu_per_test_s = -1' "$set/env/profiles/gpt2-tiny/cpu-fast.json" >"$bad/gpt2-tiny/cpu-fast.json"
+"$SAILOR" simulate --plan "$set/v01-p1-d1-fast.json" --profiles "$bad" --gpus "$set/env/gpus.json" \
+	--network "$set/env/network.json" --cluster "$set/env/cluster.json" >"$out" 2>&1
+rc=$?
+check "a bad source.idle_wait is refused with its name" '[ "$rc" -ne 0 ] && grep -q "source.idle_wait: expected" "$out"'
 [ "$fails" -eq 0 ]
