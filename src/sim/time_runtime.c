@@ -56,7 +56,8 @@
  *              gradient bucket + one gradient buffer; the layer figures are the profile's,
  *              measured on the runtime's own layers. Every buffer the runtime allocates is
  *              zeroed, so all of it is resident from the start: the 16 MiB gradient bucket
- *              counts even for a rank with nothing to all-reduce.
+ *              counts even for a rank with nothing to all-reduce. With ZeRO-1 a rank that
+ *              waits asleep also holds the scratch of OpenMPI's non-blocking reduce-scatter.
  * The ranks' hosts come from the cluster file the simulator was given (the launcher's own
  * placement, dist/placement.h), else every replica is a host of its own.
  *
@@ -77,6 +78,8 @@
 /* dist/grad_sync.h's SL_GRAD_BUCKET_FLOATS (4 Mi floats), repeated so that sim does not include
  * the runtime's MPI-facing header; test_sim_runtime checks they agree. */
 #define SL_RUNTIME_BUCKET_BYTES (16.0 * 1024 * 1024)
+/* dist/zero.h's SL_ZERO_BUCKET_FLOATS (1 Mi floats), the sharded optimizer's calls */
+#define ZERO_BUCKET_BYTES (4.0 * 1024 * 1024)
 
 /* OpenMPI's TCP transport sends a message of up to its eager limit (btl_tcp_eager_limit, 64 KiB
  * in OpenMPI 4.1) at once; a larger one goes by rendezvous and moves only while both ends are
@@ -405,7 +408,7 @@ static double attention_core_share(const struct sl_sim_env *env)
 
 static void rank_memory(const struct sl_sim_env *env, const struct sl_role *r, int mbs, int slots,
 			int P, double whole_tensor_bytes,
-			int recompute, int zero_group, double zero_whole_bytes,
+			int recompute, int zero_group, int zero_rank, double zero_whole_bytes,
 			struct sl_sim_memory *mem)
 {
 	const struct sl_gpu_type *g = &env->catalogue.gpus[r->gpu];
@@ -434,6 +437,7 @@ static void rank_memory(const struct sl_sim_env *env, const struct sl_role *r, i
 		storage -= 4.0 * SL_FP32_BYTES * (double)env->model.vocab / r->tp * env->model.hidden;
 	}
 	double activation_msg = SL_FP32_BYTES * (double)mbs * env->model.seq_len * env->model.hidden;
+	double zero_scratch = 0;
 	/* storage = values | grads | exp_avg | exp_avg_sq, one quarter each */
 	mem->params_bytes = storage / 4;
 	mem->grads_bytes = storage / 4;
@@ -450,12 +454,26 @@ static void rank_memory(const struct sl_sim_env *env, const struct sl_role *r, i
 		 * piece comes with as many bytes of summed gradient and fp32 values */
 		mem->optimizer_bytes = table + (zero_whole_bytes > 0 ? 2.0 * zero_whole_bytes : rest) /
 						       zero_group;
+		/* A rank that waits asleep (a CPU quota) runs the gradient reduce-scatter as
+		 * MPI_Ireduce_scatter. OpenMPI's libnbc reduces over a binomial tree into a
+		 * scratch of two buffers the size of the call (a bucket of the stage's flat view,
+		 * at most SL_ZERO_BUCKET_FLOATS): a rank fills one per round it receives in, two at
+		 * most; a rank that only sends fills none. */
+		if (g->cpu_quota_cores > 0 && g->cpu_quota_cores < 1) {
+			int receives = 0;
+			for (int half = 1; half < zero_group && zero_rank % (2 * half) == 0;
+			     half *= 2)
+				receives += zero_rank + half < zero_group;
+			double view = zero_whole_bytes > 0 ? zero_whole_bytes / 2 : mem->params_bytes;
+			zero_scratch = fmin(2, receives) * fmin(ZERO_BUCKET_BYTES, view);
+		}
 	}
 	mem->activations_bytes = slots * act + shared + (pm ? pm->workspace_bytes : 0);
 	/* the gradient bucket is allocated (and zeroed, so resident) by every rank, large enough
 	 * for the largest whole tensor when a stage mixes TP degrees (grad_sync.c) */
 	mem->buffers_bytes = (r->stage > 0 ? 2.0 * slots * activation_msg : 0) +
-			     fmax(SL_RUNTIME_BUCKET_BYTES, whole_tensor_bytes) + activation_msg;
+			     fmax(SL_RUNTIME_BUCKET_BYTES, whole_tensor_bytes) + activation_msg +
+			     zero_scratch;
 	(void)P;
 	/* the process baseline as the profile measured it on an MPI rank of this device type;
 	 * else the catalogue's figure */
@@ -839,8 +857,16 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 						   sl_sim_stage_params(env, 1, ro->first_layer,
 								       ro->last_layer)
 					 : 0;
+		/* this rank's place in the stage's ZeRO group: the replica (one TP degree), else
+		 * its rank among all of the stage's (groups.c orders both by world rank) */
+		int zrank = ro->pipeline;
+		if (mixed) {
+			zrank = ro->tp_rank;
+			for (int j = 0; j < ro->pipeline; j++)
+				zrank += sl_plan_replica(plan, k, j)->tp;
+		}
 		rank_memory(env, ro, b, sched[r].slots, P, whole, plan->stages[k].recompute,
-			    zgroup, mixed && zgroup > 1 ? whole_all : 0, &mem);
+			    zgroup, zrank, mixed && zgroup > 1 ? whole_all : 0, &mem);
 		struct sl_sim_stage *s = &out->stages[k];
 		if (s->memory.total_bytes < 0 ||
 		    mem.total_bytes / mem.capacity_bytes >

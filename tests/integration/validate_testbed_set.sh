@@ -23,7 +23,7 @@ validate() { # set runs time_mean time_max memory_mean memory_max
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 validate data/validation/testbed-geo3-gpt2tiny 14 0.06 0.15 0.03 0.05
-validate data/validation/testbed-geo3-gpt2tiny-memopts 7 0.09 0.18 0.07 0.15
+validate data/validation/testbed-geo3-gpt2tiny-memopts 7 0.09 0.18 0.04 0.07
 set=data/validation/testbed-geo3-gpt2tiny
 "$SAILOR" simulate --plan "$set/v05-p2-fast-slow-region.json" --profiles "$set/env/profiles" --gpus "$set/env/gpus.json" \
 	--network "$set/env/network.json" --cluster "$set/env/cluster.json" --json >"$out" 2>&1
