@@ -301,16 +301,14 @@ static double group_allreduce(const struct sl_sim_env *env, const struct sl_role
  * rank order (comm_mpi.c asks libnbc for its ring). A rank's round starts once its own previous
  * round and its left neighbour's are done, and needs the rank to run: on a CPU-quota device
  * whose budget is spent that waits for its next period, which is where such a collective's
- * time goes on the testbed. Returns when the last rank is done. */
-static double world_scalar_allreduces(struct rank_state *st, int W)
+ * time goes on the testbed. Returns when the last rank is done; done: W doubles of scratch. */
+static double world_scalar_allreduces(struct rank_state *st, int W, double *done)
 {
-	double *done = malloc((size_t)W * sizeof(double)), end = 0;
+	double end = 0;
 	for (int r = 0; r < W; r++)
 		end = fmax(end, st[r].clock);
-	if (!done || W < 2) {
-		free(done);
+	if (W < 2)
 		return end;
-	}
 	for (int r = 0; r < W; r++)
 		done[r] = st[r].clock;
 	for (int round = 0; round < 2 * 2 * (W - 1); round++) {
@@ -327,7 +325,6 @@ static double world_scalar_allreduces(struct rank_state *st, int W)
 	end = 0;
 	for (int r = 0; r < W; r++)
 		end = fmax(end, done[r]);
-	free(done);
 	return end;
 }
 
@@ -552,6 +549,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 	int *source = NULL;
 	int *members = NULL;
 	double *link_free = NULL;
+	double *round_done = NULL; /* world_scalar_allreduces' scratch */
 	int rc = sl_role_table_build(plan, G, &t, err);
 	if (!rc && env->cluster)
 		rc = sl_place_roles(&t, env->cluster, &env->catalogue, err);
@@ -572,7 +570,8 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 	source = malloc((size_t)W * 2 * (size_t)nmax * sizeof(int));
 	members = malloc((size_t)W * sizeof(int));
 	link_free = calloc((size_t)hosts * (size_t)env->catalogue.zone_count, sizeof(double));
-	if (!st || !arrival || !ready || !source || !members || !link_free) {
+	round_done = malloc((size_t)W * sizeof(double));
+	if (!st || !arrival || !ready || !source || !members || !link_free || !round_done) {
 		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -791,7 +790,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 	for (int r = 0; r < W; r++)
 		st[r].sync_end_s = st[r].clock;
 	/* the global norm: everyone waits for the last rank; then each rank's optimizer step */
-	double norm = world_scalar_allreduces(st, W);
+	double norm = world_scalar_allreduces(st, W, round_done);
 	for (int r = 0; r < W; r++) {
 		wait_idle(&st[r], norm);
 		run_work(&st[r], st[r].update_s);
@@ -889,5 +888,6 @@ out:
 	free(source);
 	free(members);
 	free(link_free);
+	free(round_done);
 	return rc;
 }

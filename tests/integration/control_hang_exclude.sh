@@ -84,12 +84,7 @@ grep '"event":"host_readmitted"' "$work/run/events.jsonl" | grep -q "\"host\":\"
 
 # 4. SIGTERM: the controller stops, nothing is left
 kill -TERM "$ctl"
-status=0
-wait "$ctl" || status=$?
-ctl=""
-[ "$status" -eq 1 ] || fail "sailor control exited $status after SIGTERM, not 1"
-sleep 0.3
-left=$(pgrep -f "$work" || true)
-[ -z "$left" ] || { ps -fp $left; fail "processes left behind: $left"; }
+wait_control 1
+expect_no_process_left
 [ "$(ev_count failure)" -eq 2 ] || fail "expected 2 failures, found $(ev_count failure)"
 echo "OK: 2 hangs noticed, '$host' left out and readmitted, no process left"

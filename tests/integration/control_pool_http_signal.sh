@@ -40,17 +40,12 @@ grep '"event":"reconfigured"' "$work/run/events.jsonl"
 status_gen2() { curl -sf "http://127.0.0.1:$port/status" | grep -q '"generation": 2'; }
 wait_for 5 status_gen2 || { echo "FAIL: /status does not show generation 2"; exit 1; }
 kill -TERM "$ctl"
-status=0
 timeout 40 tail --pid="$ctl" -f /dev/null || { echo "FAIL: the controller did not stop within 40 s of SIGTERM"; exit 1; }
-wait "$ctl" || status=$?
-ctl=""
-[ "$status" -eq 1 ] || { echo "FAIL: exit status $status after SIGTERM, expected 1"; cat "$work/err"; exit 1; }
+wait_control 1
 grep -q "stopped by signal 15" "$work/err" || { echo "FAIL: no 'stopped by signal' message"; cat "$work/err"; exit 1; }
 last=$(tail -n 1 "$work/run/steps.jsonl" | grep -o '"step":[0-9]*' | grep -o '[0-9]*$')
 [ -f "$work/ckpt/step-$(printf %08d "$last").ckpt" ] || { echo "FAIL: no checkpoint of the last step $last"; ls "$work/ckpt"; exit 1; }
-sleep 0.2
-left=$(pgrep -f "$work" || true)
-[ -z "$left" ] || { echo "FAIL: processes left behind: $left"; exit 1; }
+expect_no_process_left
 if command -v gnuplot >/dev/null; then
   "$SAILOR" report "$work/run"
   [ "$(head -c 4 "$work/run/report.png" | tail -c 3)" = PNG ] || { echo "FAIL: report.png is not a PNG"; exit 1; }

@@ -29,14 +29,9 @@ step_at_least() { local s; s=$(tail -n 1 "$work/run/steps.jsonl" 2>/dev/null | g
 for _ in $(seq 600); do step_at_least 4 && break; kill -0 "$ctl" 2>/dev/null || break; sleep 0.1; done
 step_at_least 4 || { echo "FAIL: no step 4 within 60 s"; cat "$work/err"; exit 1; }
 pool 2
-status=0
-wait "$ctl" || status=$?
-ctl=""
+wait_control 0
 grep -v '"checkpoint"' "$work/run/events.jsonl" | cut -c 1-220
-[ "$status" -eq 0 ] || { echo "FAIL: sailor control exited $status"; cat "$work/err"; exit 1; }
-sleep 0.2
-left=$(pgrep -f "$work" || true)
-[ -z "$left" ] || { echo "FAIL: processes left behind: $left"; exit 1; }
+expect_no_process_left
 grep -q 'SAILOR_TEST_DROP_STEP_LINE: ignoring the line of step 3 ' "$work/err" || { echo "FAIL: the hook did not drop step 3's line"; cat "$work/err"; exit 1; }
 "$PY" - "$work/run" "$N" <<'PY'
 import json, sys

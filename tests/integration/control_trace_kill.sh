@@ -48,14 +48,9 @@ for _ in $(seq 900); do   # at most 90 s
   sleep 0.1
 done
 [ -n "$killed" ] || { echo "FAIL: no rank to kill after the trace's last change"; cat "$work/err"; exit 1; }
-status=0
-wait "$ctl" || status=$?
-ctl=""
+wait_control 0
 grep -v '"checkpoint"' "$work/run/events.jsonl" | cut -c 1-220
-[ "$status" -eq 0 ] || { echo "FAIL: sailor control exited $status"; cat "$work/err"; exit 1; }
-sleep 0.3
-left=$(pgrep -f "$work" || true)
-[ -z "$left" ] || { echo "FAIL: processes left behind: $left"; ps -fp $left; exit 1; }
+expect_no_process_left
 ev() { grep -c "\"event\":\"$1\"" "$work/run/events.jsonl" || true; }
 [ "$(ev pool_change)" -eq 3 ] || { echo "FAIL: expected 3 pool changes in the event log, found $(ev pool_change)"; exit 1; }
 [ "$(ev failure)" -ge 1 ] || { echo "FAIL: the kill is not in the event log as a failure"; exit 1; }

@@ -31,3 +31,19 @@ localhost_cluster() {
 		printf '],\n "launch": {"mpirun_args": ["--mca", "mpi_yield_when_idle", "1"]}}\n'
 	} >"$work/cluster.json"
 }
+
+# wait_control STATUS: waits for the controller ($ctl) and fails unless it exited with STATUS
+wait_control() {
+	local status=0
+	wait "$ctl" || status=$?
+	ctl=""
+	[ "$status" -eq "$1" ] || { echo "FAIL: sailor control exited $status, expected $1"; cat "$work/err"; exit 1; }
+}
+
+# expect_no_process_left: fails if a process of the run ($work in its command line) is still there
+expect_no_process_left() {
+	sleep 0.3
+	local left
+	left=$(pgrep -f "$work" || true)
+	[ -z "$left" ] || { echo "FAIL: processes left behind: $left"; ps -fp $left; exit 1; }
+}
