@@ -295,8 +295,10 @@ static int run_profile(int argc, char **argv)
 		if (sl_comm_mpi_init(&comm, &argc, &argv, &err))
 			return fail(&err);
 		/* TP ranks wait the way a run's ranks on this device type wait */
-		comm.idle_wait = sl_comm_idle_wait_for(
-			cat.gpus[sl_catalogue_gpu_index(&cat, po.gpu)].cpu_quota_cores);
+		const struct sl_gpu_type *device = &cat.gpus[sl_catalogue_gpu_index(&cat, po.gpu)];
+		if (sl_comm_set_idle_wait(&comm, sl_comm_idle_wait_for(device->cpu_quota_cores),
+					  &err))
+			return fail(&err);
 		po.comm = &comm;
 		if (comm.rank != 0)
 			po.verbose = 0;

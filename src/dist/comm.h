@@ -96,7 +96,11 @@ struct sl_comm {
 	const struct sl_comm_backend *backend;
 	int rank, size;               /* world */
 	struct sl_comm_group world;
-	enum sl_comm_idle_wait idle_wait; /* SL_COMM_WAIT_POLL unless the caller sets it */
+	enum sl_comm_idle_wait idle_wait; /* this rank's; SL_COMM_WAIT_POLL unless set */
+	/* Collectives run as their non-blocking forms on every rank (some rank waits asleep). A
+	 * blocking and a non-blocking collective do not match (MPI-3.1 5.12), so the world agrees
+	 * on this (sl_comm_set_idle_wait): ranks that poll then finish them with MPI_Wait. */
+	int nonblocking_collectives;
 	void *impl;
 };
 
@@ -117,6 +121,11 @@ struct sl_comm_idle_cost {
  * CPU-quota device's budget. Local to the calling rank (no other rank takes part). */
 int sl_comm_idle_wait_probe(struct sl_comm *comm, double seconds, struct sl_comm_idle_cost *out,
 			    struct sl_err *err);
+
+/* Sets this rank's wait and agrees with the others whether collectives run as their
+ * non-blocking forms (yes when some rank waits asleep). A collective over the world: every rank
+ * calls it, before any other collective that depends on it. */
+int sl_comm_set_idle_wait(struct sl_comm *comm, enum sl_comm_idle_wait wait, struct sl_err *err);
 
 /* The wait that suits a rank on a device type with cpu_quota_cores (0: none): sleeping for a
  * CPU quota, polling otherwise. SAILOR_MPI_WAIT=poll|sleep in the environment overrides it (to

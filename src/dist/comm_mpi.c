@@ -126,6 +126,18 @@ static int mpi_irecv(struct sl_comm *comm, void *buf, long long count, enum sl_c
 	return 0;
 }
 
+int sl_comm_set_idle_wait(struct sl_comm *comm, enum sl_comm_idle_wait wait, struct sl_err *err)
+{
+	comm->idle_wait = wait;
+	int asleep = wait == SL_COMM_WAIT_SLEEP, any = 0;
+	/* the blocking form on every rank: nothing is agreed yet */
+	int rc = MPI_Allreduce(&asleep, &any, 1, MPI_INT, MPI_MAX, group_comm(&comm->world));
+	if (rc != MPI_SUCCESS)
+		return mpi_fail(err, rc, "MPI_Allreduce (how the ranks wait)");
+	comm->nonblocking_collectives = any;
+	return 0;
+}
+
 enum sl_comm_idle_wait sl_comm_idle_wait_for(double cpu_quota_cores)
 {
 	const char *forced = getenv("SAILOR_MPI_WAIT");
@@ -225,7 +237,9 @@ static int mpi_wait(struct sl_comm *comm, struct sl_comm_request *req, struct sl
 
 /* A rank that waits asleep runs each collective as its non-blocking form and finishes it with
  * finish(); the blocking form would poll from the moment it arrives until the last member
- * does (and a barrier first, then the blocking form, still polled while a member slept).
+ * does (and a barrier first, then the blocking form, still polled while a member slept). Then
+ * every rank does (comm->nonblocking_collectives, sl_comm_set_idle_wait), the polling ones
+ * finishing with MPI_Wait.
  * Collectives in pieces of at most INT_MAX / 2 elements. */
 #define PIECE (INT_MAX / 2)
 
@@ -239,7 +253,7 @@ static int mpi_allreduce(struct sl_comm *comm, const struct sl_comm_group *g, vo
 		void *piece = (char *)buf + (size_t)off * width;
 		MPI_Op mop = op == SL_COMM_MAX ? MPI_MAX : MPI_SUM;
 		int rc;
-		if (comm->idle_wait == SL_COMM_WAIT_SLEEP) {
+		if (comm->nonblocking_collectives) {
 			MPI_Request r;
 			rc = MPI_Iallreduce(MPI_IN_PLACE, piece, (int)n, mpi_type(dtype), mop,
 					    group_comm(g), &r);
@@ -262,7 +276,7 @@ static int mpi_allgather(struct sl_comm *comm, const struct sl_comm_group *g, co
 		return sl_err_set(err, SL_EINPUT, "all-gather of %lld elements per rank is too large",
 				  count);
 	int rc;
-	if (comm->idle_wait == SL_COMM_WAIT_SLEEP) {
+	if (comm->nonblocking_collectives) {
 		MPI_Request r;
 		rc = MPI_Iallgather(in, (int)count, mpi_type(dtype), out, (int)count,
 				    mpi_type(dtype), group_comm(g), &r);
@@ -283,7 +297,7 @@ static int mpi_reduce_scatter(struct sl_comm *comm, const struct sl_comm_group *
 {
 	const void *send = in == out ? MPI_IN_PLACE : in;
 	int rc;
-	if (comm->idle_wait == SL_COMM_WAIT_SLEEP) {
+	if (comm->nonblocking_collectives) {
 		MPI_Request r;
 		rc = MPI_Ireduce_scatter(send, out, counts, mpi_type(dtype), MPI_SUM, group_comm(g),
 					 &r);
@@ -309,7 +323,7 @@ static int mpi_allgatherv(struct sl_comm *comm, const struct sl_comm_group *g, v
 		at += counts[i];
 	}
 	int rc = MPI_ERR_COUNT;
-	if (at <= INT_MAX && comm->idle_wait == SL_COMM_WAIT_SLEEP) {
+	if (at <= INT_MAX && comm->nonblocking_collectives) {
 		MPI_Request r;
 		rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs,
 				     mpi_type(dtype), group_comm(g), &r);
@@ -333,7 +347,7 @@ static int mpi_broadcast(struct sl_comm *comm, const struct sl_comm_group *g, vo
 		long long n = count - off < PIECE ? count - off : PIECE;
 		void *piece = (char *)buf + (size_t)off * width;
 		int rc;
-		if (comm->idle_wait == SL_COMM_WAIT_SLEEP) {
+		if (comm->nonblocking_collectives) {
 			MPI_Request r;
 			rc = MPI_Ibcast(piece, (int)n, mpi_type(dtype), root, group_comm(g), &r);
 			if (rc == MPI_SUCCESS)
@@ -350,7 +364,7 @@ static int mpi_broadcast(struct sl_comm *comm, const struct sl_comm_group *g, vo
 static int mpi_barrier(struct sl_comm *comm, const struct sl_comm_group *g, struct sl_err *err)
 {
 	int rc;
-	if (comm->idle_wait == SL_COMM_WAIT_SLEEP) {
+	if (comm->nonblocking_collectives) {
 		MPI_Request r;
 		rc = MPI_Ibarrier(group_comm(g), &r);
 		if (rc == MPI_SUCCESS)
@@ -423,7 +437,10 @@ int sl_comm_mpi_init(struct sl_comm *comm, int *argc, char ***argv, struct sl_er
 		return sl_err_set(err, SL_EIO, "MPI_Init_thread failed (error %d)", rc);
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	comm->backend = &mpi_backend;
-	comm->idle_wait = sl_comm_idle_wait_for(0); /* polling, unless SAILOR_MPI_WAIT says */
+	/* polling, unless SAILOR_MPI_WAIT says; callers that know the device agree on theirs with
+	 * sl_comm_set_idle_wait */
+	comm->idle_wait = sl_comm_idle_wait_for(0);
+	comm->nonblocking_collectives = comm->idle_wait == SL_COMM_WAIT_SLEEP;
 	MPI_Comm_rank(MPI_COMM_WORLD, &comm->rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &comm->size);
 	MPI_Comm world = MPI_COMM_WORLD;

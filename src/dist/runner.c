@@ -143,8 +143,10 @@ static int setup_rank(struct worker *w, struct sl_err *err)
 				  "the sum of tp over its replicas): start it with mpirun -np %d",
 				  comm->size, w->o->plan, w->table.world_size, w->table.world_size);
 	w->me = w->table.roles[comm->rank];
-	comm->idle_wait = sl_comm_idle_wait_for(w->cat.gpus[w->me.gpu].cpu_quota_cores);
-	int rc = sl_dist_groups_build(comm, &w->table, &w->groups, err);
+	int rc = sl_comm_set_idle_wait(
+		comm, sl_comm_idle_wait_for(w->cat.gpus[w->me.gpu].cpu_quota_cores), err);
+	if (!rc)
+		rc = sl_dist_groups_build(comm, &w->table, &w->groups, err);
 	if (rc)
 		return rc;
 	w->tp = (struct tp_ctx){comm, &w->groups.tp};

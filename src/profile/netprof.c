@@ -323,8 +323,11 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 				"start 'sailor profile --network' without mpirun, it launches itself",
 				comm->size, o->cluster, lay.world);
 	if (!rc) /* measure the links the way a run's rank on this host waits on them */
-		comm->idle_wait = sl_comm_idle_wait_for(
-			cat->gpus[cluster.hosts[lay.rank_host[comm->rank]].gpu].cpu_quota_cores);
+		rc = sl_comm_set_idle_wait(
+			comm,
+			sl_comm_idle_wait_for(
+				cat->gpus[cluster.hosts[lay.rank_host[comm->rank]].gpu].cpu_quota_cores),
+			err);
 	struct pair *pairs = NULL;
 	char *buf = NULL;
 	double *results = NULL;

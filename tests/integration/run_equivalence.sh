@@ -4,8 +4,9 @@
 # stages split across two zones), 10 steps on gpt2-tiny with the same seed, data and global batch
 # give the same losses within 1e-5 relative, and the final checkpoints the same parameters and
 # AdamW moments within 1e-5 relative norm (tests/dist/compare_runs.py). One plan is also run with
-# a vocabulary that 4 TP ranks cannot split evenly (257), and two with ranks that wait asleep
-# (CPU-quota devices). Ranks are oversubscribed on this machine.
+# a vocabulary that 4 TP ranks cannot split evenly (257), two with ranks that wait asleep
+# (CPU-quota devices) and one that mixes such ranks with ranks that poll. Ranks are
+# oversubscribed on this machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${SAILOR:?set SAILOR to the sailor binary}"
@@ -65,4 +66,19 @@ grep -q '"idle_wait":"poll"' "$work/run-01-single/losses.jsonl" \
 SAILOR_MPI_WAIT=sleep check sleep-pp2-dp3-tp124 gpt2-tiny tests/dist/plans/09-pp2-dp3-tp124-uneven-mb.json
 grep -q '"idle_wait":"sleep"' "$work/run-sleep-pp2-dp3-tp124/losses.jsonl" \
   || { echo "FAIL: SAILOR_MPI_WAIT=sleep was not used"; exit 1; }
+# A plan whose groups mix ranks that poll (A100-40) with ranks that wait asleep (cpu-slow), ZeRO-1
+# on stage 0: a blocking and a non-blocking collective do not match, so the world agrees to run
+# the non-blocking forms (comm.h, sl_comm_set_idle_wait); before that, this plan hung in its
+# first collective.
+cat > "$work/mixed-waits.json" <<'JSON'
+{"schema": "sailor.plan/1", "global_batch": 8, "micro_batch": 2, "stages": [
+ {"layers": [0, 3], "zero": 1, "replicas": [{"gpu": "A100-40", "zone": "us-central1-a"},
+  {"gpu": "A100-40", "zone": "us-central1-a", "tp": 2}, {"gpu": "cpu-slow", "zone": "us-central1-b", "tp": 2}]},
+ {"layers": [4, 5], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2},
+  {"gpu": "A100-40", "zone": "us-central1-a"}, {"gpu": "cpu-slow", "zone": "us-central1-b"}]}],
+ "microbatches_per_pipeline": [1, 2, 1]}
+JSON
+run_extra=(--gpus data/testbed/gpus-cpu.json)
+check mixed-waits-pp2-dp3-zero gpt2-tiny "$work/mixed-waits.json"
+run_extra=()
 echo "all plans equal single-process training"
