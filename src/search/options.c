@@ -11,9 +11,10 @@ int sl_search_options_on(const struct sl_search_request *req)
 	return req->memory_options && req->cost_model == SL_COST_SAILOR;
 }
 
-int sl_search_least_level(const struct sl_sim_env *env, const struct sl_search_request *req,
-			  int gpu, int mbs, int tp, int first, int last, int stage, int num_stages,
-			  int microbatches, int D)
+/* sl_search_least_level with ZeRO-1 on (when D > 1) or off. */
+static int least_level(const struct sl_sim_env *env, const struct sl_search_request *req, int gpu,
+		       int mbs, int tp, int first, int last, int stage, int num_stages,
+		       int microbatches, int D, int zero)
 {
 	if (!sl_search_options_on(req))
 		return sl_sim_replica_fits(env, req->cost_model, gpu, mbs, tp, first, last, stage,
@@ -24,20 +25,35 @@ int sl_search_least_level(const struct sl_sim_env *env, const struct sl_search_r
 	for (int i = 0; i < levels; i++)
 		if (sl_sim_replica_fits_opt(env, req->cost_model, gpu, mbs, tp, first, last, stage,
 					    num_stages, microbatches, D, sl_search_recompute_order[i],
-					    D > 1))
+					    zero && D > 1))
 			return i;
 	return -1;
 }
 
+int sl_search_least_level(const struct sl_sim_env *env, const struct sl_search_request *req,
+			  int gpu, int mbs, int tp, int first, int last, int stage, int num_stages,
+			  int microbatches, int D)
+{
+	return least_level(env, req, gpu, mbs, tp, first, last, stage, num_stages, microbatches, D,
+			   1);
+}
+
 void sl_search_choose_options(const struct sl_sim_env *env, const struct sl_search_request *req,
 			      struct sl_plan *plan, long long global_batch)
+{
+	sl_search_choose_options_zero(env, req, plan, global_batch, 1);
+}
+
+void sl_search_choose_options_zero(const struct sl_sim_env *env,
+				   const struct sl_search_request *req, struct sl_plan *plan,
+				   long long global_batch, int zero_allowed)
 {
 	const int P = plan->num_stages, D = plan->num_pipelines;
 	int on = sl_search_options_on(req);
 	for (int k = 0; k < P; k++) {
 		struct sl_plan_stage *s = &plan->stages[k];
 		s->recompute = SL_RECOMPUTE_NONE;
-		s->zero = (unsigned char)(on && D > 1);
+		s->zero = (unsigned char)(on && zero_allowed && D > 1);
 		if (!on)
 			continue;
 		int level = 0;
@@ -48,10 +64,10 @@ void sl_search_choose_options(const struct sl_sim_env *env, const struct sl_sear
 			    sl_plan_pipeline_microbatches(plan, j, global_batch) ==
 				    sl_plan_pipeline_microbatches(plan, j - 1, global_batch))
 				continue;
-			int l = sl_search_least_level(env, req, r->gpu, plan->micro_batch, r->tp,
-						      s->first_layer, s->last_layer, k, P,
-						      sl_plan_pipeline_microbatches(plan, j, global_batch),
-						      D);
+			int l = least_level(env, req, r->gpu, plan->micro_batch, r->tp,
+					    s->first_layer, s->last_layer, k, P,
+					    sl_plan_pipeline_microbatches(plan, j, global_batch), D,
+					    zero_allowed);
 			if (l < 0) {
 				level = 0; /* fits under no option: the plan does not fit anyway */
 				break;

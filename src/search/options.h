@@ -9,6 +9,11 @@
  * level), then sets the stage's options with sl_search_choose_options; the brute force
  * (exhaustive.c) tries every option set instead, and the oracle test checks the two agree.
  *
+ * Under the model of our own runtime (sim/time_runtime.c: plans of devices profiled by `sailor
+ * profile`) ZeRO-1 is not free: OpenMPI's reduce-scatter and all-gather move about twice what
+ * an all-reduce moves over a slow link. There the search also tries each plan's variant without
+ * ZeRO-1 (sl_search_choose_options_zero), with the least recomputation that fits then.
+ *
  * The options are searched only when the request asks (memory_options) and the cost model has
  * them (sailor); otherwise every plan is built without options, as before they existed. */
 #ifndef SL_SEARCH_OPTIONS_H
@@ -35,5 +40,10 @@ int sl_search_least_level(const struct sl_sim_env *env, const struct sl_search_r
  * and micro-batch counts; with options off, clears them. */
 void sl_search_choose_options(const struct sl_sim_env *env, const struct sl_search_request *req,
 			      struct sl_plan *plan, long long global_batch);
+
+/* The same, with ZeRO-1 left off everywhere when !zero_allowed. */
+void sl_search_choose_options_zero(const struct sl_sim_env *env,
+				   const struct sl_search_request *req, struct sl_plan *plan,
+				   long long global_batch, int zero_allowed);
 
 #endif

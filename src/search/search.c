@@ -182,13 +182,27 @@ static int simulate_variant(struct search_state *st, struct variant_bound bound,
 	return simulate_and_rank(v, err);
 }
 
+/* Whether some stage of plan recomputes. */
+static int recomputes(const struct sl_plan *plan)
+{
+	for (int k = 0; k < plan->num_stages; k++)
+		if (plan->stages[k].recompute != SL_RECOMPUTE_NONE)
+			return 1;
+	return 0;
+}
+
 /* The plan in st->plan (canonical already: assign.c and the enumeration write it so), and with
  * --uneven-microbatches the same replicas with micro-batches in proportion to pipeline speed;
- * then, in the search without options that has one, the variant with options. */
-static int simulate_and_rank(struct search_state *st, struct sl_err *err)
+ * then, in the search without options that has one, the variant with options. With options on,
+ * their set with ZeRO-1 (when zero) or without; a set without ZeRO-1 or recomputation is the
+ * plan the search without options ranks, so it is skipped. */
+static int simulate_and_rank_with(struct search_state *st, int zero, struct sl_err *err)
 {
-	if (st->options_on)
-		sl_search_choose_options(st->env, st->req, &st->plan, st->global_batch);
+	if (st->options_on) {
+		sl_search_choose_options_zero(st->env, st->req, &st->plan, st->global_batch, zero);
+		if (!zero && !recomputes(&st->plan))
+			return 0;
+	}
 	int simulated = 0;
 	int rc = simulate_one(st, &st->plan, &simulated, err);
 	/* the variant's bounds, from this result before the uneven plan's overwrites it */
@@ -200,12 +214,24 @@ static int simulate_and_rank(struct search_state *st, struct sl_err *err)
 			return rc;
 		int applied = sl_uneven_apply(st->env, st->cm, &st->uneven_plan, st->global_batch, err);
 		if (applied > 0 && st->options_on)
-			sl_search_choose_options(st->env, st->req, &st->uneven_plan, st->global_batch);
+			sl_search_choose_options_zero(st->env, st->req, &st->uneven_plan,
+						      st->global_batch, zero);
 		rc = applied < 0 ? applied
 				 : applied > 0 ? simulate_one(st, &st->uneven_plan, NULL, err) : 0;
 	}
 	if (!rc && st->variant)
 		rc = simulate_variant(st, bound, err);
+	return rc;
+}
+
+/* simulate_and_rank_with ZeRO-1 where the options put it; under the model of our runtime, whose
+ * ZeRO-1 costs time over slow links (options.h), also without it. */
+static int simulate_and_rank(struct search_state *st, struct sl_err *err)
+{
+	int rc = simulate_and_rank_with(st, 1, err);
+	if (!rc && st->options_on && st->plan.num_pipelines > 1 &&
+	    sl_sim_runtime_uses(st->env, &st->plan))
+		rc = simulate_and_rank_with(st, 0, err);
 	return rc;
 }
 

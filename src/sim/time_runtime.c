@@ -34,9 +34,14 @@
  *              sum from the slots to the working set. ZeRO-1 over m ranks of the stage's sync
  *              group: the update covers 1/m of the stage and the moments 1/m (the pipeline's
  *              tied token table keeps its moments whole; a stage of mixed TP degrees shards
- *              whole tensors and keeps a summed gradient and an fp32 copy of its piece); the
- *              reduce-scatter and all-gather move what the all-reduce moved, so sync is timed
- *              as before.
+ *              whole tensors and keeps a summed gradient and an fp32 copy of its piece). Its
+ *              sync is a reduce-scatter and, after the update, an all-gather, in calls of
+ *              ZERO_BUCKET_BYTES. MPI's blocking forms move what the all-reduce moved and are
+ *              timed as it is; where some rank waits asleep (CPU quota below), every rank runs
+ *              the non-blocking forms, timed as OpenMPI's libnbc runs them
+ *              (zero_reduce_scatter, zero_allgather): the whole buffer goes up a binomial tree
+ *              to the group's first rank and a part back to each rank, then every rank sends
+ *              its part to every other one, all at once, on the hosts' links.
  *   CPU quota  a device that is a CPU quota (the testbed's; catalogue cpu_quota) computes at
  *              full speed for cores x period of every period (plus up to 1 ms Linux carries
  *              over from the last one, start_period) and stands still for the rest. Its rank
@@ -56,8 +61,9 @@
  *              gradient bucket + one gradient buffer; the layer figures are the profile's,
  *              measured on the runtime's own layers. Every buffer the runtime allocates is
  *              zeroed, so all of it is resident from the start: the 16 MiB gradient bucket
- *              counts even for a rank with nothing to all-reduce. With ZeRO-1 a rank that
- *              waits asleep also holds the scratch of OpenMPI's non-blocking reduce-scatter.
+ *              counts even for a rank with nothing to all-reduce. With ZeRO-1 and the
+ *              non-blocking collectives a rank also holds the scratch of libnbc's
+ *              reduce-scatter.
  * The ranks' hosts come from the cluster file the simulator was given (the launcher's own
  * placement, dist/placement.h), else every replica is a host of its own.
  *
@@ -100,6 +106,7 @@ struct rank_state {
 	int pc;             /* next instruction */
 	int host;           /* placement: a host index (cluster file) or the replica's own */
 	double fwd_s, bwd_s, update_s;
+	double gather_s;    /* ZeRO-1's all-gather of the updated parameters, after the update */
 	double compute_s, wait_s;
 	double reduce_arrive_s, sync_end_s;
 	struct pending_send pending[PENDING_MAX]; /* Isends waiting for this rank's next MPI call */
@@ -240,6 +247,16 @@ static double link_time(const struct sl_sim_env *env, const struct sl_role *a, i
 	return (bytes / 1e9) / gbps_at(fit, bytes);
 }
 
+/* The work of MPI's copies and sums when rank rb receives bytes to add to its own: half of the
+ * two-rank all-reduce of 2 x bytes the network profile measured on one host of rb's type, where
+ * the wire is nearly free (none measured: nothing). */
+static double reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *rb, double bytes)
+{
+	const struct sl_net_fit *ar =
+		sl_network_allreduce_fit(env->network, rb->zone, rb->gpu, rb->zone, rb->gpu, 1);
+	return ar && bytes > 0 ? 0.5 * (2 * bytes / 1e9) / gbps_at(ar, 2 * bytes) : 0;
+}
+
 /* A ring all-reduce of bytes over members (world ranks, in ring order), in buckets. */
 static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_role_table *t,
 			       const struct rank_state *st, const int *members, int m, double bytes)
@@ -255,14 +272,9 @@ static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_rol
 			const struct sl_role *ra = &t->roles[a], *rb = &t->roles[b];
 			/* a ring step sends chunk bytes to the next rank and reduces them there: the
 			 * wire (point-to-point fit of the hop) or the work of MPI's copies and sums,
-			 * whichever is slower; the latter is half of the two-rank all-reduce of
-			 * 2 x chunk the network profile measured on one host of the receiver's type,
-			 * where the wire is nearly free (none measured: the wire alone) */
-			double s = link_time(env, ra, st[a].host, rb, st[b].host, chunk);
-			const struct sl_net_fit *ar = sl_network_allreduce_fit(
-				env->network, rb->zone, rb->gpu, rb->zone, rb->gpu, 1);
-			if (ar)
-				s = fmax(s, 0.5 * (2 * chunk / 1e9) / gbps_at(ar, 2 * chunk));
+			 * whichever is slower (reduce_cpu_s) */
+			double s = fmax(link_time(env, ra, st[a].host, rb, st[b].host, chunk),
+					reduce_cpu_s(env, rb, chunk));
 			if (s > worst)
 				worst = s;
 		}
@@ -354,6 +366,46 @@ static double largest_whole_tensor_bytes(const struct sl_sim_env *env, int first
 	return SL_FP32_BYTES * biggest;
 }
 
+/* Whether stage k's replicas all have one TP degree (then its sync groups are per TP rank). */
+static int stage_uniform(const struct sl_plan *plan, int k)
+{
+	int uniform = 1;
+	for (int j = 1; j < plan->num_pipelines; j++)
+		uniform &= sl_plan_replica(plan, k, j)->tp == sl_plan_replica(plan, k, 0)->tp;
+	return uniform;
+}
+
+/* Stage k's gradient-sync groups: one per TP rank (one TP degree), else one of every rank. */
+static int stage_sync_groups(const struct sl_plan *plan, int k)
+{
+	return stage_uniform(plan, k) ? sl_plan_replica(plan, k, 0)->tp : 1;
+}
+
+/* Writes the world ranks of stage k's sync group gi (in group-rank order, dist/groups.c) to
+ * members and the bytes the group reduces to *bytes; returns their number. */
+static int stage_sync_members(const struct sl_sim_env *env, const struct sl_plan *plan,
+			      const struct sl_role_table *t, int k, int gi, int *members,
+			      double *bytes)
+{
+	int uniform = stage_uniform(plan, k), m = 0, tp_of = 1, P = plan->num_stages;
+	for (int j = 0; j < plan->num_pipelines; j++) {
+		const struct sl_replica *rep = sl_plan_replica(plan, k, j);
+		for (int tr = 0; tr < rep->tp; tr++)
+			if (!uniform || tr == gi) {
+				members[m++] = sl_role_of(t, k, j, tr)->rank;
+				tp_of = rep->tp;
+			}
+	}
+	/* uniform: each rank's shard; mixed: whole tensors */
+	int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
+	*bytes = shard_bytes(env, uniform ? tp_of : 1, first, last);
+	if (P > 1 && env->sizes->head_holds_embedding && (k == 0 || k == P - 1))
+		/* the tied table is reduced in the embedding group instead */
+		*bytes -= SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
+			  (uniform ? tp_of : 1);
+	return m;
+}
+
 /* Ranks of stage k's gradient-sync group: the replicas (one TP degree), else every rank. */
 static int stage_sync_group_size(const struct sl_plan *plan, int k)
 {
@@ -363,6 +415,12 @@ static int stage_sync_group_size(const struct sl_plan *plan, int k)
 		ranks += sl_plan_replica(plan, k, j)->tp;
 	}
 	return mixed ? ranks : D;
+}
+
+/* Whether stage k shards its optimizer (ZeRO-1 over a sync group of more than one rank). */
+static int stage_zero(const struct sl_plan *plan, int k)
+{
+	return plan->stages[k].zero && stage_sync_group_size(plan, k) > 1;
 }
 
 int sl_sim_runtime_uses(const struct sl_sim_env *env, const struct sl_plan *plan)
@@ -406,7 +464,7 @@ static double attention_core_share(const struct sl_sim_env *env)
 static void rank_memory(const struct sl_sim_env *env, const struct sl_role *r, int mbs, int slots,
 			int P, double whole_tensor_bytes,
 			int recompute, int zero_group, int zero_rank, double zero_whole_bytes,
-			struct sl_sim_memory *mem)
+			int nonblocking, struct sl_sim_memory *mem)
 {
 	const struct sl_gpu_type *g = &env->catalogue.gpus[r->gpu];
 	const struct sl_profile_memory *pm = memory_of(env, r->gpu, mbs, r->tp);
@@ -451,12 +509,13 @@ static void rank_memory(const struct sl_sim_env *env, const struct sl_role *r, i
 		 * piece comes with as many bytes of summed gradient and fp32 values */
 		mem->optimizer_bytes = table + (zero_whole_bytes > 0 ? 2.0 * zero_whole_bytes : rest) /
 						       zero_group;
-		/* A rank that waits asleep (a CPU quota) runs the gradient reduce-scatter as
-		 * MPI_Ireduce_scatter. OpenMPI's libnbc reduces over a binomial tree into a
-		 * scratch of two buffers the size of the call (a bucket of the stage's flat view,
-		 * at most SL_ZERO_BUCKET_FLOATS): a rank fills one per round it receives in, two at
-		 * most; a rank that only sends fills none. */
-		if (g->cpu_quota_cores > 0 && g->cpu_quota_cores < 1) {
+		/* Where some rank waits asleep (a CPU quota) every rank runs the gradient
+		 * reduce-scatter as MPI_Ireduce_scatter (comm.h, nonblocking_collectives).
+		 * OpenMPI's libnbc reduces over a binomial tree into a scratch of two buffers the
+		 * size of the call (a bucket of the stage's flat view, at most
+		 * SL_ZERO_BUCKET_FLOATS): a rank fills one per round it receives in, two at most; a
+		 * rank that only sends fills none. */
+		if (nonblocking) {
 			int receives = 0;
 			for (int half = 1; half < zero_group && zero_rank % (2 * half) == 0;
 			     half *= 2)
@@ -529,6 +588,88 @@ static void progress(struct run *x, int r)
 	me->pending_count = 0;
 }
 
+/* A message of bytes from rank a to rank b inside a collective, which can move from start_s
+ * (both ranks are in the call: OpenMPI's rendezvous): on the sending host's link to b's zone
+ * after what is already queued there, or through shared memory on one host. Returns its
+ * arrival and counts its egress. */
+static double collective_send(struct run *x, int a, int b, double bytes, double start_s)
+{
+	const struct sl_role *from = &x->t->roles[a], *to = &x->t->roles[b];
+	int host_a = x->st[a].host, host_b = x->st[b].host;
+	double start = start_s, *free_at = NULL;
+	if (host_a != host_b) {
+		free_at = &x->link_free[(size_t)host_a * x->env->catalogue.zone_count + to->zone];
+		start = fmax(start, *free_at);
+		x->egress_usd += bytes / 1e9 *
+				 sl_network_egress_usd_per_gb(x->env->network, from->zone, to->zone);
+	}
+	double end = start + link_time(x->env, from, host_a, to, host_b, bytes);
+	if (free_at)
+		*free_at = end;
+	return end;
+}
+
+/* ZeRO-1's gradient reduce-scatter (dist/zero.c) over members, in group-rank order, in calls
+ * of at most ZERO_BUCKET_BYTES, one after the other. Our ranks make the non-blocking call, which
+ * OpenMPI's libnbc serves by reducing the call's whole buffer to group rank 0 along a binomial
+ * tree (round r: rank i, a multiple of 2^r, receives rank i + 2^(r-1)'s partial sum, then adds
+ * it) and sending every other rank its part from there. So the links into rank 0 carry a
+ * whole buffer per round, where a ring moves 1/m of it per step. ready: m doubles of
+ * scratch. */
+static void zero_reduce_scatter(struct run *x, const int *members, int m, double bytes,
+				double *ready)
+{
+	if (m <= 1)
+		return;
+	for (double done = 0; done < bytes; done += ZERO_BUCKET_BYTES) {
+		double call = fmin(ZERO_BUCKET_BYTES, bytes - done);
+		for (int i = 0; i < m; i++)
+			ready[i] = x->st[members[i]].clock;
+		for (int half = 1; half < m; half *= 2)
+			for (int i = 0; i + half < m; i += 2 * half) {
+				int p = i + half;
+				double at = collective_send(x, members[p], members[i], call,
+							    fmax(ready[i], ready[p]));
+				ready[p] = at; /* the sender is through to its part's receive */
+				ready[i] = at + reduce_cpu_s(x->env, &x->t->roles[members[i]], call);
+			}
+		double root_done = ready[0];
+		for (int i = 1; i < m; i++) {
+			double at = collective_send(x, members[0], members[i], call / m,
+						    fmax(ready[0], ready[i]));
+			wait_idle(&x->st[members[i]], at);
+			root_done = fmax(root_done, at);
+		}
+		wait_idle(&x->st[members[0]], root_done);
+	}
+}
+
+/* ZeRO-1's all-gather of the updated parameters (dist/zero.c) over members, in calls of at
+ * most ZERO_BUCKET_BYTES: libnbc's all-gatherv posts all of a rank's sends (its part to every
+ * other rank, the right neighbour first) and receives at once, and a rank is through when all of
+ * its own are done. from, through: m doubles of scratch each. */
+static void zero_allgather(struct run *x, const int *members, int m, double bytes, double *from,
+			   double *through)
+{
+	if (m <= 1)
+		return;
+	for (double done = 0; done < bytes; done += ZERO_BUCKET_BYTES) {
+		double part = fmin(ZERO_BUCKET_BYTES, bytes - done) / m;
+		for (int i = 0; i < m; i++)
+			from[i] = through[i] = x->st[members[i]].clock;
+		for (int r = 1; r < m; r++)
+			for (int i = 0; i < m; i++) {
+				int j = (i + r) % m;
+				double at = collective_send(x, members[i], members[j], part,
+							    fmax(from[i], from[j]));
+				through[i] = fmax(through[i], at);
+				through[j] = fmax(through[j], at);
+			}
+		for (int i = 0; i < m; i++)
+			wait_idle(&x->st[members[i]], through[i]);
+	}
+}
+
 int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
 		   struct sl_sim_result *out, struct sl_err *err)
 {
@@ -549,7 +690,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 	int *source = NULL;
 	int *members = NULL;
 	double *link_free = NULL;
-	double *round_done = NULL; /* world_scalar_allreduces' scratch */
+	double *round_done = NULL; /* 2W doubles: the collectives' scratch */
 	int rc = sl_role_table_build(plan, G, &t, err);
 	if (!rc && env->cluster)
 		rc = sl_place_roles(&t, env->cluster, &env->catalogue, err);
@@ -570,7 +711,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 	source = malloc((size_t)W * 2 * (size_t)nmax * sizeof(int));
 	members = malloc((size_t)W * sizeof(int));
 	link_free = calloc((size_t)hosts * (size_t)env->catalogue.zone_count, sizeof(double));
-	round_done = malloc((size_t)W * sizeof(double));
+	round_done = malloc((size_t)W * 2 * sizeof(double));
 	if (!st || !arrival || !ready || !source || !members || !link_free || !round_done) {
 		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 		goto out;
@@ -631,6 +772,9 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 	int quota = 0;
 	for (int r = 0; r < W; r++)
 		quota |= has_quota(&st[r]);
+	/* then every rank runs the collectives as their non-blocking forms (comm.h), which
+	 * OpenMPI's libnbc serves: ZeRO-1's are timed as it runs them (zero_reduce_scatter,
+	 * zero_allgather); MPI's blocking ones move a ring's bytes, as the all-reduce */
 	const int draws = quota ? PHASE_DRAWS : 1;
 	for (int draw = 0; draw < draws; draw++) {
 	double prev_norm = 0;
@@ -722,7 +866,6 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 			break;
 		}
 	}
-	egress_usd = x.egress_usd;
 	for (int r = 0; r < W; r++)
 		if (st[r].pc >= sched[r].count ||
 		    sched[r].instrs[st[r].pc].op != SL_INSTR_REDUCE_GRADIENTS) {
@@ -738,29 +881,14 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 
 	/* gradient sync: stage groups first, then the tied token table (grad_sync.c's order) */
 	for (int k = 0; k < P; k++) {
-		int uniform = 1;
-		for (int j = 1; j < D; j++)
-			uniform &= sl_plan_replica(plan, k, j)->tp == sl_plan_replica(plan, k, 0)->tp;
-		int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
-		int tied_here = P > 1 && env->sizes->head_holds_embedding &&
-				(k == 0 || k == P - 1);
-		int groups = uniform ? sl_plan_replica(plan, k, 0)->tp : 1;
+		int groups = stage_sync_groups(plan, k);
 		for (int gi = 0; gi < groups; gi++) {
-			int m = 0, tp_of = 1;
-			for (int j = 0; j < D; j++) {
-				const struct sl_replica *rep = sl_plan_replica(plan, k, j);
-				for (int tr = 0; tr < rep->tp; tr++)
-					if (!uniform || tr == gi) {
-						members[m++] = sl_role_of(&t, k, j, tr)->rank;
-						tp_of = rep->tp;
-					}
-			}
-			/* uniform: each rank's shard; mixed: whole tensors */
-			double bytes = shard_bytes(env, uniform ? tp_of : 1, first, last);
-			if (tied_here) /* the table is reduced in the embedding group instead */
-				bytes -= SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
-					 (uniform ? tp_of : 1);
-			egress_usd += group_allreduce(env, &t, st, members, m, bytes);
+			double bytes;
+			int m = stage_sync_members(env, plan, &t, k, gi, members, &bytes);
+			if (stage_zero(plan, k) && quota)
+				zero_reduce_scatter(&x, members, m, bytes, round_done);
+			else /* MPI's blocking reduce-scatter and all-gather: a ring's bytes */
+				x.egress_usd += group_allreduce(env, &t, st, members, m, bytes);
 		}
 		out->stages[k].dp_sync_s = 0;
 	}
@@ -784,7 +912,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 			}
 			double bytes = SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
 				       (uniform ? t0 : 1);
-			egress_usd += group_allreduce(env, &t, st, members, m, bytes);
+			x.egress_usd += group_allreduce(env, &t, st, members, m, bytes);
 		}
 	}
 	for (int r = 0; r < W; r++)
@@ -794,7 +922,18 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 	for (int r = 0; r < W; r++) {
 		wait_idle(&st[r], norm);
 		run_work(&st[r], st[r].update_s);
+		st[r].gather_s = st[r].clock;
 	}
+	/* ZeRO-1 stages all-gather their updated parameters (dist/zero.c) */
+	for (int k = 0; quota && k < P; k++)
+		for (int gi = 0; stage_zero(plan, k) && gi < stage_sync_groups(plan, k); gi++) {
+			double bytes;
+			int m = stage_sync_members(env, plan, &t, k, gi, members, &bytes);
+			zero_allgather(&x, members, m, bytes, round_done, round_done + W);
+		}
+	for (int r = 0; r < W; r++)
+		st[r].gather_s = st[r].clock - st[r].gather_s;
+	egress_usd = x.egress_usd;
 	T = norm - prev_norm;
 	prev_norm = norm;
 	} /* steps */
@@ -810,15 +949,16 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 		s->bwd_s = fmax(s->bwd_s, st[r].bwd_s);
 		s->compute_s = fmax(s->compute_s, st[r].compute_s);
 		s->p2p_s = fmax(s->p2p_s, st[r].wait_s);
-		s->optimizer_s = fmax(s->optimizer_s, st[r].update_s);
+		s->optimizer_s = fmax(s->optimizer_s, st[r].update_s + st[r].gather_s);
 		s->dp_sync_s = fmax(s->dp_sync_s, st[r].sync_end_s - st[r].reduce_arrive_s);
-		s->bubble_s = fmax(s->bubble_s, T - st[r].compute_s - st[r].update_s);
+		s->bubble_s = fmax(s->bubble_s,
+				   T - st[r].compute_s - st[r].update_s - st[r].gather_s);
 	}
 	out->iteration_time_s = T;
 	out->pipeline_time_s = pipeline_end;
 	double opt = 0;
 	for (int r = 0; r < W; r++)
-		opt = fmax(opt, st[r].update_s);
+		opt = fmax(opt, st[r].update_s + st[r].gather_s);
 	out->optimizer_s = opt;
 	out->dp_sync_s = fmax(0, T - pipeline_end);
 	out->throughput_it_s = 1.0 / T;
@@ -865,7 +1005,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 				zrank += sl_plan_replica(plan, k, j)->tp;
 		}
 		rank_memory(env, ro, b, sched[r].slots, P, whole, plan->stages[k].recompute,
-			    zgroup, zrank, mixed && zgroup > 1 ? whole_all : 0, &mem);
+			    zgroup, zrank, mixed && zgroup > 1 ? whole_all : 0, quota, &mem);
 		struct sl_sim_stage *s = &out->stages[k];
 		if (s->memory.total_bytes < 0 ||
 		    mem.total_bytes / mem.capacity_bytes >

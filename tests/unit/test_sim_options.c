@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "search/options.h"
 #include "sim/sim.h"
 
 static struct sl_sim_env *env;
@@ -296,6 +297,39 @@ static void recomputation_fits_what_did_not(void **state)
 		    sl_sim_stage_compute_s(env, SL_COST_SOSP25, g, 8, 1, 0, 25));
 }
 
+/* The planner's option sets (search/options.h) with ZeRO-1 and without it, which it also tries
+ * where the model of our runtime makes ZeRO-1 cost time: without, the replicas hold whole
+ * moments and may need more recomputation to fit. */
+static void options_without_zero_recompute_at_least_as_much(void **state)
+{
+	(void)state;
+	const int last[1] = {25};
+	struct sl_search_request req = {.cost_model = SL_COST_SAILOR, .memory_options = 1};
+	struct sl_plan with, without;
+	build(&with, 1, last, 2, "V100-16", 1, 2);
+	build(&without, 1, last, 2, "V100-16", 1, 2);
+	sl_search_choose_options_zero(env, &req, &with, 256, 1);
+	sl_search_choose_options_zero(env, &req, &without, 256, 0);
+	assert_int_equal(with.stages[0].zero, 1);
+	assert_int_equal(without.stages[0].zero, 0);
+	/* the whole model on a V100-16 at micro-batch 2: with its moments halved selective
+	 * recomputation is enough, with whole moments only full recomputation fits */
+	assert_int_equal(with.stages[0].recompute, SL_RECOMPUTE_SELECTIVE);
+	assert_int_equal(without.stages[0].recompute, SL_RECOMPUTE_FULL);
+	struct sl_sim_result a, b;
+	simulate(&with, SL_COST_SAILOR, &a);
+	simulate(&without, SL_COST_SAILOR, &b);
+	assert_true(a.fits_memory && b.fits_memory);
+	/* one replica: nothing to shard, the same set */
+	struct sl_plan one;
+	build(&one, 1, last, 1, "V100-16", 1, 2);
+	sl_search_choose_options_zero(env, &req, &one, 256, 1);
+	assert_int_equal(one.stages[0].zero, 0);
+	sl_plan_free(&with);
+	sl_plan_free(&without);
+	sl_plan_free(&one);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +339,7 @@ int main(void)
 		cmocka_unit_test(options_without_effect_cost_exactly_the_same),
 		cmocka_unit_test(sosp25_refuses_options_that_apply),
 		cmocka_unit_test(recomputation_fits_what_did_not),
+		cmocka_unit_test(options_without_zero_recompute_at_least_as_much),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

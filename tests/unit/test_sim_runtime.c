@@ -262,6 +262,69 @@ static void a_sleeping_waits_tests_spend_the_quota(void **state)
 	sl_plan_free(&pipe_q);
 }
 
+/* Seconds the fit of a replica's link to a replica on another host takes for bytes. */
+static double wire_s(const struct sl_plan *plan, double bytes)
+{
+	const struct sl_replica *r = &plan->replicas[0];
+	const struct sl_net_fit *fit =
+		sl_network_fit(env->network, r->zone, r->gpu, 1, r->zone, r->gpu, 1);
+	assert_non_null(fit);
+	return bytes / 1e9 / sl_net_fit_gbps(fit, bytes);
+}
+
+#define TWO_REPLICAS(gpu, z)                                                                   \
+	"{\"schema\": \"sailor.plan/1\", \"global_batch\": 16, \"micro_batch\": 2, "          \
+	"\"stages\": [{\"layers\": [0, 5], \"zero\": " z ", \"replicas\": [{\"gpu\": \"" gpu  \
+	"\", \"zone\": \"us-central1-a\", \"count\": 2}]}]}"
+
+/* ZeRO-1 over two replicas (each its own host) where every rank polls: MPI's blocking
+ * reduce-scatter and all-gather move a ring all-reduce's bytes, timed as that all-reduce;
+ * the update is halved. */
+static void zero_with_blocking_collectives_costs_the_allreduce(void **state)
+{
+	(void)state;
+	struct sl_plan plain, zero;
+	load_plan(TWO_REPLICAS("cpu-fast", "0"), &plain);
+	load_plan(TWO_REPLICAS("cpu-fast", "1"), &zero);
+	static struct sl_sim_result r0, r1;
+	struct sl_err err = {0};
+	assert_int_equal(sl_simulate(env, &plain, SL_COST_SAILOR, &r0, &err), 0);
+	assert_int_equal(sl_simulate(env, &zero, SL_COST_SAILOR, &r1, &err), 0);
+	assert_true(r0.stages[0].dp_sync_s > 0);
+	assert_true(fabs(r1.stages[0].dp_sync_s - r0.stages[0].dp_sync_s) < 1e-12);
+	assert_true(fabs(r1.optimizer_s - r0.optimizer_s / 2) < 1e-12);
+	assert_true(fabs(r1.iteration_time_s - (r0.iteration_time_s - r0.optimizer_s / 2)) < 1e-9);
+	sl_plan_free(&plain);
+	sl_plan_free(&zero);
+}
+
+/* The same on devices that are CPU quotas, whose ranks wait asleep, so that every rank runs the
+ * non-blocking collectives (libnbc): the reduce-scatter sends rank 1's whole buffer to rank 0,
+ * which adds it and sends half of the sum back; the all-gather after the update moves half each
+ * way at once. A ring would move half each way twice, before the norm. */
+static void zero_with_libnbc_moves_the_whole_buffer_to_rank_0_and_back(void **state)
+{
+	(void)state;
+	struct sl_plan plain, zero;
+	load_plan(TWO_REPLICAS("cpu-quota", "0"), &plain);
+	load_plan(TWO_REPLICAS("cpu-quota", "1"), &zero);
+	static struct sl_sim_result r0, r1;
+	struct sl_err err = {0};
+	assert_int_equal(sl_simulate(env, &plain, SL_COST_SAILOR, &r0, &err), 0);
+	assert_int_equal(sl_simulate(env, &zero, SL_COST_SAILOR, &r1, &err), 0);
+	/* the model is small enough for one call (1 Mi floats) */
+	double B = SL_FP32_BYTES * sl_sim_stage_params(env, 1, 0, 5);
+	assert_true(B < 4.0 * 1024 * 1024);
+	/* the last rank to arrive waits for the whole buffer's trip and its half's return; the
+	 * later rank of the all-gather for a half */
+	assert_true(r1.stages[0].dp_sync_s >= wire_s(&zero, B) + wire_s(&zero, B / 2) - 1e-12);
+	assert_true(r1.stages[0].optimizer_s >= r0.optimizer_s / 2 + wire_s(&zero, B / 2) - 1e-12);
+	assert_true(r0.stages[0].dp_sync_s < wire_s(&zero, B) + wire_s(&zero, B / 2));
+	assert_true(r1.iteration_time_s > r0.iteration_time_s);
+	sl_plan_free(&plain);
+	sl_plan_free(&zero);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +333,8 @@ int main(void)
 		cmocka_unit_test(data_parallel_adds_an_allreduce_and_halves_the_work),
 		cmocka_unit_test(a_cpu_quota_device_runs_in_bursts),
 		cmocka_unit_test(a_sleeping_waits_tests_spend_the_quota),
+		cmocka_unit_test(zero_with_blocking_collectives_costs_the_allreduce),
+		cmocka_unit_test(zero_with_libnbc_moves_the_whole_buffer_to_rank_0_and_back),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
