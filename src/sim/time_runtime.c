@@ -20,7 +20,10 @@
  *              arrives: 2(m-1) ring steps of 1/m of a bucket, each paced by the slowest hop of the
  *              ring (rank order): a step is the slower of the hop's point-to-point send and
  *              MPI's copies and sums on the receiving device (half of the two-rank all-reduce
- *              the network profile measured within a host of that type, when it has one).
+ *              the network profile measured within a host of that type, when it has one); a
+ *              hop between hosts whose link the ring also loads the other way takes at least
+ *              half of the two-rank all-reduce measured between those hosts' zones and types
+ *              (both_ways_s: TCP's acknowledgements queue behind the other direction's data).
  *   norm       the loss and then the global gradient norm are all-reduces of a few bytes over
  *              the world, ring rounds that need each rank and its neighbour (they end when the
  *              last rank is through). The step ends there for timing purposes.
@@ -41,7 +44,8 @@
  *              the non-blocking forms, timed as OpenMPI's libnbc runs them
  *              (zero_reduce_scatter, zero_allgather): the whole buffer goes up a binomial tree
  *              to the group's first rank and a part back to each rank, then every rank sends
- *              its part to every other one, all at once, on the hosts' links.
+ *              its part to every other one, all at once, on the hosts' links (both ways at once:
+ *              both_ways_s).
  *   CPU quota  a device that is a CPU quota (the testbed's; catalogue cpu_quota) computes at
  *              full speed for cores x period of every period (plus up to 1 ms Linux carries
  *              over from the last one, start_period) and stands still for the rest. Its rank
@@ -257,6 +261,34 @@ static double reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *r
 	return ar && bytes > 0 ? 0.5 * (2 * bytes / 1e9) / gbps_at(ar, 2 * bytes) : 0;
 }
 
+/* Whether the ring's hop i (members[i] -> members[i + 1]) between two hosts shares its link with
+ * traffic the other way: another hop that sends from the receiving host to the sender's zone
+ * (the testbed shapes a host's link per destination zone; the sender's TCP acknowledgements
+ * queue behind that data). */
+static int ring_loads_reverse(const struct sl_role_table *t, const struct rank_state *st,
+			      const int *members, int m, int i)
+{
+	int a = members[i], b = members[(i + 1) % m];
+	for (int j = 0; j < m; j++) {
+		int c = members[j], d = members[(j + 1) % m];
+		if (st[c].host == st[b].host && st[d].host != st[c].host &&
+		    t->roles[d].zone == t->roles[a].zone)
+			return 1;
+	}
+	return 0;
+}
+
+/* Seconds a ring step of bytes takes between two hosts whose link carries the ring's traffic both
+ * ways at once: half of the two-rank all-reduce of 2 x bytes the network profile measured
+ * between hosts of these zones and types, which loads the link that way (none measured: 0). */
+static double both_ways_s(const struct sl_sim_env *env, const struct sl_role *ra,
+			  const struct sl_role *rb, double bytes)
+{
+	const struct sl_net_fit *ar =
+		sl_network_allreduce_fit(env->network, ra->zone, ra->gpu, rb->zone, rb->gpu, 0);
+	return ar && bytes > 0 ? 0.5 * (2 * bytes / 1e9) / gbps_at(ar, 2 * bytes) : 0;
+}
+
 /* A ring all-reduce of bytes over members (world ranks, in ring order), in buckets. */
 static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_role_table *t,
 			       const struct rank_state *st, const int *members, int m, double bytes)
@@ -275,6 +307,8 @@ static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_rol
 			 * whichever is slower (reduce_cpu_s) */
 			double s = fmax(link_time(env, ra, st[a].host, rb, st[b].host, chunk),
 					reduce_cpu_s(env, rb, chunk));
+			if (st[a].host != st[b].host && ring_loads_reverse(t, st, members, m, i))
+				s = fmax(s, both_ways_s(env, ra, rb, chunk));
 			if (s > worst)
 				worst = s;
 		}
@@ -590,9 +624,11 @@ static void progress(struct run *x, int r)
 
 /* A message of bytes from rank a to rank b inside a collective, which can move from start_s
  * (both ranks are in the call: OpenMPI's rendezvous): on the sending host's link to b's zone
- * after what is already queued there, or through shared memory on one host. Returns its
- * arrival and counts its egress. */
-static double collective_send(struct run *x, int a, int b, double bytes, double start_s)
+ * after what is already queued there, or through shared memory on one host; both_ways: the
+ * collective sends as much from b to a at the same time (both_ways_s). Returns its arrival and
+ * counts its egress. */
+static double collective_send(struct run *x, int a, int b, double bytes, double start_s,
+			      int both_ways)
 {
 	const struct sl_role *from = &x->t->roles[a], *to = &x->t->roles[b];
 	int host_a = x->st[a].host, host_b = x->st[b].host;
@@ -603,7 +639,10 @@ static double collective_send(struct run *x, int a, int b, double bytes, double 
 		x->egress_usd += bytes / 1e9 *
 				 sl_network_egress_usd_per_gb(x->env->network, from->zone, to->zone);
 	}
-	double end = start + link_time(x->env, from, host_a, to, host_b, bytes);
+	double move = link_time(x->env, from, host_a, to, host_b, bytes);
+	if (both_ways && free_at)
+		move = fmax(move, both_ways_s(x->env, from, to, bytes));
+	double end = start + move;
 	if (free_at)
 		*free_at = end;
 	return end;
@@ -629,14 +668,14 @@ static void zero_reduce_scatter(struct run *x, const int *members, int m, double
 			for (int i = 0; i + half < m; i += 2 * half) {
 				int p = i + half;
 				double at = collective_send(x, members[p], members[i], call,
-							    fmax(ready[i], ready[p]));
+							    fmax(ready[i], ready[p]), 0);
 				ready[p] = at; /* the sender is through to its part's receive */
 				ready[i] = at + reduce_cpu_s(x->env, &x->t->roles[members[i]], call);
 			}
 		double root_done = ready[0];
 		for (int i = 1; i < m; i++) {
 			double at = collective_send(x, members[0], members[i], call / m,
-						    fmax(ready[0], ready[i]));
+						    fmax(ready[0], ready[i]), 0);
 			wait_idle(&x->st[members[i]], at);
 			root_done = fmax(root_done, at);
 		}
@@ -661,7 +700,7 @@ static void zero_allgather(struct run *x, const int *members, int m, double byte
 			for (int i = 0; i < m; i++) {
 				int j = (i + r) % m;
 				double at = collective_send(x, members[i], members[j], part,
-							    fmax(from[i], from[j]));
+							    fmax(from[i], from[j]), 1);
 				through[i] = fmax(through[i], at);
 				through[j] = fmax(through[j], at);
 			}

@@ -22,8 +22,8 @@ validate() { # set runs time_mean time_max memory_mean memory_max
 }
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-validate data/validation/testbed-geo3-gpt2tiny 14 0.05 0.125 0.025 0.04
-validate data/validation/testbed-geo3-gpt2tiny-memopts 7 0.05 0.10 0.035 0.06
+validate data/validation/testbed-geo3-gpt2tiny 14 0.05 0.10 0.025 0.04
+validate data/validation/testbed-geo3-gpt2tiny-memopts 7 0.045 0.085 0.035 0.06
 set=data/validation/testbed-geo3-gpt2tiny
 "$SAILOR" simulate --plan "$set/v05-p2-fast-slow-region.json" --profiles "$set/env/profiles" --gpus "$set/env/gpus.json" \
 	--network "$set/env/network.json" --cluster "$set/env/cluster.json" --json >"$out" 2>&1

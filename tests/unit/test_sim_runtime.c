@@ -325,6 +325,52 @@ static void zero_with_libnbc_moves_the_whole_buffer_to_rank_0_and_back(void **st
 	sl_plan_free(&zero);
 }
 
+/* A ring step over a link the ring loads both ways at once takes at least half of the two-rank
+ * all-reduce the network profile measured between those hosts; a hop whose reverse carries
+ * nothing of the ring keeps its point-to-point time. The measured all-reduce here is slow
+ * (1 MB/s), so where it applies it decides the step. */
+static void a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce(void **state)
+{
+	(void)state;
+	char path[512];
+	snprintf(path, sizeof(path), "%s/network.json", dir);
+	write_file(path, "{\"schema\": \"sailor.network/1\", \"source\": {\"pairs\": [{\"kind\": "
+			 "\"between hosts\", \"sender_zone\": \"us-central1-a\", \"sender_gpu\": "
+			 "\"cpu-fast\", \"receiver_zone\": \"us-central1-b\", \"receiver_gpu\": "
+			 "\"cpu-fast\", \"allreduce_fit\": [[0, 0, 0.001], 1000000]}]}}\n");
+	struct sl_err err = {0};
+	struct sl_sim_env *slow = NULL;
+	assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
+	assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &slow, &err), 0);
+	sl_network_set_overlay(NULL, NULL, NULL);
+	unlink(path);
+	struct sl_plan two, three;
+	/* two replicas in zones a and b: each hop's reverse is the other hop */
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 16, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 5], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\"}, {\"gpu\": \"cpu-fast\", \"zone\": "
+		  "\"us-central1-b\"}]}]}", &two);
+	/* a -> b -> us-west1-b -> a: no hop's reverse carries anything */
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 24, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 5], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\"}, {\"gpu\": \"cpu-fast\", \"zone\": "
+		  "\"us-central1-b\"}, {\"gpu\": \"cpu-fast\", \"zone\": \"us-west1-b\"}]}]}",
+		  &three);
+	static struct sl_sim_result fast2, slow2, fast3, slow3;
+	assert_int_equal(sl_simulate(env, &two, SL_COST_SAILOR, &fast2, &err), 0);
+	assert_int_equal(sl_simulate(slow, &two, SL_COST_SAILOR, &slow2, &err), 0);
+	assert_int_equal(sl_simulate(env, &three, SL_COST_SAILOR, &fast3, &err), 0);
+	assert_int_equal(sl_simulate(slow, &three, SL_COST_SAILOR, &slow3, &err), 0);
+	double B = SL_FP32_BYTES * sl_sim_stage_params(env, 1, 0, 5);
+	/* 2 steps of B/2, each half of the all-reduce of B at 1 MB/s */
+	assert_true(fabs(slow2.stages[0].dp_sync_s - 2 * 0.5 * B / 1e6) < 1e-9);
+	assert_true(slow2.stages[0].dp_sync_s > 2 * fast2.stages[0].dp_sync_s);
+	assert_true(fabs(slow3.iteration_time_s - fast3.iteration_time_s) < 1e-12);
+	sl_plan_free(&two);
+	sl_plan_free(&three);
+	sl_sim_env_free(slow);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +381,7 @@ int main(void)
 		cmocka_unit_test(a_sleeping_waits_tests_spend_the_quota),
 		cmocka_unit_test(zero_with_blocking_collectives_costs_the_allreduce),
 		cmocka_unit_test(zero_with_libnbc_moves_the_whole_buffer_to_rank_0_and_back),
+		cmocka_unit_test(a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
