@@ -272,10 +272,24 @@ static double wire_s(const struct sl_plan *plan, double bytes)
 	return bytes / 1e9 / sl_net_fit_gbps(fit, bytes);
 }
 
-#define TWO_REPLICAS(gpu, z)                                                                   \
-	"{\"schema\": \"sailor.plan/1\", \"global_batch\": 16, \"micro_batch\": 2, "          \
-	"\"stages\": [{\"layers\": [0, 5], \"zero\": " z ", \"replicas\": [{\"gpu\": \"" gpu  \
-	"\", \"zone\": \"us-central1-a\", \"count\": 2}]}]}"
+/* Two replicas of device type gpu (each its own host) holding the whole model, without ZeRO-1
+ * (plain, r0) and with it (zero, r1), simulated. */
+static void simulate_with_and_without_zero(const char *gpu, struct sl_plan *plain,
+					   struct sl_plan *zero, struct sl_sim_result *r0,
+					   struct sl_sim_result *r1)
+{
+	char text[512];
+	for (int z = 0; z < 2; z++) {
+		snprintf(text, sizeof(text),
+			 "{\"schema\": \"sailor.plan/1\", \"global_batch\": 16, \"micro_batch\": 2, "
+			 "\"stages\": [{\"layers\": [0, 5], \"zero\": %d, \"replicas\": [{\"gpu\": "
+			 "\"%s\", \"zone\": \"us-central1-a\", \"count\": 2}]}]}", z, gpu);
+		load_plan(text, z ? zero : plain);
+		struct sl_err err = {0};
+		assert_int_equal(sl_simulate(env, z ? zero : plain, SL_COST_SAILOR, z ? r1 : r0, &err),
+				 0);
+	}
+}
 
 /* ZeRO-1 over two replicas (each its own host) where every rank polls: MPI's blocking
  * reduce-scatter and all-gather move a ring all-reduce's bytes, timed as that all-reduce;
@@ -284,12 +298,8 @@ static void zero_with_blocking_collectives_costs_the_allreduce(void **state)
 {
 	(void)state;
 	struct sl_plan plain, zero;
-	load_plan(TWO_REPLICAS("cpu-fast", "0"), &plain);
-	load_plan(TWO_REPLICAS("cpu-fast", "1"), &zero);
 	static struct sl_sim_result r0, r1;
-	struct sl_err err = {0};
-	assert_int_equal(sl_simulate(env, &plain, SL_COST_SAILOR, &r0, &err), 0);
-	assert_int_equal(sl_simulate(env, &zero, SL_COST_SAILOR, &r1, &err), 0);
+	simulate_with_and_without_zero("cpu-fast", &plain, &zero, &r0, &r1);
 	assert_true(r0.stages[0].dp_sync_s > 0);
 	assert_true(fabs(r1.stages[0].dp_sync_s - r0.stages[0].dp_sync_s) < 1e-12);
 	assert_true(fabs(r1.optimizer_s - r0.optimizer_s / 2) < 1e-12);
@@ -306,12 +316,8 @@ static void zero_with_libnbc_moves_the_whole_buffer_to_rank_0_and_back(void **st
 {
 	(void)state;
 	struct sl_plan plain, zero;
-	load_plan(TWO_REPLICAS("cpu-quota", "0"), &plain);
-	load_plan(TWO_REPLICAS("cpu-quota", "1"), &zero);
 	static struct sl_sim_result r0, r1;
-	struct sl_err err = {0};
-	assert_int_equal(sl_simulate(env, &plain, SL_COST_SAILOR, &r0, &err), 0);
-	assert_int_equal(sl_simulate(env, &zero, SL_COST_SAILOR, &r1, &err), 0);
+	simulate_with_and_without_zero("cpu-quota", &plain, &zero, &r0, &r1);
 	/* the model is small enough for one call (1 Mi floats) */
 	double B = SL_FP32_BYTES * sl_sim_stage_params(env, 1, 0, 5);
 	assert_true(B < 4.0 * 1024 * 1024);
