@@ -245,8 +245,8 @@ int sl_sim_replica_fits_opt(const struct sl_sim_env *env, enum sl_cost_model cm,
  * planner must not prune with them then. */
 int sl_sim_runtime_model_possible(const struct sl_sim_env *env, enum sl_cost_model cm);
 
-/* 1 when plan is modelled as our runtime: every GPU type of it has a profile of our runtime
- * (sailor.profile/1) (and the cost model is sailor). */
+/* 1 when every GPU type of plan has a profile of our runtime (sailor.profile/1): under the sailor
+ * cost model the plan is then modelled as our runtime. */
 int sl_sim_runtime_uses(const struct sl_sim_env *env, const struct sl_plan *plan);
 
 /* A lower bound on the gradient synchronisation time sl_simulate charges a stage of layers
