@@ -443,12 +443,12 @@ static int stage_sync_members(const struct sl_sim_env *env, const struct sl_plan
 /* Ranks of stage k's gradient-sync group: the replicas (one TP degree), else every rank. */
 static int stage_sync_group_size(const struct sl_plan *plan, int k)
 {
-	int D = plan->num_pipelines, mixed = 0, ranks = 0;
-	for (int j = 0; j < D; j++) {
-		mixed |= sl_plan_replica(plan, k, j)->tp != sl_plan_replica(plan, k, 0)->tp;
+	int D = plan->num_pipelines, ranks = 0;
+	if (stage_uniform(plan, k))
+		return D;
+	for (int j = 0; j < D; j++)
 		ranks += sl_plan_replica(plan, k, j)->tp;
-	}
-	return mixed ? ranks : D;
+	return ranks;
 }
 
 /* Whether stage k shards its optimizer (ZeRO-1 over a sync group of more than one rank). */
@@ -1024,12 +1024,10 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 		int k = ro->stage;
 		struct sl_sim_memory mem;
 		/* a stage that mixes TP degrees sizes its bucket for its largest whole tensor */
-		int mixed = 0;
-		for (int j = 1; j < D; j++)
-			mixed |= sl_plan_replica(plan, k, j)->tp != sl_plan_replica(plan, k, 0)->tp;
+		int mixed = !stage_uniform(plan, k);
 		double whole = mixed ? largest_whole_tensor_bytes(env, ro->first_layer, ro->last_layer)
 				     : 0;
-		int zgroup = plan->stages[k].zero ? (mixed ? (int)out->stages[k].gpus : D) : 1;
+		int zgroup = plan->stages[k].zero ? stage_sync_group_size(plan, k) : 1;
 		/* mixed TP: ZeRO shards the stage's whole tensors (all of them, as moments) */
 		double whole_all = mixed ? 2.0 * SL_FP32_BYTES *
 						   sl_sim_stage_params(env, 1, ro->first_layer,
