@@ -19,10 +19,10 @@
 #include <jansson.h>
 
 #include "cluster/catalogue.h"
-#include "dist/cluster_file.h"
-#include "dist/launch.h"
-#include "dist/placement.h"
-#include "dist/roles.h"
+#include "cluster/cluster_file.h"
+#include "runtime/launch.h"
+#include "runtime/placement.h"
+#include "runtime/roles.h"
 #include "fuzz_util.h"
 #include "plan/plan.h"
 

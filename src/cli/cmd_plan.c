@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/options.h"
-#include "dist/cluster_file.h"
+#include "cluster/cluster_file.h"
 #include "cluster/catalogue.h"
 #include "cluster/pool.h"
 #include "search/search.h"

@@ -15,9 +15,9 @@
 
 #include "cli/options.h"
 #include "cluster/catalogue.h"
-#include "dist/comm.h"
-#include "dist/launch.h"
-#include "dist/launch_run.h"
+#include "runtime/comm.h"
+#include "runtime/launch.h"
+#include "runtime/launch_run.h"
 #include "profile/netprof.h"
 #include "profile/profiler.h"
 #include "util/log.h"

@@ -6,7 +6,7 @@
 
 #include "cli/options.h"
 #include "cluster/catalogue.h"
-#include "dist/cluster_file.h"
+#include "cluster/cluster_file.h"
 #include "sim/sim.h"
 #include "util/json.h"
 #include "util/limits.h"

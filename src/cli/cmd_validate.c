@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli/options.h"
-#include "dist/cluster_file.h"
+#include "cluster/cluster_file.h"
 #include "cluster/catalogue.h"
 #include "sim/validate.h"
 #include "util/json.h"

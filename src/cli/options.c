@@ -3,7 +3,7 @@
 
 #include "cluster/catalogue.h"
 #include "cluster/network.h"
-#include "dist/cluster_file.h"
+#include "cluster/cluster_file.h"
 
 #include <errno.h>
 #include <math.h>

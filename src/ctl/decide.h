@@ -26,7 +26,7 @@
 #include <stddef.h>
 
 #include "cluster/pool.h"
-#include "dist/cluster_file.h"
+#include "cluster/cluster_file.h"
 
 #define SL_CTL_MAX_HOSTS SL_CLUSTER_MAX_HOSTS
 

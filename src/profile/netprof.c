@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dist/launch.h"
-#include "dist/launch_run.h"
-#include "dist/roles.h"
+#include "runtime/launch.h"
+#include "runtime/launch_run.h"
+#include "runtime/roles.h"
 #include "util/atomic_file.h"
 #include "util/json.h"
 

@@ -34,8 +34,8 @@
 #include <jansson.h>
 
 #include "cluster/network.h"
-#include "dist/cluster_file.h"
-#include "dist/comm.h"
+#include "cluster/cluster_file.h"
+#include "runtime/comm.h"
 #include "util/err.h"
 
 #define SL_NETPROF_MAX_SIZES 16

@@ -6,7 +6,7 @@
  * slowest rank's. */
 #include "profile/profiler.h"
 
-#include "dist/comm.h"
+#include "runtime/comm.h"
 
 #include <errno.h>
 #include <math.h>
@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dist/comm.h"
+#include "runtime/comm.h"
 #include "model/model_config.h"
 #include "train/cpu/kernels.h"
 #include "train/gpt_layers.h"

@@ -1,4 +1,4 @@
-/* The cost model of our own runtime, `sailor run` (src/dist), used when every GPU type of a plan
+/* The cost model of our own runtime, `sailor run` (src/runtime), used when every GPU type of a plan
  * is profiled by `sailor profile` (profiles of schema sailor.profile/1 measure our runtime's
  * layers; the shipped SOSP'25 profiles measure Megatron-DeepSpeed's, for which time_sailor.c
  * models DeepSpeed's engine). Where the two runtimes differ, this file follows ours:
@@ -79,10 +79,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/comm.h"
-#include "dist/placement.h"
-#include "dist/roles.h"
-#include "dist/schedule.h"
+#include "runtime/comm.h"
+#include "runtime/placement.h"
+#include "runtime/roles.h"
+#include "runtime/schedule.h"
 #include "sim/internal.h"
 
 /* dist/grad_sync.h's SL_GRAD_BUCKET_FLOATS (4 Mi floats), repeated so that sim does not include

@@ -14,9 +14,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "dist/cluster_file.h"
-#include "dist/launch.h"
-#include "dist/placement.h"
+#include "cluster/cluster_file.h"
+#include "runtime/launch.h"
+#include "runtime/placement.h"
 
 static struct sl_catalogue cat;
 static int A100, V100, ZA, ZB;

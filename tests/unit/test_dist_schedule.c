@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "dist/schedule.h"
+#include "runtime/schedule.h"
 
 /* A role table for P stages x D pipelines; tp[k*D+j] is replica (k, j)'s TP degree, n[j] the
  * micro-batches of pipeline j. Numbering as roles.h: stage-major, then pipeline, then TP rank. */

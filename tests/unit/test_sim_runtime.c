@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "cluster/catalogue.h"
-#include "dist/grad_sync.h"
+#include "runtime/grad_sync.h"
 #include "sim/internal.h"
 
 /* per layer kind at (mbs 2, tp 1): seconds and bytes */

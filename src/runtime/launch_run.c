@@ -1,5 +1,5 @@
 /* Running a job of ranks on given hosts of a cluster file and waiting for it (launch_run.h). */
-#include "dist/launch_run.h"
+#include "runtime/launch_run.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dist/launch.h"
-#include "dist/roles.h"
+#include "runtime/launch.h"
+#include "runtime/roles.h"
 
 static double now_s(void)
 {

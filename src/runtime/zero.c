@@ -4,12 +4,12 @@
  * boundaries agree on every member without being exchanged; the members' ranges partition the
  * view, so in a bucket the counts sum to the bucket's length and member i's part starts at
  * max(start_i, b0) - b0. */
-#include "dist/zero.h"
+#include "runtime/zero.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/grad_sync.h"
+#include "runtime/grad_sync.h"
 #include "train/cpu/kernels.h"
 #include "train/gpt_layers.h"
 

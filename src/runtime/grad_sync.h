@@ -26,9 +26,9 @@
 #ifndef SL_DIST_GRAD_SYNC_H
 #define SL_DIST_GRAD_SYNC_H
 
-#include "dist/comm.h"
-#include "dist/groups.h"
-#include "dist/roles.h"
+#include "runtime/comm.h"
+#include "runtime/groups.h"
+#include "runtime/roles.h"
 #include "train/param.h"
 
 /* 4 Mi floats (16 MiB) per all-reduce: large enough that per-call latency is amortised on the

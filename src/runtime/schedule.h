@@ -38,7 +38,7 @@
 
 #include <stddef.h>
 
-#include "dist/roles.h"
+#include "runtime/roles.h"
 #include "util/err.h"
 
 /* Tags are 2*m + kind, so m < 16000 keeps them below 32767, the smallest tag upper bound MPI

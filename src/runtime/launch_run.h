@@ -10,7 +10,7 @@
 #ifndef SL_DIST_LAUNCH_RUN_H
 #define SL_DIST_LAUNCH_RUN_H
 
-#include "dist/cluster_file.h"
+#include "cluster/cluster_file.h"
 #include "util/err.h"
 
 int sl_launch_run_on_hosts(const struct sl_cluster *cluster, const int *rank_host, int world,

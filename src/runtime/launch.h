@@ -27,8 +27,8 @@
 
 #include <stddef.h>
 
-#include "dist/cluster_file.h"
-#include "dist/roles.h"
+#include "cluster/cluster_file.h"
+#include "runtime/roles.h"
 #include "util/err.h"
 
 #define SL_LAUNCH_PATH_MAX 4096

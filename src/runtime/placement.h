@@ -14,8 +14,8 @@
 #define SL_DIST_PLACEMENT_H
 
 #include "cluster/catalogue.h"
-#include "dist/cluster_file.h"
-#include "dist/roles.h"
+#include "cluster/cluster_file.h"
+#include "runtime/roles.h"
 #include "util/err.h"
 
 /* Fills table->roles[r].host for every rank: an index into cluster->hosts, or -1 for every rank

@@ -26,7 +26,7 @@
 
 #include <stdio.h>
 
-#include "dist/comm.h"
+#include "runtime/comm.h"
 #include "train/trainer.h"
 #include "util/err.h"
 

@@ -1,7 +1,7 @@
 /* Cluster files (sailor.cluster/1): parsing and validation; see cluster_file.h for the format
  * and its invariants. Every message starts "cluster file '<path>': <json path>: " so the user
  * can find the line to fix; the reason follows, then what would be valid. */
-#include "dist/cluster_file.h"
+#include "cluster/cluster_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>

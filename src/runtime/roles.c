@@ -2,7 +2,7 @@
  * Invariants: ranks are numbered stage-major, then pipeline, then TP rank; the micro-batch
  * counts of the pipelines sum to global_batch / micro_batch exactly (the runtime trains the
  * samples single-process training trains, no more, no fewer). */
-#include "dist/roles.h"
+#include "runtime/roles.h"
 
 #include <stdlib.h>
 #include <string.h>

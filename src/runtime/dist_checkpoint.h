@@ -32,8 +32,8 @@
 #ifndef SL_DIST_DIST_CHECKPOINT_H
 #define SL_DIST_DIST_CHECKPOINT_H
 
-#include "dist/comm.h"
-#include "dist/roles.h"
+#include "runtime/comm.h"
+#include "runtime/roles.h"
 #include "train/checkpoint.h"
 #include "train/model.h"
 

@@ -3,7 +3,7 @@
  * rename of checkpoint.c); a save's outcome is agreed by an all-reduce so no rank continues
  * believing a checkpoint exists that does not. A snapshot travels with SNAPSHOT_TAG on the world
  * communicator, which no schedule message uses; the gather completes before the save returns. */
-#include "dist/dist_checkpoint.h"
+#include "runtime/dist_checkpoint.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -3,7 +3,7 @@
  * replicas of a stage hold the same layers, hence the same names in the same order; the
  * embedding group's members each hold exactly one token table), so bucket boundaries agree on
  * every member without being exchanged. */
-#include "dist/grad_sync.h"
+#include "runtime/grad_sync.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 
 #include "train/cpu/kernels.h"
 #include "train/gpt_layers.h"
-#include "dist/zero.h"
+#include "runtime/zero.h"
 
 int sl_param_is_sharded(const struct sl_param *p) { return p->tp > 1 && p->shard_dim >= 0; }
 

@@ -2,7 +2,7 @@
  * Invariant: every rank calls the same three splits in the same order (MPI_Comm_split is
  * collective over the world), whether or not it joins a group. Colours are made unique per
  * split by construction: (stage, TP rank) pairs map to stage * (max TP + 1) + TP rank. */
-#include "dist/groups.h"
+#include "runtime/groups.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* Launch: hostfile, rankfile and mpirun argv for a placed role table; see launch.h for the file
  * formats and why they look the way they do (each choice was checked against OpenMPI 4.1.4).
  * Invariant: every string in a struct sl_launch_cmd is its own allocation. */
-#include "dist/launch.h"
+#include "runtime/launch.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -200,7 +200,7 @@ char *sl_launch_format_rankfile(const struct sl_role_table *table,
 		return NULL;
 	struct text t = {0};
 	text_addf(&t, "# written by sailor: rank -> host; slot=0:* binds to socket 0's cores "
-		  "(see src/dist/launch.h)\n");
+		  "(see src/runtime/launch.h)\n");
 	for (int r = 0; r < table->world_size; r++)
 		text_addf(&t, "rank %d=%s slot=0:*\n", r,
 			  canonical_address(cluster->hosts[table->roles[r].host].address));

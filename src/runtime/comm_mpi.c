@@ -4,7 +4,7 @@
  * can say which rank, role and step failed before it aborts the job; counts above INT_MAX are
  * split into pieces for collectives and refused for point-to-point transfers (an activation of
  * 8 GB is not a transfer this runtime makes). */
-#include "dist/comm.h"
+#include "runtime/comm.h"
 
 #include <limits.h>
 #include <math.h>

@@ -18,8 +18,8 @@
 #ifndef SL_DIST_GROUPS_H
 #define SL_DIST_GROUPS_H
 
-#include "dist/comm.h"
-#include "dist/roles.h"
+#include "runtime/comm.h"
+#include "runtime/roles.h"
 
 struct sl_dist_groups {
 	struct sl_comm_group tp;

@@ -5,7 +5,7 @@
  * micro-batches of the other pipelines), so checkpoints taken from rank 0 hold the position an
  * uninterrupted single-process run would have; no buffer handed to a non-blocking send is written
  * before that send completed (activations per slot, gradients per slot). */
-#include "dist/runner.h"
+#include "runtime/runner.h"
 
 #include <errno.h>
 #include <math.h>
@@ -15,12 +15,12 @@
 #include <unistd.h>
 
 #include "cluster/catalogue.h"
-#include "dist/dist_checkpoint.h"
-#include "dist/grad_sync.h"
-#include "dist/groups.h"
-#include "dist/roles.h"
-#include "dist/schedule.h"
-#include "dist/zero.h"
+#include "runtime/dist_checkpoint.h"
+#include "runtime/grad_sync.h"
+#include "runtime/groups.h"
+#include "runtime/roles.h"
+#include "runtime/schedule.h"
+#include "runtime/zero.h"
 #include "model/model_config.h"
 #include "plan/plan.h"
 #include "train/checkpoint.h"

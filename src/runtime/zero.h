@@ -41,8 +41,8 @@
 #ifndef SL_DIST_ZERO_H
 #define SL_DIST_ZERO_H
 
-#include "dist/comm.h"
-#include "dist/roles.h"
+#include "runtime/comm.h"
+#include "runtime/roles.h"
 #include "train/optimizer.h"
 #include "train/param.h"
 

@@ -7,8 +7,8 @@
  * order ranks are advanced in. Messages live in an open-addressing hash keyed by
  * (source, destination, tag).
  */
-#include "dist/schedule.h"
-#include "dist/schedule_rules.h"
+#include "runtime/schedule.h"
+#include "runtime/schedule_rules.h"
 
 #include <stdarg.h>
 #include <stdio.h>
