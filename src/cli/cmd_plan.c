@@ -90,9 +90,11 @@ static void print_candidate(const struct sl_sim_env *env, const struct sl_pool *
 {
 	const struct sl_plan *plan = &c->plan;
 	const struct sl_sim_result *res = &c->result;
+	char counts[32];
+	sl_sim_microbatches_text(plan, res, counts, sizeof(counts));
 	fprintf(report,
-		"  micro-batch %d, %d micro-batches per pipeline, %d pipeline%s, %d stage%s\n",
-	       plan->micro_batch, res->microbatches, plan->num_pipelines,
+		"  micro-batch %d, %s micro-batches per pipeline, %d pipeline%s, %d stage%s\n",
+	       plan->micro_batch, counts, plan->num_pipelines,
 	       plan->num_pipelines == 1 ? "" : "s", plan->num_stages, plan->num_stages == 1 ? "" : "s");
 	fprintf(report, "  %-6s %-9s %s\n", "stage", "layers",
 		"replicas (GPU type, TP degree, zone)");
@@ -213,6 +215,15 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 		sl_search_outcome_free(&out);
 		return rc;
 	}
+	/* every plan shown or written names its model, so that `simulate` and `run` take it as
+	 * it is; a hyper-parameter file too long to name falls back to the model's own name */
+	const char *model_ref = strlen(a->model) < SL_MODEL_NAME_MAX ? a->model : env->model.name;
+	for (int i = 0; i < out.count; i++)
+		sl_plan_set_model(&out.best[i].plan, model_ref);
+	for (int i = 0; i < out.pareto_count; i++)
+		sl_plan_set_model(&out.pareto[i].plan, model_ref);
+	sl_plan_set_model(&out.cheapest.plan, model_ref);
+	sl_plan_set_model(&out.fastest.plan, model_ref);
 	if (out.count == 0) {
 		*found_all = 0;
 		if (steps > 1)

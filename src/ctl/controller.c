@@ -220,11 +220,22 @@ static int plan_now(struct ctl *c, struct candidate *cand, char *why, size_t why
 		if (runnable(c, &out.best[i].plan, NULL, NULL, &e)) {
 			if (!first_refusal[0])
 				snprintf(first_refusal, sizeof(first_refusal), "%s", e.msg);
+			/* never silent: a user who reads the planner's best plan must see why another
+			 * one runs (after issue 23 the reason is the hosts, never the batch or layers) */
+			json_t *f = json_object();
+			json_object_set_new(f, "rank", json_integer(i + 1));
+			json_object_set_new(f, "of", json_integer(out.count));
+			json_object_set_new(f, "predicted_it_s",
+					    json_real(out.best[i].result.throughput_it_s));
+			json_object_set_new(f, "reason", json_string(e.msg));
+			sl_ctl_event(&c->ev, "plan_skipped", f);
 			continue;
 		}
 		sl_plan_init(&cand->plan);
 		if (sl_plan_copy(&cand->plan, &out.best[i].plan, &e))
 			break;
+		if (c->o->model)
+			sl_plan_set_model(&cand->plan, c->o->model);
 		cand->valid = 1;
 		cand->res = out.best[i].result;
 		cand->key = plan_key(c, &cand->plan);

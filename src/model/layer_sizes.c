@@ -59,7 +59,8 @@ static double padded_vocab(int vocab, int tp)
 /* Forward FLOPs per sample (2 per multiply-add), Megatron GPT layer (Narayanan et al. 2021,
  * "Efficient Large-Scale Language Model Training on GPU Clusters", section 5.1, split by
  * layer): block = QKV 6sh² + projection 2sh² + MLP 4shf + attention scores and context 4s²h;
- * head = logits 2shV; embedding = lookups and position add, about s·h; norm = about 5sh. */
+ * head = logits 2shV plus its final norm, about 5sh; embedding = lookups and position add, about
+ * s·h. */
 static void fill_flops(struct sl_layer_sizes *s, const struct sl_model_config *m)
 {
 	double sq = m->seq_len, h = m->hidden, f = m->ffn_hidden, v = m->vocab;
@@ -67,21 +68,18 @@ static void fill_flops(struct sl_layer_sizes *s, const struct sl_model_config *m
 		switch (s->kind[l]) {
 		case SL_LAYER_EMBEDDING: s->fwd_flops[l] = sq * h; break;
 		case SL_LAYER_BLOCK: s->fwd_flops[l] = 8 * sq * h * h + 4 * sq * h * f + 4 * sq * sq * h; break;
-		case SL_LAYER_NORM: s->fwd_flops[l] = 5 * sq * h; break;
 		case SL_LAYER_HEAD: s->fwd_flops[l] = 2 * sq * h * v + 5 * sq * h; break;
 		}
 	}
 }
 
-static void set_kinds(struct sl_layer_sizes *s, int num_blocks)
+static void set_kinds(struct sl_layer_sizes *s)
 {
 	int n = s->num_layers;
 	for (int l = 0; l < n; l++)
 		s->kind[l] = SL_LAYER_BLOCK;
 	s->kind[0] = SL_LAYER_EMBEDDING;
 	s->kind[n - 1] = SL_LAYER_HEAD;
-	if (n == num_blocks + 3)
-		s->kind[n - 2] = SL_LAYER_NORM;
 }
 
 int sl_layer_sizes_from_formulas(const struct sl_model_config *m, struct sl_layer_sizes **out,
@@ -91,7 +89,7 @@ int sl_layer_sizes_from_formulas(const struct sl_model_config *m, struct sl_laye
 	struct sl_layer_sizes *s = alloc_sizes(n);
 	if (!s)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
-	set_kinds(s, m->num_blocks);
+	set_kinds(s);
 	double sq = m->seq_len, h = m->hidden, f = m->ffn_hidden, a = m->heads;
 	for (int t = 1; t <= MAX_TP; t++) {
 		double vp = padded_vocab(m->vocab, t);
@@ -112,10 +110,6 @@ int sl_layer_sizes_from_formulas(const struct sl_model_config *m, struct sl_laye
 				 * whose a·s/h = 32 and f = 4h): s·h replicated 3 (LayerNorm inputs, residual),
 				 * sharded QKV 3 + context 1 + MLP f/h, plus the a·s² attention scores */
 				act = 3 * sq * h + (sq * h * (4 + f / h) + a * sq * sq) / t;
-				break;
-			case SL_LAYER_NORM:
-				p = 2 * h;
-				act = sq * h;
 				break;
 			case SL_LAYER_HEAD:
 				/* final LayerNorm + the tied word-embedding copy of Megatron-DeepSpeed's last
@@ -173,15 +167,18 @@ static int load_from_file(const char *path, const json_t *model_obj, const struc
 		return sl_err_set(err, SL_EINPUT, "layer sizes '%s': %s.1: missing TP degree 1", path,
 				  m->name);
 	int n = (int)json_object_size(tp1);
-	if (n != m->num_blocks + 2 && n != m->num_blocks + 3)
+	/* the artifact's numbering folded into the plan's (model_config.h, sosp25_merged_layers) */
+	int map[SL_MAX_MODEL_BLOCKS + 2 + SL_MODEL_MAX_MERGED];
+	if (n > (int)(sizeof(map) / sizeof(map[0])) || sl_model_source_layer_map(m, n, map))
 		return sl_err_set(err, SL_EINPUT,
 				  "layer sizes '%s': %s has %d layers but the model file has %d blocks "
-				  "(expected %d or %d layers)", path, m->name, n, m->num_blocks,
-				  m->num_blocks + 2, m->num_blocks + 3);
-	struct sl_layer_sizes *s = alloc_sizes(n);
+				  "(expected %d layers, or %d with its sosp25_merged_layers)", path,
+				  m->name, n, m->num_blocks, m->num_blocks + 2,
+				  m->sosp25_layer_count ? m->sosp25_layer_count : m->num_blocks + 2);
+	struct sl_layer_sizes *s = alloc_sizes(m->num_blocks + 2);
 	if (!s)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
-	set_kinds(s, m->num_blocks);
+	set_kinds(s);
 	int rc = 0;
 	const char *tk;
 	json_t *tv;
@@ -209,10 +206,12 @@ static int load_from_file(const char *path, const json_t *model_obj, const struc
 			if (!rc) rc = sl_json_get_number(lv, ctx, "act_output_floats", &o, err);
 			if (!rc && (p < 0 || act < 0 || o < 0))
 				rc = sl_err_set(err, SL_EINPUT, "%s: sizes must not be negative", ctx);
-			/* "floats" are 4-byte units (SIMULATOR.md section 2.4) */
-			s->params[t][l] = p;
-			s->act_mem_bytes[t][l] = 4 * act;
-			s->act_output_bytes[t][l] = 4 * o;
+			/* "floats" are 4-byte units (SIMULATOR.md section 2.4); a folded layer holds
+			 * the parameters and activations of all its parts and passes on the last
+			 * part's output */
+			s->params[t][map[l]] += p;
+			s->act_mem_bytes[t][map[l]] += 4 * act;
+			s->act_output_bytes[t][map[l]] = 4 * o;
 		}
 		if (rc) {
 			sl_err_prefix(err, "layer sizes '%s'", path);
@@ -228,7 +227,7 @@ static int load_from_file(const char *path, const json_t *model_obj, const struc
 	s->from_file = 1;
 	s->word_embedding_params = (double)m->vocab * m->hidden;
 	/* the head holds the tied embedding copy when its parameters are at least vocab·h */
-	s->head_holds_embedding = s->params[1][n - 1] >= s->word_embedding_params;
+	s->head_holds_embedding = s->params[1][s->num_layers - 1] >= s->word_embedding_params;
 	fill_flops(s, m);
 	*out = s;
 	return 0;

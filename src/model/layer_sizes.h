@@ -5,9 +5,11 @@
  * llm_info.json): parameters and activation figures are the artifact's measured values
  * (params_floats, act_mem_floats, act_output_floats; "floats" are 4-byte units) for the TP
  * degrees it lists; a TP degree it lacks is derived from the largest listed degree below it by
- * scaling the sharded parts (see layer_sizes.c). The layer count is the file's: 26 for OPT-350,
- * 34 GPT-Neo-2.7, 50 OPT-30, and 35 for LLAMA-3-8, whose final RMSNorm is its own layer 33 before
- * the head (layer 34) — so for LLAMA-3-8 it is num_blocks + 3, not sl_model_plan_layers().
+ * scaling the sharded parts (see layer_sizes.c). The layer count is the plan's,
+ * sl_model_plan_layers(): 26 for OPT-350, 34 GPT-Neo-2.7, 50 OPT-30, 34 LLAMA-3-8. The file
+ * numbers LLAMA-3-8's final RMSNorm as a layer of its own (33, before the head 34); its model file
+ * says so ("sosp25_merged_layers") and the two are read as one layer 33, their parameters and
+ * activations added up.
  * A model given as a hyper-parameter file gets the same figures from formulas (Megatron GPT
  * layers: QKV/proj/MLP sharded over TP, LayerNorms and biases of row-parallel layers replicated;
  * activation memory per Korthikanti et al. 2022, "Reducing Activation Recomputation", eq. 1-2,
@@ -24,8 +26,7 @@
 
 #define SL_LAYER_SIZES_MAX_TP 8
 
-enum sl_layer_kind { SL_LAYER_EMBEDDING = 0, SL_LAYER_BLOCK = 1, SL_LAYER_NORM = 2,
-		     SL_LAYER_HEAD = 3 };
+enum sl_layer_kind { SL_LAYER_EMBEDDING = 0, SL_LAYER_BLOCK = 1, SL_LAYER_HEAD = 3 };
 
 struct sl_layer_sizes {
 	int num_layers;

@@ -55,6 +55,67 @@ static int get_positive(const json_t *root, const char *key, long long max, int 
 	return 0;
 }
 
+/* "sosp25_merged_layers": [[first, last], ...] in the artifact's numbering, increasing and
+ * disjoint, each of at least two layers, none the embedding; builds sosp25_layer_map. */
+static int parse_merged_layers(const json_t *root, struct sl_model_config *out, struct sl_err *err)
+{
+	const json_t *ranges = json_object_get(root, "sosp25_merged_layers");
+	if (!ranges)
+		return 0;
+	const char *key = "sosp25_merged_layers";
+	if (!json_is_array(ranges))
+		return sl_err_set(err, SL_EINPUT, "%s: expected an array of [first, last] ranges", key);
+	int plan_layers = out->num_blocks + 2, extra = 0, next_free = 1;
+	long long first[SL_MODEL_MAX_MERGED], last[SL_MODEL_MAX_MERGED];
+	size_t count = json_array_size(ranges);
+	for (size_t i = 0; i < count; i++) {
+		const json_t *r = json_array_get(ranges, i);
+		if (!json_is_array(r) || json_array_size(r) != 2 ||
+		    !json_is_integer(json_array_get(r, 0)) || !json_is_integer(json_array_get(r, 1)))
+			return sl_err_set(err, SL_EINPUT, "%s[%zu]: expected [first, last] (whole "
+					  "numbers)", key, i);
+		long long a = json_integer_value(json_array_get(r, 0));
+		long long b = json_integer_value(json_array_get(r, 1));
+		if (a < next_free || b <= a || extra + (b - a) > SL_MODEL_MAX_MERGED)
+			return sl_err_set(err, SL_EINPUT, "%s[%zu]: [%lld, %lld] must follow the "
+					  "previous range, start after layer 0 and span 2 to %d "
+					  "layers in all", key, i, a, b, SL_MODEL_MAX_MERGED + 1);
+		first[i] = a;
+		last[i] = b;
+		extra += (int)(b - a);
+		next_free = (int)b + 1;
+	}
+	int source = plan_layers + extra;
+	if (count && last[count - 1] >= source)
+		return sl_err_set(err, SL_EINPUT, "%s: layer %lld is past the artifact's last layer "
+				  "%d (%d blocks + 2 + %d merged)", key, last[count - 1], source - 1,
+				  out->num_blocks, extra);
+	out->sosp25_layer_count = count ? source : 0;
+	for (int l = 0, plan = 0; count && l < source; l++) {
+		int inside = 0;
+		for (size_t i = 0; i < count; i++)
+			inside |= l > first[i] && l <= last[i];
+		plan += l > 0 && !inside;
+		out->sosp25_layer_map[l] = (unsigned short)plan;
+	}
+	return 0;
+}
+
+int sl_model_source_layer_map(const struct sl_model_config *model, int source_layers, int *map)
+{
+	int plan_layers = sl_model_plan_layers(model);
+	if (source_layers == plan_layers) {
+		for (int l = 0; l < source_layers; l++)
+			map[l] = l;
+		return 0;
+	}
+	if (!model->sosp25_layer_count || source_layers != model->sosp25_layer_count)
+		return -1;
+	for (int l = 0; l < source_layers; l++)
+		map[l] = model->sosp25_layer_map[l];
+	return 0;
+}
+
 int sl_model_config_load(const char *name_or_path, struct sl_model_config *out,
 			 struct sl_err *err)
 {
@@ -100,6 +161,8 @@ int sl_model_config_load(const char *name_or_path, struct sl_model_config *out,
 		    out->default_global_batch > SL_MAX_GLOBAL_BATCH))
 		rc = sl_err_set(err, SL_EINPUT, "global_batch: must be a whole number from 1 to %lld, "
 				"got %lld", SL_MAX_GLOBAL_BATCH, out->default_global_batch);
+	if (!rc)
+		rc = parse_merged_layers(root, out, err);
 	if (!rc && out->hidden % out->heads != 0)
 		rc = sl_err_set(err, SL_EINPUT,
 				"hidden %d is not divisible by heads %d: choose heads that divide hidden",

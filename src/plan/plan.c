@@ -1,6 +1,7 @@
 /* Plans: the struct's memory, both file formats in, ours out, and the checks that need the model
  * (see plan.h). Invariants after load: P and D within limits, indices valid, tp >= 1. */
 #include "plan/plan.h"
+#include "plan/microbatch_share.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,12 +94,23 @@ int sl_plan_replica_entry(const struct sl_plan *plan, int stage, int j)
 	return entry;
 }
 
+int sl_plan_set_model(struct sl_plan *plan, const char *model)
+{
+	size_t n = strlen(model);
+	if (n >= sizeof(plan->model))
+		return -1;
+	memcpy(plan->model, model, n + 1);
+	return 0;
+}
+
 int sl_plan_pipeline_microbatches(const struct sl_plan *plan, int j, long long global_batch)
 {
 	if (plan->uneven_microbatches)
 		return plan->microbatches[j];
-	long long per = (long long)plan->micro_batch * plan->num_pipelines;
-	long long n = (global_batch + per - 1) / per;
+	/* the rule of microbatch_share.h for a plan that passes it; for one that does not (an
+	 * unchecked plan, e.g. a lower bound's), a pipeline never gets fewer than 1 */
+	long long M = global_batch / plan->micro_batch, D = plan->num_pipelines;
+	long long n = M / D + (j < M % D);
 	return n < 1 ? 1 : (n > 1 << 30 ? 1 << 30 : (int)n);
 }
 
@@ -630,19 +642,8 @@ int sl_plan_check(const struct sl_plan *plan, int num_layers, long long global_b
 			   "stages must cover every layer", field, next - 1, num_layers - 1);
 		return check_fail(plan, err);
 	}
-	if (plan->uneven_microbatches) {
-		long long total = 0;
-		for (int j = 0; j < plan->num_pipelines; j++)
-			total += plan->microbatches[j];
-		if (total * plan->micro_batch != global_batch) {
-			sl_err_set(err, SL_EINPUT,
-				   "microbatches_per_pipeline: add up to %lld micro-batches of %d = %lld "
-				   "samples but the global batch is %lld: make them add up to %lld",
-				   total, plan->micro_batch, total * plan->micro_batch, global_batch,
-				   global_batch / plan->micro_batch);
-			return check_fail(plan, err);
-		}
-	}
+	if (sl_plan_microbatch_counts(plan, global_batch, NULL, err))
+		return check_fail(plan, err);
 	return 0;
 }
 

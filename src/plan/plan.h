@@ -10,7 +10,9 @@
  *                             ...]}, ...],
  *    "microbatches_per_pipeline": [n_0, ..., n_{D-1}]}
  *   "layers" is an inclusive [first, last] range; "count" (default 1) is a run-length; "model",
- *   "global_batch" and "microbatches_per_pipeline" are optional.
+ *   "global_batch" and "microbatches_per_pipeline" are optional (the planner writes all three
+ *   where they apply). How the global batch is shared over pipelines, with and without
+ *   "microbatches_per_pipeline": plan/microbatch_share.h.
  *   "measured" (optional): a run of the plan, for `sailor validate`: {"iteration_s": median
  *   seconds per step, "peak_memory_bytes": the largest peak resident memory of a rank (our
  *   runtime) or GPU, "dp_sync_s": optional}, beside provenance the loader ignores.
@@ -34,8 +36,8 @@
  * Invariants the loader guarantees: 1 <= num_stages <= SL_PLAN_MAX_STAGES, 1 <= num_pipelines
  * <= SL_PLAN_MAX_PIPELINES, every replica's gpu/zone a valid catalogue index, tp >= 1,
  * micro_batch >= 1, global_batch >= 0 (0 = not given). sl_plan_check adds the checks that need
- * the model: layers cover 0..L-1 exactly once in order, tp <= the GPU's gpus_per_node, the uneven
- * micro-batch counts add up to the global batch.
+ * the model: layers cover 0..L-1 exactly once in order, tp <= the GPU's gpus_per_node, the
+ * global batch shared over the pipelines by the rule of plan/microbatch_share.h.
  *
  * Ownership: `replicas` and `microbatches` are owned by the plan when allocated by
  * sl_plan_reserve (capacity > 0) and freed by sl_plan_free. A caller (the planner) may instead
@@ -102,7 +104,8 @@ struct sl_plan {
 	struct sl_plan_stage stages[SL_PLAN_MAX_STAGES];
 	struct sl_replica *replicas;   /* P*D entries, stage-major: replicas[k * D + j] */
 	int *microbatches;             /* D entries, used only when uneven_microbatches */
-	int uneven_microbatches;       /* 0: every pipeline gets ceil(G / (b·D)) micro-batches */
+	int uneven_microbatches;       /* 1: microbatches[] given ("microbatches_per_pipeline");
+					* 0: shared by the rule of plan/microbatch_share.h */
 	int capacity;                  /* replicas owned (0 = borrowed memory) */
 	int mb_capacity;               /* microbatches owned (0 = borrowed memory) */
 	enum sl_plan_format format;    /* which file format it was read from (for error paths) */
@@ -136,8 +139,8 @@ int sl_plan_from_json(const json_t *root, const char *path, const struct sl_cata
 		      struct sl_plan *out, struct sl_err *err);
 
 /* Checks that need the model: num_layers plan layers covered exactly once and in order, every
- * stage non-empty, tp <= gpus_per_node of its GPU, global batch (after defaults) >= 1, uneven
- * micro-batch counts >= 1 each and summing to the global batch / micro_batch. global_batch is
+ * stage non-empty, tp <= gpus_per_node of its GPU, global batch (after defaults) >= 1 and
+ * shareable over the pipelines (sl_plan_microbatch_counts). global_batch is
  * the batch the plan will be simulated with. Messages name plan->path and the field. */
 int sl_plan_check(const struct sl_plan *plan, int num_layers, long long global_batch,
 		  const struct sl_catalogue *cat, struct sl_err *err);
@@ -151,6 +154,11 @@ json_t *sl_plan_to_json(const struct sl_plan *plan, const struct sl_catalogue *c
 int sl_plan_save(const struct sl_plan *plan, const struct sl_catalogue *cat, const char *path,
 		 struct sl_err *err);
 
+/* Names the plan's model ("model"): the name or hyper-parameter file the plan was made for, as
+ * `sailor simulate` and `sailor run` will load it. Returns 0, or -1 (model left as it was) when
+ * the text does not fit SL_MODEL_NAME_MAX. */
+int sl_plan_set_model(struct sl_plan *plan, const char *model);
+
 /* Total GPUs the plan occupies (sum of tp over all replicas). */
 long long sl_plan_gpu_count(const struct sl_plan *plan);
 
@@ -158,8 +166,9 @@ long long sl_plan_gpu_count(const struct sl_plan *plan);
  * holds replica j of a stage: consecutive equal replicas form one entry. For error messages. */
 int sl_plan_replica_entry(const struct sl_plan *plan, int stage, int j);
 
-/* Micro-batches of pipeline j for global batch G: microbatches[j] when uneven, else
- * ceil(G / (micro_batch · D)). */
+/* Micro-batches of pipeline j for global batch G under the sharing rule of microbatch_share.h
+ * (microbatches[j] when given, else G / (micro_batch · D), the first (G / micro_batch) mod D
+ * pipelines one more). For a plan that sl_plan_check accepted. */
 int sl_plan_pipeline_microbatches(const struct sl_plan *plan, int j, long long global_batch);
 
 #endif

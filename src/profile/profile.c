@@ -239,6 +239,27 @@ int sl_profile_load(const char *path, int expected_layers, struct sl_profile **o
 	return 0;
 }
 
+void sl_profile_fold_layers(struct sl_profile *prof, const int *map)
+{
+	int n = prof->num_layers;
+	if (n < 1 || map[n - 1] == n - 1)
+		return;
+	/* in place: map[l] <= l, so a plan layer is written only from source layers at or after
+	 * it, after they were read */
+	for (int i = 0; i < prof->entry_count; i++) {
+		struct sl_profile_entry *e = &prof->entries[i];
+		for (int l = 0; l < n; l++) {
+			int t = map[l];
+			int first_part = l == 0 || map[l - 1] != t;
+			double f = e->fwd_s[l], b = e->bwd_s[l], u = e->update_s[l];
+			e->fwd_s[t] = first_part ? f : e->fwd_s[t] + f;
+			e->bwd_s[t] = first_part ? b : e->bwd_s[t] + b;
+			e->update_s[t] = first_part ? u : (u > e->update_s[t] ? u : e->update_s[t]);
+		}
+	}
+	prof->num_layers = map[n - 1] + 1;
+}
+
 void sl_profile_free(struct sl_profile *prof)
 {
 	if (!prof)

@@ -69,6 +69,12 @@ int sl_profile_load(const char *path, int expected_layers, struct sl_profile **o
 		    struct sl_err *err);
 void sl_profile_free(struct sl_profile *prof);
 
+/* Folds a profile in another layer numbering into the plan's: source layer l becomes plan layer
+ * map[l] (non-decreasing; model_config.h, sl_model_source_layer_map), forward and backward times
+ * of folded layers added, their optimizer time the largest (it is per step, not per layer).
+ * After it num_layers = map[num_layers - 1] + 1. Nothing to do for the identity. */
+void sl_profile_fold_layers(struct sl_profile *prof, const int *map);
+
 /* The entry for (mbs, tp), or NULL. */
 const struct sl_profile_entry *sl_profile_find(const struct sl_profile *prof, int mbs, int tp);
 

@@ -1,8 +1,11 @@
 /* The role table of a plan (roles.h).
  * Invariants: ranks are numbered stage-major, then pipeline, then TP rank; the micro-batch
- * counts of the pipelines sum to global_batch / micro_batch exactly (the runtime trains the
- * samples single-process training trains, no more, no fewer). */
+ * counts of the pipelines are the plan's by the one sharing rule (plan/microbatch_share.h) and
+ * sum to global_batch / micro_batch exactly (the runtime trains the samples single-process
+ * training trains, no more, no fewer). */
 #include "runtime/roles.h"
+
+#include "plan/microbatch_share.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +23,11 @@ int sl_role_table_build(const struct sl_plan *plan, long long global_batch,
 	if (P < 1 || D < 1 || plan->micro_batch < 1)
 		return sl_err_set(err, SL_EINPUT, "plan '%s': needs at least one stage, one replica "
 				  "per stage and a micro-batch of at least 1", path);
-	if (global_batch < 1)
-		return sl_err_set(err, SL_EINPUT, "plan '%s': global batch %lld must be at least 1",
-				  path, global_batch);
-	if (global_batch % plan->micro_batch)
-		return sl_err_set(err, SL_EINPUT,
-				  "plan '%s': global batch %lld is not a multiple of micro_batch %d: "
-				  "choose a global batch that micro-batches divide",
-				  path, global_batch, plan->micro_batch);
-	long long total_mb = global_batch / plan->micro_batch;
+	int rc = sl_plan_microbatch_counts(plan, global_batch, NULL, err);
+	if (rc) {
+		sl_err_prefix(err, "plan '%s'", path);
+		return rc;
+	}
 	long long world = 0;
 	for (int i = 0; i < P * D; i++) {
 		if (plan->replicas[i].tp < 1)
@@ -53,39 +52,10 @@ int sl_role_table_build(const struct sl_plan *plan, long long global_batch,
 		sl_role_table_free(table);
 		return sl_err_set(err, SL_ENOMEM, "out of memory for the role table");
 	}
-	long long sum = 0;
-	for (int j = 0; j < D; j++) {
-		long long n;
-		if (plan->uneven_microbatches) {
-			n = plan->microbatches[j];
-		} else {
-			if (total_mb % D) {
-				sl_role_table_free(table);
-				return sl_err_set(err, SL_EINPUT,
-						  "plan '%s': global batch %lld is %lld micro-batches of "
-						  "%d, which %d pipelines cannot share evenly: give "
-						  "\"microbatches_per_pipeline\" or a global batch that is "
-						  "a multiple of %lld",
-						  path, global_batch, total_mb, plan->micro_batch, D,
-						  (long long)plan->micro_batch * D);
-			}
-			n = total_mb / D;
-		}
-		if (n < 1 || n > (1 << 20)) {
-			sl_role_table_free(table);
-			return sl_err_set(err, SL_EINPUT, "plan '%s': pipeline %d has %lld micro-batches "
-					  "per step, outside 1..%d", path, j, n, 1 << 20);
-		}
-		table->first_microbatch[j] = (int)sum;
-		table->microbatches[j] = (int)n;
-		sum += n;
-	}
-	if (sum != total_mb) {
-		sl_role_table_free(table);
-		return sl_err_set(err, SL_EINPUT,
-				  "plan '%s': microbatches_per_pipeline sum to %lld, but global batch "
-				  "%lld / micro_batch %d is %lld: make them add up",
-				  path, sum, global_batch, plan->micro_batch, total_mb);
+	sl_plan_microbatch_counts(plan, global_batch, table->microbatches, NULL);
+	for (int j = 0, sum = 0; j < D; j++) {
+		table->first_microbatch[j] = sum;
+		sum += table->microbatches[j];
 	}
 	int rank = 0;
 	for (int k = 0; k < P; k++)

@@ -17,6 +17,7 @@
 #include "search/partition.h"
 #include "search/ranking.h"
 #include "search/search.h"
+#include "search/uneven.h"
 #include "search/zones.h"
 
 struct option {
@@ -103,10 +104,10 @@ static void fill_replicas(struct brute *b, int stage, int slot, int min_option)
 	if (b->rc)
 		return;
 	if (slot == b->plan.num_pipelines) {
-		if (stage + 1 == b->plan.num_stages)
-			b->options_on ? options_from(b, 0) : leaf(b);
-		else
+		if (stage + 1 < b->plan.num_stages)
 			fill_replicas(b, stage + 1, 0, 0);
+		else if (!sl_search_share_microbatches(b->env, b->cm, &b->plan, b->global_batch))
+			b->options_on ? options_from(b, 0) : leaf(b);
 		return;
 	}
 	for (int i = min_option; i < b->option_count; i++) {
@@ -199,7 +200,8 @@ int sl_search_exhaustive(const struct sl_sim_env *env, const struct sl_pool *poo
 					if (pool->counts[g][z] >= tp)
 						b->options[b->option_count++] =
 							(struct option){(short)g, (short)z, (short)tp};
-		for (int mbs = 1; !rc && mbs <= b->global_batch && mbs <= 1024; mbs *= 2) {
+		for (int mbs = 1; !rc && mbs <= b->global_batch && mbs <= 1024 &&
+				  b->global_batch % mbs == 0; mbs *= 2) {
 			struct partition_ctx ctx = {b, mbs, gpus};
 			for (int P = 1; P <= max_stages && P <= gpus && !rc; P++)
 				rc = sl_partition_each(L, P, visit_partition, &ctx);

@@ -1,6 +1,8 @@
 /* Local search around the best plan: see refine.h. */
 #include "search/refine.h"
 
+#include "search/uneven.h"
+
 #include "search/options.h"
 
 #include <stdlib.h>
@@ -45,6 +47,12 @@ static int try_candidate(struct refine *rf, struct sl_err *err)
 	if (!within_pool(rf->pool, &rf->candidate))
 		return 0;
 	sl_search_canonicalize(&rf->candidate, rf->zone_rank);
+	/* the moved replicas change which pipelines are fastest: the split is made again (with
+	 * --uneven-microbatches the counts stay those of the plan refined, as they always have) */
+	if (!rf->rank->req->uneven_microbatches &&
+	    sl_search_share_microbatches(rf->env, rf->rank->req->cost_model, &rf->candidate,
+					 rf->candidate.global_batch))
+		return 0;
 	/* the moved replicas may need other memory options (none when the search has none) */
 	sl_search_choose_options(rf->env, rf->rank->req, &rf->candidate, rf->candidate.global_batch);
 	struct sl_err sim_err = {0};

@@ -364,7 +364,11 @@ static int assigned_prunable(const struct search_state *st, long long nmb)
 			rent_usd_per_s += r->tp * st->assign.usd_per_hour[r->gpu] / 3600.0;
 		}
 	}
+	/* stage_s[k] is the stage's slowest replica, whose pipeline may be one the split gave the
+	 * fewer micro-batches (uneven.c): bound with those */
 	double busiest = busiest_microbatches(st, plan->micro_batch, plan->num_pipelines, nmb);
+	if (!st->req->uneven_microbatches && plan->uneven_microbatches)
+		busiest = (double)(st->global_batch / plan->micro_batch / plan->num_pipelines);
 	double time_lb_s = time_lower_bound(plan->num_stages, busiest, stage_s) + st->sync_lb_s;
 	if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
 		return 1;
@@ -408,7 +412,8 @@ static void enumerate_from(struct enumeration *en, int stage, int slot, int min_
 	if (slot == plan->num_pipelines) {
 		if (stage + 1 < plan->num_stages) {
 			enumerate_from(en, stage + 1, 0, 0);
-		} else if (!assigned_prunable(st, en->nmb)) {
+		} else if (!sl_search_share_microbatches(st->env, st->cm, plan, st->global_batch) &&
+			   !assigned_prunable(st, en->nmb)) {
 			en->rc = simulate_and_rank(st, en->err);
 		}
 		return;
@@ -656,7 +661,9 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 						    fastest_eligible_s) + st->sync_lb_s;
 		if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
 			continue;
-		if (sl_assign_replicas(in, &st->plan) || assigned_prunable(st, nmb))
+		if (sl_assign_replicas(in, &st->plan) ||
+		    sl_search_share_microbatches(st->env, st->cm, &st->plan, st->global_batch) ||
+		    assigned_prunable(st, nmb))
 			continue;
 		if ((rc = simulate_and_rank(st, err)))
 			return rc;
@@ -873,7 +880,9 @@ static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
 	int sets[SL_ZONE_SETS_MAX][SL_MAX_ZONES], sizes[SL_ZONE_SETS_MAX];
 	int set_count = sl_zone_sets(&env->catalogue, pool, sets, sizes);
 	int top_mbs = 1;
-	while (top_mbs * 2 <= global_batch && top_mbs * 2 <= 1024)
+	/* micro-batches divide the global batch (plan/microbatch_share.h): powers of two up to
+	 * the largest that does */
+	while (top_mbs * 2 <= global_batch && top_mbs * 2 <= 1024 && global_batch % (top_mbs * 2) == 0)
 		top_mbs *= 2;
 	int per_order = 0;
 	for (int mbs = top_mbs; mbs >= 1; mbs /= 2)

@@ -1,6 +1,7 @@
 /* Uneven micro-batch counts: see uneven.h. */
 #include "search/uneven.h"
 
+#include "plan/microbatch_share.h"
 #include "search/options.h"
 
 #include <math.h>
@@ -34,19 +35,16 @@ int sl_uneven_counts(const double *pipeline_s, int D, long long total, int *n)
 	return 0;
 }
 
-int sl_uneven_apply(const struct sl_sim_env *env, enum sl_cost_model cm, struct sl_plan *plan,
-		    long long global_batch, struct sl_err *err)
+/* Pipeline j's slowest stage per micro-batch; 0 when all are equal or one has no time. */
+static int pipeline_times(const struct sl_sim_env *env, enum sl_cost_model cm,
+			  const struct sl_plan *plan, double *pipeline_s)
 {
-	int D = plan->num_pipelines, b = plan->micro_batch;
-	if (D < 2 || global_batch % b)
-		return 0;
-	double pipeline_s[SL_PLAN_MAX_PIPELINES];
 	int differ = 0;
-	for (int j = 0; j < D; j++) {
+	for (int j = 0; j < plan->num_pipelines; j++) {
 		pipeline_s[j] = 0;
 		for (int k = 0; k < plan->num_stages; k++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			double c = sl_sim_stage_compute_s(env, cm, r->gpu, b, r->tp,
+			double c = sl_sim_stage_compute_s(env, cm, r->gpu, plan->micro_batch, r->tp,
 							  plan->stages[k].first_layer,
 							  plan->stages[k].last_layer);
 			if (c > pipeline_s[j])
@@ -56,7 +54,34 @@ int sl_uneven_apply(const struct sl_sim_env *env, enum sl_cost_model cm, struct 
 			return 0;
 		differ |= pipeline_s[j] != pipeline_s[0];
 	}
-	if (!differ)
+	return differ;
+}
+
+int sl_search_share_microbatches(const struct sl_sim_env *env, enum sl_cost_model cm,
+				 struct sl_plan *plan, long long global_batch)
+{
+	plan->uneven_microbatches = 0;
+	int D = plan->num_pipelines, b = plan->micro_batch;
+	if (D < 1 || b < 1 || global_batch % b)
+		return -1;
+	long long M = global_batch / b;
+	if (M < D)
+		return -1;
+	if (M % D == 0)
+		return 0;
+	double pipeline_s[SL_PLAN_MAX_PIPELINES];
+	int differ = pipeline_times(env, cm, plan, pipeline_s);
+	return sl_plan_split_microbatches(plan, global_batch, differ ? pipeline_s : NULL);
+}
+
+int sl_uneven_apply(const struct sl_sim_env *env, enum sl_cost_model cm, struct sl_plan *plan,
+		    long long global_batch, struct sl_err *err)
+{
+	int D = plan->num_pipelines, b = plan->micro_batch;
+	if (D < 2 || global_batch % b)
+		return 0;
+	double pipeline_s[SL_PLAN_MAX_PIPELINES];
+	if (!pipeline_times(env, cm, plan, pipeline_s))
 		return 0;
 	int rc = sl_plan_reserve(plan, plan->num_stages, D, err);
 	if (rc)

@@ -22,6 +22,14 @@ int sl_search_try_uneven(const struct sl_sim_env *env, struct sl_ranking *rank,
 int sl_uneven_apply(const struct sl_sim_env *env, enum sl_cost_model cm, struct sl_plan *plan,
 		    long long global_batch, struct sl_err *err);
 
+/* The planner's split where the D pipelines of a plan do not divide the G / b micro-batches
+ * (plan/microbatch_share.h): floor(M / D) each, the extra ones to the pipelines whose slowest
+ * stage computes fastest, written into the plan as "microbatches_per_pipeline" so that the plan
+ * runs what was simulated. Any counts the plan had are replaced (the search builds its plans
+ * without). Returns 0, or -1 when no split exists (M < D, or b does not divide G). */
+int sl_search_share_microbatches(const struct sl_sim_env *env, enum sl_cost_model cm,
+				 struct sl_plan *plan, long long global_batch);
+
 /* The counts themselves: n[j] for D pipelines whose slowest stage takes pipeline_s[j] per
  * micro-batch, summing to total (>= D), each >= 1, by largest remainder (ties to the lower j).
  * Returns 0, or -1 when total < D. */

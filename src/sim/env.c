@@ -46,12 +46,9 @@ double sl_sim_profiled_model_params(const struct sl_layer_sizes *sizes, int tp)
 {
 	/* The artifact profiles a model of embedding + 2 transformer blocks + head
 	 * (third_party/Megatron-DeepSpeed/profile.sh, --num_prof_layers 2; SIMULATOR.md 2.2); for
-	 * LLAMA-3-8 the separate final norm layer too. */
+	 * LLAMA-3-8 the separate final norm layer too, folded into the head here. */
 	int L = sizes->num_layers;
-	double p = sizes->params[tp][0] + 2 * sizes->params[tp][1] + sizes->params[tp][L - 1];
-	if (sizes->kind[L - 2] == SL_LAYER_NORM)
-		p += sizes->params[tp][L - 2];
-	return p;
+	return sizes->params[tp][0] + 2 * sizes->params[tp][1] + sizes->params[tp][L - 1];
 }
 
 int sl_sim_fill_slot(struct sl_sim_env *env, struct sl_time_slot *slot, enum sl_time_source src,
@@ -201,6 +198,11 @@ static int load_profiles(struct sl_sim_env *env, const char *data_dir, struct sl
 		if (!file_exists(path))
 			continue;
 		rc = sl_profile_load(path, 0, &env->profiles[g], err);
+		/* the artifact's numbering of this model folded into the plan's (model_config.h) */
+		int map[SL_MAX_MODEL_BLOCKS + 2 + SL_MODEL_MAX_MERGED];
+		if (!rc && env->profiles[g]->num_layers <= (int)(sizeof(map) / sizeof(map[0])) &&
+		    !sl_model_source_layer_map(&env->model, env->profiles[g]->num_layers, map))
+			sl_profile_fold_layers(env->profiles[g], map);
 		if (!rc && env->profiles[g]->num_layers != env->num_layers) {
 			/* The artifact's GPT-Neo-2.7/GH-96 profile is a copy of OPT-350's (26 layers):
 			 * unusable for this model, so that GPU type falls back to estimated times. */

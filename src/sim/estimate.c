@@ -40,8 +40,7 @@ static int ref_layer(const struct ref *r, enum sl_layer_kind kind)
 {
 	int L = r->sizes->num_layers;
 	switch (kind) {
-	case SL_LAYER_EMBEDDING:
-	case SL_LAYER_NORM: return 0;
+	case SL_LAYER_EMBEDDING: return 0;
 	case SL_LAYER_BLOCK: return 2;
 	case SL_LAYER_HEAD: return L - 1;
 	}

@@ -41,6 +41,7 @@ json_t *sl_sim_result_to_json(const struct sl_sim_env *env, const struct sl_plan
 	json_object_set_new(o, "num_stages", json_integer(res->num_stages));
 	json_object_set_new(o, "num_pipelines", json_integer(res->num_pipelines));
 	json_object_set_new(o, "microbatches_per_pipeline", json_integer(res->microbatches));
+	json_object_set_new(o, "samples_per_iteration", json_integer(res->samples_per_iteration));
 	json_object_set_new(o, "num_gpus", json_integer(res->num_gpus));
 	json_object_set_new(o, "iteration_time_s", json_real(res->iteration_time_s));
 	json_object_set_new(o, "throughput_it_s", json_real(res->throughput_it_s));
@@ -133,15 +134,32 @@ static void print_replicas(FILE *f, const struct sl_sim_env *env, const struct s
 	}
 }
 
+void sl_sim_microbatches_text(const struct sl_plan *plan, const struct sl_sim_result *res,
+			      char *buf, size_t size)
+{
+	int fewest = res->microbatches;
+	for (int j = 0; j < plan->num_pipelines; j++) {
+		int n = sl_plan_pipeline_microbatches(plan, j, res->global_batch);
+		if (n < fewest)
+			fewest = n;
+	}
+	if (fewest == res->microbatches)
+		snprintf(buf, size, "%d", fewest);
+	else
+		snprintf(buf, size, "%d-%d", fewest, res->microbatches);
+}
+
 void sl_sim_result_print(FILE *f, const struct sl_sim_env *env, const struct sl_plan *plan,
 			 const struct sl_sim_result *res)
 {
 	const char *overlay = sl_sim_env_profile_overlay(env);
-	fprintf(f, "model %s, cost model %s%s%s%s, global batch %lld, micro-batch %d, %d "
+	char counts[32];
+	sl_sim_microbatches_text(plan, res, counts, sizeof(counts));
+	fprintf(f, "model %s, cost model %s%s%s%s, global batch %lld, micro-batch %d, %s "
 		   "micro-batches per pipeline\n", env->model.name, sl_cost_model_name(res->cost_model),
 		res->runtime_sailor ? " (runtime: sailor run)" : "",
 		overlay ? ", profiles " : "", overlay ? overlay : "", res->global_batch,
-		res->micro_batch, res->microbatches);
+		res->micro_batch, counts);
 	fprintf(f, "plan: %d stage%s x %d pipeline%s, %lld GPUs\n", res->num_stages,
 		res->num_stages == 1 ? "" : "s", res->num_pipelines, res->num_pipelines == 1 ? "" : "s",
 		res->num_gpus);

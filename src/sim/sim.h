@@ -136,6 +136,8 @@ struct sl_sim_result {
 	int num_stages, num_pipelines, micro_batch;
 	long long global_batch;
 	int microbatches;          /* per pipeline (the largest when uneven) */
+	long long samples_per_iteration; /* micro_batch x the pipelines' micro-batches: equals
+					  * global_batch (plan/microbatch_share.h) */
 	long long num_gpus;
 	double iteration_time_s;   /* = pipeline_time_s + dp_sync_s + optimizer_s */
 	double pipeline_time_s;    /* until the slowest pipeline's last backward ends */
@@ -288,6 +290,10 @@ double sl_sim_gpu_memory_bytes(const struct sl_sim_env *env, int gpu);
  * "global_batch", "micro_batch", ..., "stages": [...]}. New reference. */
 json_t *sl_sim_result_to_json(const struct sl_sim_env *env, const struct sl_plan *plan,
 			      const struct sl_sim_result *res);
+
+/* "N" micro-batches per pipeline, or "FEWEST-MOST" where the plan's pipelines differ. */
+void sl_sim_microbatches_text(const struct sl_plan *plan, const struct sl_sim_result *res,
+			      char *buf, size_t size);
 
 /* The readable breakdown `sailor simulate` prints. */
 void sl_sim_result_print(FILE *out, const struct sl_sim_env *env, const struct sl_plan *plan,

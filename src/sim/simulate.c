@@ -4,6 +4,8 @@
 
 #include "sim/internal.h"
 
+#include "plan/microbatch_share.h"
+
 static long long effective_batch(const struct sl_sim_env *env, const struct sl_plan *plan,
 				 long long global_batch)
 {
@@ -71,7 +73,17 @@ int sl_simulate(const struct sl_sim_env *env, const struct sl_plan *plan, enum s
 	long long G = effective_batch(env, plan, 0);
 	if (G < 1)
 		return sl_err_set(err, SL_EINPUT, "global batch %lld: must be at least 1", G);
+	/* the micro-batches the runtime would run, by the one rule: a plan it refuses is refused */
+	int counts[SL_SIM_MAX_PIPELINES];
+	int rc = sl_plan_microbatch_counts(plan, G, counts, err);
+	if (rc) {
+		if (plan->path[0])
+			sl_err_prefix(err, "plan '%s'", plan->path);
+		return rc;
+	}
 	memset(out, 0, sizeof(*out) - sizeof(out->stages) + (size_t)P * sizeof(out->stages[0]));
+	for (int j = 0; j < D; j++)
+		out->samples_per_iteration += (long long)counts[j] * plan->micro_batch;
 	out->cost_model = cm;
 	out->num_stages = P;
 	out->num_pipelines = D;
@@ -124,7 +136,6 @@ int sl_simulate(const struct sl_sim_env *env, const struct sl_plan *plan, enum s
 						  plan->path, k, what, value);
 		}
 	}
-	int rc;
 	if (cm == SL_COST_SOSP25) {
 		rc = sl_sim_sosp25(env, plan, G, out, err);
 	} else if (sl_sim_runtime_uses(env, plan)) {

@@ -69,9 +69,13 @@ int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long
 {
 	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
 	const struct sl_layer_sizes *sz = env->sizes;
-	/* Nmb = ceil(G / (b · dp)) (one pipeline in that simulator's sense) */
-	long long per = (long long)b * D;
-	int Nmb = (int)((G + per - 1) / per);
+	/* Nmb = ceil(G / (b · dp)) in that simulator; here the busiest pipeline's count under the
+	 * plan's sharing (plan/microbatch_share.h), which is that number wherever the plan shares
+	 * the batch as evenly as it can (the planner's splits and the artifact's plans do) */
+	int Nmb = 0;
+	for (int j = 0; j < D; j++)
+		if (sl_plan_pipeline_microbatches(plan, j, G) > Nmb)
+			Nmb = sl_plan_pipeline_microbatches(plan, j, G);
 	out->microbatches = Nmb;
 	double c[SL_SIM_MAX_STAGES], u[SL_SIM_MAX_STAGES], act[SL_SIM_MAX_STAGES],
 		grad[SL_SIM_MAX_STAGES], m[SL_SIM_MAX_STAGES];

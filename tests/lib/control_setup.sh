@@ -38,6 +38,17 @@ wait_control() {
 	wait "$ctl" || status=$?
 	ctl=""
 	[ "$status" -eq "$1" ] || { echo "FAIL: sailor control exited $status, expected $1"; cat "$work/err"; exit 1; }
+	expect_no_plan_skipped_for_shape
+}
+
+# expect_no_plan_skipped_for_shape: the planner's plans run as emitted (issue 23), so the
+# controller never passes over one for its batch split or its layers; a skip for the hosts (a
+# replica's type or zone has no free host) is the only kind left
+expect_no_plan_skipped_for_shape() {
+	local bad
+	bad=$(grep '"event":"plan_skipped"' "$work/run/events.jsonl" 2>/dev/null |
+		grep -E 'micro-batch|microbatches_per_pipeline|global batch|layer' || true)
+	[ -z "$bad" ] || { echo "FAIL: the controller skipped a planned plan for its shape: $bad"; exit 1; }
 }
 
 # expect_no_process_left: fails if a process of the run ($work in its command line) is still there

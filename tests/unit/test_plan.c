@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "plan/microbatch_share.h"
 #include "plan/plan.h"
 
 static struct sl_catalogue cat;
@@ -163,12 +164,90 @@ static void bad_plans_get_clear_messages(void **state)
 	remove(tmp);
 }
 
+/* A plan of D single-stage replicas in memory, micro-batch b. */
+static void small_plan(struct sl_plan *plan, int D, int b, enum sl_plan_format format)
+{
+	struct sl_err err = {0};
+	sl_plan_init(plan);
+	assert_int_equal(sl_plan_reserve(plan, 1, D, &err), 0);
+	plan->micro_batch = b;
+	plan->format = format;
+	plan->stages[0] = (struct sl_plan_stage){.first_layer = 0, .last_layer = 25};
+	for (int j = 0; j < D; j++)
+		*sl_plan_replica(plan, 0, j) = (struct sl_replica){.gpu = 0, .zone = 0, .tp = 1};
+}
+
+/* The one sharing rule (plan/microbatch_share.h): what simulate, run and control all apply. */
+static void microbatches_are_shared_by_one_rule(void **state)
+{
+	(void)state;
+	struct sl_err err = {0};
+	struct sl_plan plan;
+	int counts[12];
+	/* 128 micro-batches over 8 pipelines: 16 each */
+	small_plan(&plan, 8, 8, SL_PLAN_FORMAT_SAILOR);
+	assert_int_equal(sl_plan_microbatch_counts(&plan, 1024, counts, &err), 0);
+	for (int j = 0; j < 8; j++)
+		assert_int_equal(counts[j], 16);
+	sl_plan_free(&plan);
+	/* 128 over 12 pipelines, hand-written without counts: refused, saying what to give */
+	small_plan(&plan, 12, 8, SL_PLAN_FORMAT_SAILOR);
+	assert_int_equal(sl_plan_microbatch_counts(&plan, 1024, counts, &err), SL_EINPUT);
+	assert_non_null(strstr(err.msg, "global batch 1024 is 128 micro-batches of 8, which 12 "
+				     "pipelines cannot share evenly: give \"microbatches_per_pipeline\""));
+	assert_int_equal(sl_plan_check(&plan, 26, 1024, &cat, &err), SL_EINPUT);
+	assert_non_null(strstr(err.msg, "cannot share evenly"));
+	/* the planner's split: 10 each, the 8 extra to the fastest pipelines (the odd ones) */
+	double pipeline_s[12];
+	for (int j = 0; j < 12; j++)
+		pipeline_s[j] = j % 2 ? 1.0 : 2.0;
+	pipeline_s[0] = 1.5;
+	assert_int_equal(sl_plan_split_microbatches(&plan, 1024, pipeline_s), 0);
+	assert_int_equal(plan.uneven_microbatches, 1);
+	assert_int_equal(sl_plan_microbatch_counts(&plan, 1024, counts, &err), 0);
+	int total = 0;
+	for (int j = 0; j < 12; j++) {
+		total += counts[j];
+		assert_int_equal(counts[j], j % 2 || j == 0 || j == 2 ? 11 : 10);
+	}
+	assert_int_equal(total, 128);
+	assert_int_equal(sl_plan_check(&plan, 26, 1024, &cat, &err), 0);
+	sl_plan_free(&plan);
+	/* without times: the first M mod D pipelines */
+	small_plan(&plan, 12, 8, SL_PLAN_FORMAT_SAILOR);
+	assert_int_equal(sl_plan_split_microbatches(&plan, 1024, NULL), 0);
+	for (int j = 0; j < 12; j++)
+		assert_int_equal(plan.microbatches[j], j < 8 ? 11 : 10);
+	sl_plan_free(&plan);
+	/* the SOSP'25 artifact's plans share as evenly as possible: 256 over 37 pipelines */
+	small_plan(&plan, 37, 4, SL_PLAN_FORMAT_SOSP25);
+	int many[37];
+	assert_int_equal(sl_plan_microbatch_counts(&plan, 1024, many, &err), 0);
+	total = 0;
+	for (int j = 0; j < 37; j++) {
+		total += many[j];
+		assert_int_equal(many[j], j < 256 % 37 ? 7 : 6);
+		assert_int_equal(sl_plan_pipeline_microbatches(&plan, j, 1024), many[j]);
+	}
+	assert_int_equal(total, 256);
+	sl_plan_free(&plan);
+	/* fewer micro-batches than pipelines, and a micro-batch that does not divide the batch */
+	small_plan(&plan, 12, 8, SL_PLAN_FORMAT_SOSP25);
+	assert_int_equal(sl_plan_microbatch_counts(&plan, 64, counts, &err), SL_EINPUT);
+	assert_non_null(strstr(err.msg, "fewer than the plan's 12 pipelines"));
+	assert_int_equal(sl_plan_split_microbatches(&plan, 64, NULL), -1);
+	assert_int_equal(sl_plan_microbatch_counts(&plan, 1020, counts, &err), SL_EINPUT);
+	assert_non_null(strstr(err.msg, "not a multiple of micro_batch 8"));
+	sl_plan_free(&plan);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(example_plan_loads_with_run_lengths),
 		cmocka_unit_test(reads_sosp25_validation_files),
 		cmocka_unit_test(bad_plans_get_clear_messages),
+		cmocka_unit_test(microbatches_are_shared_by_one_rule),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

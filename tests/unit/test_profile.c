@@ -11,6 +11,7 @@
 
 #include "model/layer_sizes.h"
 #include "profile/profile.h"
+#include "util/json.h"
 
 static void write_file(const char *path, const char *text)
 {
@@ -105,13 +106,46 @@ static void layer_sizes_from_the_artifact(void **state)
 	assert_true(fabs(s->fwd_flops[1] - (24 * sq * h * h + 4 * sq * sq * h)) < 1);
 	sl_layer_sizes_free(f);
 	sl_layer_sizes_free(s);
-	/* LLAMA-3-8: 35 layers, a separate final norm */
+	/* LLAMA-3-8: the artifact's 35 layers (a separate final norm, 33) are the plan's 34, the
+	 * norm folded into the head (data/models/LLAMA-3-8.json, sosp25_merged_layers) */
 	assert_int_equal(sl_model_config_load("LLAMA-3-8", &m, &err), 0);
+	assert_int_equal(m.sosp25_layer_count, 35);
+	assert_int_equal(m.sosp25_layer_map[32], 32);
+	assert_int_equal(m.sosp25_layer_map[33], 33);
+	assert_int_equal(m.sosp25_layer_map[34], 33);
 	assert_int_equal(sl_layer_sizes_load(&m, "data", &s, &err), 0);
-	assert_int_equal(s->num_layers, 35);
-	assert_int_equal(s->kind[33], SL_LAYER_NORM);
+	assert_int_equal(s->num_layers, 34);
+	assert_int_equal(s->num_layers, sl_model_plan_layers(&m));
+	assert_int_equal(s->kind[33], SL_LAYER_HEAD);
 	assert_int_equal(s->head_holds_embedding, 0);
+	/* its parameters are the artifact's norm and head added up (llm_info.json, tp 1) */
+	json_t *info = sl_json_load_file("data/models/layer_sizes_sosp25.json", "sizes", &err);
+	assert_non_null(info);
+	json_t *tp1 = json_object_get(json_object_get(info, "LLAMA-3-8"), "1");
+	double norm = json_number_value(json_object_get(json_object_get(tp1, "33"), "params_floats"));
+	double head = json_number_value(json_object_get(json_object_get(tp1, "34"), "params_floats"));
+	assert_true(norm > 0 && head > 0);
+	assert_true(fabs(s->params[1][33] - (norm + head)) < 0.5);
+	json_decref(info);
 	sl_layer_sizes_free(s);
+	/* and its profiles: forward and backward times of 33 and 34 added, 34 layers */
+	struct sl_profile *raw, *folded;
+	assert_int_equal(sl_profile_load("data/profiles/LLAMA-3-8/A100-40.json", 35, &raw, &err), 0);
+	assert_int_equal(sl_profile_load("data/profiles/LLAMA-3-8/A100-40.json", 35, &folded, &err), 0);
+	int map[40];
+	assert_int_equal(sl_model_source_layer_map(&m, 35, map), 0);
+	sl_profile_fold_layers(folded, map);
+	assert_int_equal(folded->num_layers, 34);
+	for (int i = 0; i < raw->entry_count; i++) {
+		const struct sl_profile_entry *a = &raw->entries[i], *b = &folded->entries[i];
+		assert_true(b->fwd_s[32] == a->fwd_s[32]);
+		assert_true(fabs(b->fwd_s[33] - (a->fwd_s[33] + a->fwd_s[34])) < 1e-12);
+		assert_true(fabs(b->bwd_s[33] - (a->bwd_s[33] + a->bwd_s[34])) < 1e-12);
+	}
+	sl_profile_free(raw);
+	sl_profile_free(folded);
+	/* a map for another count is no map */
+	assert_int_equal(sl_model_source_layer_map(&m, 36, map), -1);
 }
 
 int main(void)
