@@ -9,8 +9,9 @@
 # a finding of its own.
 set -u
 cd "$(dirname "$0")/../.."
+source tests/lib/common.sh
 build=${BUILD:-build}
-failures=0 inputs=0
+inputs=0
 for dir in fuzz/corpus-regression/*/ fuzz/seeds/*/; do
 	t=$(basename "$dir")
 	bin=$build/fuzz-replay/$t
@@ -30,4 +31,4 @@ for dir in fuzz/corpus-regression/*/ fuzz/seeds/*/; do
 	done
 done
 echo "$inputs regression inputs and seeds replayed, $failures failed"
-[ "$failures" -eq 0 ]
+finish

@@ -4,13 +4,10 @@
 # say what is possible and exit 1; bad input exits 1 with a message naming what to fix; usage
 # errors exit 2; nothing reaches stdout on failure.
 set -u
-: "${SAILOR:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-py=python3
-command -v "$py" >/dev/null || py=/usr/bin/python3
+source tests/lib/common.sh
+tmp=$work
+fail() { die "$@"; }
+py=$PY
 
 # --- the estimate equals simulate's output, under both cost models ---
 for cm in sailor sosp25; do

@@ -9,12 +9,9 @@
 # Scenarios come from ../shared/reference/sosp25/scenarios.json (and its traces/) where that
 # folder is beside the checkout, else from the copies in data/.
 set -u
-: "${SAILOR:?set SAILOR to the sailor binary}"
-PY=/usr/bin/python3
-[ -x "$PY" ] || { echo "python3 is missing (scripts/install-deps.sh --with-torch)"; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null || exit 1
+source tests/lib/common.sh
+need_python
+tokens "$work/tokens.bin"
 
 scenarios=data/sosp25/scenarios.json traces=data/traces
 if [ -f ../shared/reference/sosp25/scenarios.json ]; then
@@ -48,8 +45,7 @@ for cm in ("sailor", "sosp25"):
         print(f"{name} ({cm})\t" + " ".join(args))
 PY
 
-failures=0 checked=0 uneven=0 skipped=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+checked=0 uneven=0 skipped=0
 while IFS=$'\t' read -r label args; do
 	cm=${args##*--cost-model }
 	cm=${cm%% *}
@@ -126,4 +122,4 @@ grep -qF "$want" "$work/hand-run.err" || fail "run's refusal: $(cat "$work/hand-
 
 echo "$checked emitted plans checked ($uneven share micro-batches unevenly; $skipped plan runs found no plan), $failures failures"
 [ "$checked" -gt 0 ] || { echo "FAIL: no plan was checked"; exit 1; }
-[ "$failures" -eq 0 ]
+finish

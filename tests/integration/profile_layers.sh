@@ -5,12 +5,8 @@
 # whose layer sizes the simulator knows) at a short sequence, simulated on cpu-fast.
 set -u
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-command -v jq >/dev/null || { echo "jq is missing (scripts/install-deps.sh installs it)"; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi; }
+source tests/lib/common.sh
+need_tool jq
 gpus=data/testbed/gpus-cpu.json
 timeout 60 "$SAILOR" profile --model gpt2-tiny --gpu cpu-slow --gpus $gpus --tp 1,2 --mbs 1,2 --repeats 3 --min-sample-ms 20 -q -o "$work/p" 2>"$work/err"
 check "profile written" '[ -s "$work/p/gpt2-tiny/cpu-slow.json" ]' || cat "$work/err"
@@ -61,4 +57,4 @@ if command -v mpirun >/dev/null; then
 	timeout 60 mpirun -np 2 --bind-to none "$SAILOR" profile --model gpt2-tiny --gpu cpu-fast --gpus $gpus --tp 1,2 --mbs 1 -q -o "$work/m" >"$work/mpi.log" 2>&1; rc=$?
 	check "MPI: one TP degree per job" '[ $rc -ne 0 ] && grep -q "one TP degree per run" "$work/mpi.log"'
 fi
-[ "$fails" -eq 0 ]
+finish

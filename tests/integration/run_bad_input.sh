@@ -7,25 +7,9 @@
 # ("zero": 2, "recompute": "partial", --recompute).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-command -v mpirun >/dev/null || { echo "mpirun is missing (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
-fails=0
-expect() { # name, expected exit status, text the message must contain, command...
-  local name=$1 want=$2 text=$3; shift 3
-  "$@" > "$work/out" 2> "$work/err"
-  local got=$?
-  if [ "$got" -ne "$want" ] || ! grep -qF -- "$text" "$work/err" || [ -s "$work/out" ]; then
-    echo "FAIL $name: exit $got (want $want), stderr:"; sed 's/^/    /' "$work/err"
-    [ -s "$work/out" ] && { echo "  stdout:"; sed 's/^/    /' "$work/out"; }
-    fails=$((fails + 1))
-  else
-    echo "ok   $name: $(grep -F -- "$text" "$work/err" | head -n 1)"
-  fi
-}
+source tests/lib/common.sh
+use_mpi
+tokens "$work/tokens.bin"
 run=("$SAILOR" run --data "$work/tokens.bin" --seq-len 32 --steps 2)
 cat > "$work/cluster-small.json" <<'JSON'
 {"schema": "sailor.cluster/1",
@@ -36,44 +20,43 @@ cat > "$work/cluster-novoo.json" <<'JSON'
 {"schema": "sailor.cluster/1",
  "hosts": [{"name": "a", "address": "localhost", "gpu": "A100-40", "zone": "us-central1-a", "slots": 4}]}
 JSON
-expect "more ranks than slots" 1 "the plan needs 4 ranks of A100-40 in zone us-central1-a" \
+expect_error "more ranks than slots" 1 "the plan needs 4 ranks of A100-40 in zone us-central1-a" \
   "${run[@]}" --plan tests/dist/plans/06-pp2-dp2-mixed-tp-two-zones.json --cluster "$work/cluster-small.json"
-expect "no host of a replica's type and zone" 1 'no host has "gpu": "V100-16"' \
+expect_error "no host of a replica's type and zone" 1 'no host has "gpu": "V100-16"' \
   "${run[@]}" --plan tests/dist/plans/06-pp2-dp2-mixed-tp-two-zones.json --cluster "$work/cluster-novoo.json"
-expect "TP group larger than its host" 1 "a TP group runs on one host" \
+expect_error "TP group larger than its host" 1 "a TP group runs on one host" \
   "${run[@]}" --plan tests/dist/plans/05-tp4.json --cluster "$work/cluster-small.json"
-expect "layers that do not match the model" 1 "layers" \
+expect_error "layers that do not match the model" 1 "layers" \
   "${run[@]}" --plan tests/dist/plans/03-pp2.json --model gpt2-small
 sed 's/"global_batch":8/"global_batch":6/' tests/dist/plans/02-dp2.json > "$work/odd.json"
-expect "a global batch the pipelines cannot share" 1 "microbatches_per_pipeline" \
+expect_error "a global batch the pipelines cannot share" 1 "microbatches_per_pipeline" \
   "${run[@]}" --plan "$work/odd.json"
-expect "a missing data file" 1 "missing.bin" \
+expect_error "a missing data file" 1 "missing.bin" \
   "$SAILOR" run --data "$work/missing.bin" --plan tests/dist/plans/02-dp2.json
-expect "a plan file that is not JSON" 1 "$work/tokens.bin" \
+expect_error "a plan file that is not JSON" 1 "$work/tokens.bin" \
   "${run[@]}" --plan "$work/tokens.bin"
-expect "no --plan" 2 "--plan is required" "${run[@]}"
-expect "--micro-batch against the plan" 2 "differs from the plan's micro_batch" \
+expect_error "no --plan" 2 "--plan is required" "${run[@]}"
+expect_error "--micro-batch against the plan" 2 "differs from the plan's micro_batch" \
   "${run[@]}" --plan tests/dist/plans/02-dp2.json --micro-batch 4
 mkdir -p "$work/bin"
 for tool in "$SAILOR"; do ln -sf "$tool" "$work/bin/"; done
-expect "mpirun missing" 1 "openmpi-bin" \
+expect_error "mpirun missing" 1 "openmpi-bin" \
   env PATH="$work/bin" "${run[@]}" --plan tests/dist/plans/02-dp2.json
-expect "an events file that cannot be appended to" 1 \
+expect_error "an events file that cannot be appended to" 1 \
   "cannot append to events file '$work/none/steps.jsonl'" \
   "${run[@]}" --plan tests/dist/plans/02-dp2.json --events-file "$work/none/steps.jsonl"
-expect "an MPI launch of the wrong size" 2 "this MPI job has 3 ranks, but plan" \
+expect_error "an MPI launch of the wrong size" 2 "this MPI job has 3 ranks, but plan" \
   timeout 60 mpirun -np 3 --oversubscribe --bind-to none "${run[@]}" --plan tests/dist/plans/02-dp2.json
 # the per-stage memory options (plan.h): values outside their sets, named by JSON path
 sed 's/"count":2}]}/"count":2}],"zero":2}/' tests/dist/plans/02-dp2.json > "$work/zero2.json"
-expect "zero 2 in a plan" 1 'stages[0].zero: expected 0 (replicated optimizer state) or 1' \
+expect_error "zero 2 in a plan" 1 'stages[0].zero: expected 0 (replicated optimizer state) or 1' \
   "${run[@]}" --plan "$work/zero2.json"
 sed 's/"count":2}]}/"count":2}],"recompute":"partial"}/' tests/dist/plans/02-dp2.json > "$work/partial.json"
-expect "recompute partial in a plan" 1 'stages[0].recompute: expected "none", "full" or "selective"' \
+expect_error "recompute partial in a plan" 1 'stages[0].recompute: expected "none", "full" or "selective"' \
   "${run[@]}" --plan "$work/partial.json"
-expect "--recompute partial" 2 "--recompute 'partial': choose none, full or selective" \
+expect_error "--recompute partial" 2 "--recompute 'partial': choose none, full or selective" \
   "${run[@]}" --plan tests/dist/plans/02-dp2.json --recompute partial
-expect "sailor train --recompute partial" 2 "--recompute 'partial': choose none, full or selective" \
+expect_error "sailor train --recompute partial" 2 "--recompute 'partial': choose none, full or selective" \
   "$SAILOR" train --model gpt2-tiny --data "$work/tokens.bin" --recompute partial
 
-echo "$fails failed"
-[ "$fails" -eq 0 ]
+finish

@@ -9,14 +9,10 @@
 # oversubscribed on this machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-PY=/usr/bin/python3
-"$PY" -c 'import numpy' 2>/dev/null || { echo "python3-numpy is missing (scripts/install-deps.sh --with-torch)"; exit 77; }
-command -v mpirun >/dev/null || { echo "mpirun is missing (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+source tests/lib/common.sh
+need_python numpy
+use_mpi
+tokens "$work/tokens.bin"
 cat > "$work/tiny257.json" <<'JSON'
 {"schema": "sailor.model/1", "name": "tiny257", "layers": 4, "hidden": 64, "heads": 4,
  "ffn_hidden": 256, "seq_len": 32, "vocab": 257}
@@ -28,10 +24,10 @@ reference() { # model global-batch -> losses and checkpoint of single-process tr
   local dir="$work/ref-$1-$2"
   [ -d "$dir" ] && return 0
   mkdir -p "$dir"
-  "$SAILOR" train --model "$1" "${common[@]}" --micro-batch 2 --global-batch "$2" --threads 1 \
-    --ckpt-dir "$dir/ckpt" > "$dir/losses.jsonl"
+  train_reference "$dir/losses.jsonl" --model "$1" "${common[@]}" --micro-batch 2 \
+    --global-batch "$2" --ckpt-dir "$dir/ckpt"
 }
-check() { # name model plan
+check_plan() { # name model plan
   local name=$1 model=$2 plan=$3
   local G; G=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["global_batch"])' "$plan")
   reference "$model" "$G"
@@ -47,23 +43,23 @@ check() { # name model plan
     || { echo "FAIL $name"; exit 1; }
 }
 for plan in tests/dist/plans/*.json; do
-  check "$(basename "$plan" .json)" gpt2-tiny "$plan"
+  check_plan "$(basename "$plan" .json)" gpt2-tiny "$plan"
 done
-check vocab257-tp4 "$work/tiny257.json" tests/dist/plans/05-tp4.json
-check vocab257-pp2-dp3-tp124 "$work/tiny257.json" tests/dist/plans/09-pp2-dp3-tp124-uneven-mb.json
+check_plan vocab257-tp4 "$work/tiny257.json" tests/dist/plans/05-tp4.json
+check_plan vocab257-pp2-dp3-tp124 "$work/tiny257.json" tests/dist/plans/09-pp2-dp3-tp124-uneven-mb.json
 # Ranks on a device type that is a CPU quota wait asleep between MPI tests (comm.h): the same
 # losses, and the ranks say which wait they used. Plan 12 on the testbed's CPU classes, then plan
 # 09 (TP 1, 2 and 4, uneven micro-batches) with the sleeping wait forced.
 sed -e 's/"A100-40"/"cpu-fast"/; s/"V100-16"/"cpu-slow"/' tests/dist/plans/12-pp2-dp2-uniform-tp2.json \
   > "$work/12-cpu-quota.json"
 run_extra=(--gpus data/testbed/gpus-cpu.json)
-check cpu-quota-pp2-dp2-tp2 gpt2-tiny "$work/12-cpu-quota.json"
+check_plan cpu-quota-pp2-dp2-tp2 gpt2-tiny "$work/12-cpu-quota.json"
 grep -q '"idle_wait":"sleep"' "$work/run-cpu-quota-pp2-dp2-tp2/losses.jsonl" \
   || { echo "FAIL: ranks on cpu-fast did not wait asleep"; exit 1; }
 run_extra=()
 grep -q '"idle_wait":"poll"' "$work/run-01-single/losses.jsonl" \
   || { echo "FAIL: ranks on A100-40 did not poll"; exit 1; }
-SAILOR_MPI_WAIT=sleep check sleep-pp2-dp3-tp124 gpt2-tiny tests/dist/plans/09-pp2-dp3-tp124-uneven-mb.json
+SAILOR_MPI_WAIT=sleep check_plan sleep-pp2-dp3-tp124 gpt2-tiny tests/dist/plans/09-pp2-dp3-tp124-uneven-mb.json
 grep -q '"idle_wait":"sleep"' "$work/run-sleep-pp2-dp3-tp124/losses.jsonl" \
   || { echo "FAIL: SAILOR_MPI_WAIT=sleep was not used"; exit 1; }
 # A plan whose groups mix ranks that poll (A100-40) with ranks that wait asleep (cpu-slow), ZeRO-1
@@ -79,6 +75,6 @@ cat > "$work/mixed-waits.json" <<'JSON'
  "microbatches_per_pipeline": [1, 2, 1]}
 JSON
 run_extra=(--gpus data/testbed/gpus-cpu.json)
-check mixed-waits-pp2-dp3-zero gpt2-tiny "$work/mixed-waits.json"
+check_plan mixed-waits-pp2-dp3-zero gpt2-tiny "$work/mixed-waits.json"
 run_extra=()
 echo "all plans equal single-process training"

@@ -4,14 +4,11 @@
 # checkpoint is valid (`sailor train --resume` continues from it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-command -v mpirun >/dev/null || { echo "mpirun is missing (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
+source tests/lib/common.sh
+use_mpi
 launcher=""
-cleanup() { [ -n "$launcher" ] && kill -9 "$launcher" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+at_exit '[ -n "$launcher" ] && kill -9 "$launcher" 2>/dev/null'
+tokens "$work/tokens.bin"
 plan=tests/dist/plans/06-pp2-dp2-mixed-tp-two-zones.json   # 5 ranks
 "$SAILOR" run --plan "$plan" --model gpt2-tiny --data "$work/tokens.bin" --seq-len 32 \
   --steps 100000 --ckpt-dir "$work/ckpt" --ckpt-every 3 > "$work/out" 2> "$work/err" &

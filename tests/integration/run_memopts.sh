@@ -9,14 +9,10 @@
 # and trains as without it; `sailor train --recompute` gives bit-identical losses.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-PY=/usr/bin/python3
-"$PY" -c 'import numpy' 2>/dev/null || { echo "python3-numpy is missing (scripts/install-deps.sh --with-torch)"; exit 77; }
-command -v mpirun >/dev/null || { echo "mpirun is missing (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+source tests/lib/common.sh
+need_python numpy
+use_mpi
+tokens "$work/tokens.bin"
 common=(--model gpt2-tiny --data "$work/tokens.bin" --seq-len 32 --steps 10 --seed 11 --lr 1e-3
         --warmup-steps 2 --lr-decay-steps 10 --json)
 
@@ -34,8 +30,8 @@ reference() { # global batch -> single-process losses and checkpoint
   local dir="$work/ref-$1"
   [ -d "$dir" ] && return 0
   mkdir -p "$dir"
-  "$SAILOR" train "${common[@]}" --micro-batch 2 --global-batch "$1" --threads 1 \
-    --ckpt-dir "$dir/ckpt" > "$dir/losses.jsonl"
+  train_reference "$dir/losses.jsonl" "${common[@]}" --micro-batch 2 --global-batch "$1" \
+    --ckpt-dir "$dir/ckpt"
 }
 run() { # name plan [extra options] -> $work/run-name/{losses.jsonl,stderr,ckpt}
   local name=$1 plan=$2
@@ -47,7 +43,7 @@ run() { # name plan [extra options] -> $work/run-name/{losses.jsonl,stderr,ckpt}
     echo "FAIL $name: sailor run failed"; cat "$out/stderr"; exit 1
   fi
 }
-check() { # plan-file recompute zero
+check_options() { # plan-file recompute zero
   local base; base=$(basename "$1" .json)
   local name="$base-$2-zero$3"
   with_options "$1" "$2" "$3" > "$work/$name.json"
@@ -61,13 +57,13 @@ check() { # plan-file recompute zero
 }
 
 P=tests/dist/plans
-check $P/02-dp2.json selective 1                   # P1 D2, ZeRO over the whole model
-check $P/06-pp2-dp2-mixed-tp-two-zones.json full 1 # P2, TP 1+2 mixed: whole-tensor view
-check $P/08-pp4-8mb.json full 0                    # P4, recompute with 4 micro-batches in flight
-check $P/09-pp2-dp3-tp124-uneven-mb.json selective 1 # TP 1+2+4, D3, uneven micro-batches
-check $P/10-dp4-tp-mix-uneven-mb.json none 1       # D4 mixed TP, tied table sharded (P1)
-check $P/11-pp3-dp2-tp2-embedding.json full 1      # P3: uniform TP 2, TP 1, mixed TP 1+2
-check $P/12-pp2-dp2-uniform-tp2.json none 1        # uniform TP 2: replicated tensors once
+check_options $P/02-dp2.json selective 1                   # P1 D2, ZeRO over the whole model
+check_options $P/06-pp2-dp2-mixed-tp-two-zones.json full 1 # P2, TP 1+2 mixed: whole-tensor view
+check_options $P/08-pp4-8mb.json full 0                    # P4, recompute with 4 micro-batches in flight
+check_options $P/09-pp2-dp3-tp124-uneven-mb.json selective 1 # TP 1+2+4, D3, uneven micro-batches
+check_options $P/10-dp4-tp-mix-uneven-mb.json none 1       # D4 mixed TP, tied table sharded (P1)
+check_options $P/11-pp3-dp2-tp2-embedding.json full 1      # P3: uniform TP 2, TP 1, mixed TP 1+2
+check_options $P/12-pp2-dp2-uniform-tp2.json none 1        # uniform TP 2: replicated tensors once
 
 # no-ops: recompute on a stage without blocks, ZeRO with one replica: one note each, same run
 with_options $P/01-single.json full 1 > "$work/noop.json"
@@ -84,7 +80,7 @@ EOF
 "$SAILOR" run --plan "$work/emb.json" "${common[@]}" --dry-run > /dev/null 2> "$work/emb.err"
 [ "$(grep -c 'holds no transformer block' "$work/emb.err")" = 1 ] \
   || { echo "FAIL: expected one note for recompute on the embedding stage"; cat "$work/emb.err"; exit 1; }
-check $P/01-single.json full 1
+check_options $P/01-single.json full 1
 
 # sailor train --recompute: bit-identical losses
 for mode in full selective; do

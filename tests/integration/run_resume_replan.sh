@@ -7,14 +7,10 @@
 # --lr-decay-steps is fixed so that the shorter first runs follow the same learning-rate curve.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-PY=/usr/bin/python3
-"$PY" -c 'import numpy' 2>/dev/null || { echo "python3-numpy is missing (scripts/install-deps.sh --with-torch)"; exit 77; }
-command -v mpirun >/dev/null || { echo "mpirun is missing (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+source tests/lib/common.sh
+need_python numpy
+use_mpi
+tokens "$work/tokens.bin"
 common=(--model gpt2-tiny --data "$work/tokens.bin" --seq-len 32 --steps 10 --seed 5 --lr 1e-3
         --warmup-steps 2 --lr-decay-steps 10 --json)
 A=tests/dist/plans/06-pp2-dp2-mixed-tp-two-zones.json

@@ -3,12 +3,9 @@
 # and every bad input of the issue: exit 1 (2 for usage errors), one message on stderr naming the
 # file and the field, nothing on stdout.
 set -u
-: "${SAILOR:?}"
 cd "$(dirname "$0")/../.."
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+source tests/lib/common.sh
+tmp=$work
 
 # run NAME EXPECTED_RC STDERR_PATTERN... -- ARGS
 expect() {
@@ -128,5 +125,4 @@ expect bad-recompute 1 "$f" "stages[0].recompute" -- simulate --model OPT-350 --
 f=$(mk bad-zero '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 25], "zero": 3, "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2}]}]}')
 expect bad-zero 1 "$f" "stages[0].zero" -- simulate --model OPT-350 --plan "$f"
 
-[ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
-echo "sim_cli: all cases pass"
+finish

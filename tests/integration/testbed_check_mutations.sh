@@ -15,21 +15,22 @@
 # Needs jq and python3, not root.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-command -v jq >/dev/null || { echo "jq is missing (scripts/install-deps.sh installs it)"; exit 77; }
-command -v python3 >/dev/null || { echo "python3 is missing"; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source tests/lib/common.sh
+need_tool jq
+need_python
 export SAILOR_TESTBED_STATE=$work/state
 count=${TESTBED_MUTATIONS:-300}
 mkdir -p "$work/m"
-python3 tests/integration/testbed_mutate.py "$work/m" "$count" data/testbed/geo3.json || exit 1
-netns_before=$( (ip netns list 2>/dev/null || true) | grep -c '^sailor-' || true)
-fails=0 accepted=0 refused=0
-fail() { # file, why
+"$PY" tests/integration/testbed_mutate.py "$work/m" "$count" data/testbed/geo3.json || exit 1
+# namespaces are compared by name: a testbed someone else has up on this machine may come and go
+sailor_netns() { (ip netns list 2>/dev/null || true) | awk '/^sailor-/ {print $1}' | sort; }
+sailor_netns >"$work/netns-before"
+accepted=0 refused=0
+fail_mutant() { # file, why
 	echo "FAIL $1 ($(grep -F "$1" "$work/m/verdicts" | cut -f3)): $2"
 	sed 's/^/    stderr: /' "$work/err" | head -n 5
 	sed 's/^/    stdout: /' "$work/out" | head -n 3
-	fails=$((fails + 1))
+	failures=$((failures + 1))
 }
 while IFS=$'\t' read -r name want what; do
 	f=$work/m/$name
@@ -40,26 +41,31 @@ while IFS=$'\t' read -r name want what; do
 	0)
 		accepted=$((accepted + 1))
 		[ "$lines_out" -eq 1 ] && [ ! -s "$work/err" ] && grep -q "a valid description" "$work/out" ||
-			{ fail "$name" "exit 0 without exactly one line of answer"; continue; }
-		[ "$want" != invalid ] || fail "$name" "accepted, but it breaks the documented rules"
+			{ fail_mutant "$name" "exit 0 without exactly one line of answer"; continue; }
+		[ "$want" != invalid ] || fail_mutant "$name" "accepted, but it breaks the documented rules"
 		;;
 	1)
 		refused=$((refused + 1))
 		if [ -s "$work/out" ] || [ "$lines_err" -ne 1 ]; then
-			fail "$name" "refused with $lines_err lines on stderr and $lines_out on stdout"
+			fail_mutant "$name" "refused with $lines_err lines on stderr and $lines_out on stdout"
 		elif grep -qE "jq: error|cannot be checked|line [0-9]+:|command not found|unbound variable" "$work/err"; then
-			fail "$name" "refused by an error of the script, not by a check"
+			fail_mutant "$name" "refused by an error of the script, not by a check"
 		elif ! grep -qE "^testbed: '$f': (.+: .+|not valid JSON \(.+\)|[0-9]+ bytes; .+)\$" "$work/err"; then
-			fail "$name" "the refusal is not one 'path: message' line"
+			fail_mutant "$name" "the refusal is not one 'path: message' line"
 		elif [ "$want" = valid ]; then
-			fail "$name" "refused, but it keeps the documented rules"
+			fail_mutant "$name" "refused, but it keeps the documented rules"
 		fi
 		;;
-	*) fail "$name" "exit $rc (want 0 or 1)" ;;
+	*) fail_mutant "$name" "exit $rc (want 0 or 1)" ;;
 	esac
 done <"$work/m/verdicts"
-[ ! -e "$SAILOR_TESTBED_STATE" ] || { echo "FAIL: check created $SAILOR_TESTBED_STATE"; fails=$((fails + 1)); }
-netns_after=$( (ip netns list 2>/dev/null || true) | grep -c '^sailor-' || true)
-[ "$netns_after" = "$netns_before" ] || { echo "FAIL: network namespaces appeared"; fails=$((fails + 1)); }
-echo "$count mutants: $accepted accepted, $refused refused, $fails failures"
-[ "$fails" -eq 0 ]
+[ ! -e "$SAILOR_TESTBED_STATE" ] || { echo "FAIL: check created $SAILOR_TESTBED_STATE"; failures=$((failures + 1)); }
+# a namespace that appeared and is named for one of the mutants' testbeds came from `check`
+sailor_netns | comm -13 "$work/netns-before" - >"$work/netns-new"
+jq -r '.name? // empty' "$work"/m/*.json 2>/dev/null | sort -u | sed 's/^/sailor-/; s/$/-/' >"$work/mutant-prefixes"
+if [ -s "$work/mutant-prefixes" ] && grep -qFf "$work/mutant-prefixes" "$work/netns-new"; then
+	echo "FAIL: network namespaces appeared: $(grep -Ff "$work/mutant-prefixes" "$work/netns-new" | tr '\n' ' ')"
+	failures=$((failures + 1))
+fi
+echo "$count mutants: $accepted accepted, $refused refused, $failures failures"
+finish

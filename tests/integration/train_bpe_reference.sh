@@ -6,16 +6,14 @@
 # Needs a Python with the `regex` module (for \p{L}); skips (77) when none has it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
+source tests/lib/common.sh
 py=""
 for candidate in python3 /usr/bin/python3; do
   if command -v "$candidate" >/dev/null && "$candidate" -c 'import regex' 2>/dev/null; then
     py=$candidate; break
   fi
 done
-[ -n "$py" ] || { echo "skip: no python3 with the 'regex' module for the reference BPE" >&2; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+[ -n "$py" ] || skip "no python3 with the 'regex' module for the reference BPE"
 { head -c 60000 data/text/fsf-licenses.txt
   printf '\nCafé crème, naïve résumé — Ünïcödé! 東京は晴れ。 Emoji 🚀🚀 and numbers 12345 ٣٤٥ x²  \n\n'
   printf "\tTabs\there   and  spaces  \nI'm sure they'll say it's 'quoted' O'Neil's.\n\n\n  end  "

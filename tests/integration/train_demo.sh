@@ -5,9 +5,7 @@
 # options given after the input file, `sailor data --info`, and the safetensors export.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source tests/lib/common.sh
 "$SAILOR" data data/text/fsf-licenses.txt -o "$work/text.bin" > "$work/data.txt"
 grep -q "168831 tokens" "$work/data.txt"
 "$SAILOR" data --info "$work/text.bin" > "$work/info.txt"

@@ -5,10 +5,8 @@
 # corrupted: --resume warns, sets it aside, continues from the previous one, and again matches.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+source tests/lib/common.sh
+tokens "$work/tokens.bin"
 common=(--model gpt2-tiny --data "$work/tokens.bin" --micro-batch 4 --global-batch 8
         --seq-len 32 --lr 2e-3 --warmup-steps 2 --shuffle --seed 11 --threads 2 --json)
 pick() { grep '"event":"step"' | sed -E 's/.*("step":[0-9]+,"loss":[^,]+,"lr":[^,]+,"grad_norm":[^,]+).*/\1/'; }

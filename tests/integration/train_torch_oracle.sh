@@ -8,20 +8,17 @@
 # scripts/install-deps.sh when /usr/bin/python3 cannot import it. Exit 0 pass, 1 mismatch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-PY=/usr/bin/python3
+source tests/lib/common.sh
 if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
   echo "python3-torch is missing: installing it with scripts/install-deps.sh --with-torch" >&2
   scripts/install-deps.sh --with-torch
   "$PY" -c 'import torch, numpy' || { echo "FAIL: torch still cannot be imported" >&2; exit 1; }
 fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 cat > "$work/model.json" <<'JSON'
 {"schema": "sailor.model/1", "name": "oracle-tiny", "layers": 2, "hidden": 64, "heads": 4,
  "ffn_hidden": 256, "seq_len": 32, "vocab": 128}
 JSON
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+tokens "$work/tokens.bin"
 hp=(--micro-batch 2 --global-batch 4 --seq-len 16 --lr 1e-3 --min-lr 1e-4 --warmup-steps 3
     --lr-decay-steps 10 --weight-decay 0.1 --beta1 0.9 --beta2 0.95 --eps 1e-8 --grad-clip 1.0)
 common=(--model "$work/model.json" --data "$work/tokens.bin" --seed 7 --threads 2 "${hp[@]}")

@@ -6,22 +6,19 @@
 # 12%); they catch a model change that makes things worse.
 set -u
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-command -v jq >/dev/null || { echo "jq is missing (scripts/install-deps.sh installs it)"; exit 77; }
-fails=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi; }
+source tests/lib/common.sh
+need_tool jq
 validate() { # set runs time_mean time_max memory_mean memory_max
 	local set=$1
 	"$SAILOR" validate --model gpt2-tiny "$set" --profiles "$set/env/profiles" --gpus "$set/env/gpus.json" \
-		--network "$set/env/network.json" --cluster "$set/env/cluster.json" --json >"$out" || { fails=$((fails + 1)); return; }
+		--network "$set/env/network.json" --cluster "$set/env/cluster.json" --json >"$out" || { failures=$((failures + 1)); return; }
 	check "$set: $2 runs predicted" "jq -e '(.runs | length) == $2' \"\$out\" >/dev/null"
 	check "$set: iteration time: mean |error| at most $3, none above $4" \
 		"jq -e '.summary.time.mean_abs <= $3 and .summary.time.max_abs <= $4' \"\$out\" >/dev/null"
 	check "$set: peak memory: mean |error| at most $5, none above $6" \
 		"jq -e '.summary.memory.mean_abs <= $5 and .summary.memory.max_abs <= $6' \"\$out\" >/dev/null"
 }
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+out=$work/validation.json
 validate data/validation/testbed-geo3-gpt2tiny 14 0.05 0.10 0.025 0.04
 validate data/validation/testbed-geo3-gpt2tiny-memopts 7 0.045 0.085 0.035 0.06
 set=data/validation/testbed-geo3-gpt2tiny
@@ -29,12 +26,12 @@ set=data/validation/testbed-geo3-gpt2tiny
 	--network "$set/env/network.json" --cluster "$set/env/cluster.json" --json >"$out" 2>&1
 check "a plan of profiled devices is modelled as sailor run" 'jq -e ".runtime == \"sailor run\"" "$out" >/dev/null'
 # a profile whose idle-wait probe is not a pair of small non-negative seconds is refused, by name
-bad=$(mktemp -d)
-trap 'rm -f "$out"; rm -rf "$bad"' EXIT
+bad=$work/bad
+mkdir -p "$bad"
 cp -r "$set/env/profiles/." "$bad/"
 jq '.source.idle_wait.cpu_per_test_s = -1' "$set/env/profiles/gpt2-tiny/cpu-fast.json" >"$bad/gpt2-tiny/cpu-fast.json"
 "$SAILOR" simulate --plan "$set/v01-p1-d1-fast.json" --profiles "$bad" --gpus "$set/env/gpus.json" \
 	--network "$set/env/network.json" --cluster "$set/env/cluster.json" >"$out" 2>&1
 rc=$?
 check "a bad source.idle_wait is refused with its name" '[ "$rc" -ne 0 ] && grep -q "source.idle_wait: expected" "$out"'
-[ "$fails" -eq 0 ]
+finish
