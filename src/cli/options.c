@@ -88,6 +88,7 @@ void sl_cli_print_help(FILE *stream, const struct sl_cli_command *command)
 			fprintf(stream, " (default: %s)", opt->default_text);
 		fputc('\n', stream);
 	}
+	fprintf(stream, "\ndocumentation: docs/%s.md\n", command->name);
 }
 
 int sl_cli_usage_error(const struct sl_cli_command *command, const char *fmt, ...)
