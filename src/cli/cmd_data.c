@@ -104,14 +104,14 @@ static int info(int count, char **paths)
 	size_t size = 0;
 	FILE *report = open_memstream(&buf, &size);
 	if (!report) {
-		sl_log_error("out of memory");
+		sl_cli_error(&sl_cmd_data, "out of memory");
 		return 1;
 	}
 	for (int i = 0; i < count; i++) {
 		struct sl_token_file f;
 		struct sl_err err = {0};
 		if (sl_token_file_open(&f, paths[i], &err)) {
-			sl_log_error("%s", err.msg);
+			sl_cli_error(&sl_cmd_data, "%s", err.msg);
 			status = 1;
 			continue;
 		}
@@ -152,7 +152,7 @@ static int run_inputs(int inputs, char **paths, const char *out, const char *tok
 						  "--merges vocab.bpe (GPT-2's vocabulary files)");
 		int rc = sl_tokenizer_gpt2_load(&tok, encoder, merges, &err);
 		if (rc) {
-			sl_log_error("%s", err.msg);
+			sl_cli_error(&sl_cmd_data, "%s", err.msg);
 			return sl_err_exit_status(rc);
 		}
 	} else {
@@ -181,7 +181,7 @@ static int run_inputs(int inputs, char **paths, const char *out, const char *tok
 	if (!rc)
 		rc = sl_token_file_write(out, buf.data, buf.count, tok.vocab, (uint32_t)tok.id, &err);
 	if (rc) {
-		sl_log_error("%s", err.msg);
+		sl_cli_error(&sl_cmd_data, "%s", err.msg);
 	} else {
 		printf("wrote '%s': %lld tokens from %zu bytes in %d file%s (%s tokenizer, "
 		       "vocabulary %u, %d-byte tokens)\n",

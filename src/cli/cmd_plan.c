@@ -211,7 +211,7 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 	}
 	int rc = sl_search_run(env, pool, &a->req, &out, &err);
 	if (rc) {
-		fprintf(stderr, "sailor plan: %s\n", err.msg);
+		sl_cli_error(&sl_cmd_plan, "%s", err.msg);
 		sl_search_outcome_free(&out);
 		return rc;
 	}
@@ -310,7 +310,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_CLUSTER: a->cluster = parser.arg; break;
 		case OPT_GPUS:
 			if (sl_catalogue_set_overlay(parser.arg, &err)) {
-				fprintf(stderr, "sailor plan: %s\n", err.msg);
+				sl_cli_error(&sl_cmd_plan, "%s", err.msg);
 				return 1;
 			}
 			break;
@@ -392,7 +392,7 @@ static int run_plan(int argc, char **argv)
 	if ((rc = sl_cli_load_environment_files(a.network, a.cluster, &cluster, &have_cluster,
 						&err)) ||
 	    (rc = sl_sim_env_load_overlaid(a.model, NULL, a.profiles, &env, &err))) {
-		fprintf(stderr, "sailor plan: %s\n", err.msg);
+		sl_cli_error(&sl_cmd_plan, "%s", err.msg);
 		return sl_err_exit_status(rc);
 	}
 	if (have_cluster)
@@ -409,7 +409,7 @@ static int run_plan(int argc, char **argv)
 	if (!rc && trace.step_count == 0)
 		rc = sl_err_set(&err, SL_EINPUT, "trace '%s': no step has any GPU", a.trace);
 	if (rc) {
-		fprintf(stderr, "sailor plan: %s\n", err.msg);
+		sl_cli_error(&sl_cmd_plan, "%s", err.msg);
 		sl_pool_trace_free(&trace);
 		sl_sim_env_free(env);
 		return sl_err_exit_status(rc);
@@ -452,7 +452,7 @@ static int run_plan(int argc, char **argv)
 	if (!rc && found_all && a.output) {
 		rc = sl_plan_save(&best, &env->catalogue, a.output, &err);
 		if (rc)
-			fprintf(stderr, "sailor plan: %s\n", err.msg);
+			sl_cli_error(&sl_cmd_plan, "%s", err.msg);
 	}
 	int closed = fclose(report);
 	report = NULL;

@@ -76,7 +76,7 @@ const struct sl_cli_command sl_cmd_profile = {
 
 static int fail(const struct sl_err *err)
 {
-	fprintf(stderr, "sailor profile: %s\n", err->msg);
+	sl_cli_error(&sl_cmd_profile, "%s", err->msg);
 	return sl_err_exit_status(err->code);
 }
 

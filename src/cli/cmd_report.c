@@ -48,7 +48,7 @@ static int run_report(int argc, char **argv)
 	if (rc) {
 		if (rc == SL_EUSAGE)
 			return sl_cli_usage_error(&sl_cmd_report, "%s", err.msg);
-		sl_log_error("%s", err.msg);
+		sl_cli_error(&sl_cmd_report, "%s", err.msg);
 		return 1;
 	}
 	return 0;

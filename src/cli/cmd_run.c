@@ -197,7 +197,7 @@ static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, str
 		close(err_pipe[1]);
 		struct sl_err e = {0};
 		if (sl_launch_setenv(cmd, &e)) {
-			fprintf(stderr, "sailor run: %s\n", e.msg);
+			sl_cli_error(&sl_cmd_run, "%s", e.msg);
 			_exit(127);
 		}
 		execvp(cmd->argv[0], cmd->argv);
@@ -264,7 +264,7 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 	if (rc) {
 		if (rc == SL_EUSAGE)
 			return sl_cli_usage_error(&sl_cmd_run, "%s", err.msg);
-		sl_log_error("%s", err.msg);
+		sl_cli_error(&sl_cmd_run, "%s", err.msg);
 		return 1;
 	}
 	if (o->cluster)
@@ -303,7 +303,7 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 				     (const char *const *)worker, &cmd, &err);
 	}
 	if (rc) {
-		sl_log_error("%s", err.msg);
+		sl_cli_error(&sl_cmd_run, "%s", err.msg);
 		goto out;
 	}
 	if (dry_run) {
@@ -325,7 +325,7 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 		/* rank 0 opens it again on its host; this catches a bad path before anything starts */
 		FILE *f = fopen(o->events_file, "a");
 		if (!f) {
-			sl_log_error("cannot append to events file '%s': %s", o->events_file,
+			sl_cli_error(&sl_cmd_run, "cannot append to events file '%s': %s", o->events_file,
 				     strerror(errno));
 			rc = SL_EIO;
 			goto out;
@@ -335,7 +335,7 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 	struct watch w = {.last_step = -1, .dead_rank = -1};
 	int status = start_and_watch(&cmd, &w, &err);
 	if (status < 0) {
-		sl_log_error("%s", err.msg);
+		sl_cli_error(&sl_cmd_run, "%s", err.msg);
 		rc = status;
 	} else if (status != 0) {
 		rc = SL_EIO;
@@ -345,7 +345,7 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 			if (w.dead_signal > 0)
 				snprintf(how, sizeof(how), "died (signal %d, %s)", w.dead_signal,
 					 strsignal(w.dead_signal));
-			sl_log_error("rank %d (stage %d, pipeline %d, tp rank %d of %d, layers %d-%d, %s "
+			sl_cli_error(&sl_cmd_run, "rank %d (stage %d, pipeline %d, tp rank %d of %d, layers %d-%d, %s "
 				     "in %s, on %s) %s during step %lld; the job was stopped%s%s",
 				     w.dead_rank, x->stage, x->pipeline, x->tp_rank, x->tp,
 				     x->first_layer, x->last_layer, cat.gpus[x->gpu].name,
@@ -357,9 +357,9 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 						       : "",
 				     o->train.ckpt_dir ? o->train.ckpt_dir : "");
 		} else if (launcher_signal) {
-			sl_log_error("stopped by signal %d", (int)launcher_signal);
+			sl_cli_error(&sl_cmd_run, "stopped by signal %d", (int)launcher_signal);
 		} else {
-			sl_log_error("the job failed (mpirun exit status %d)", status);
+			sl_cli_error(&sl_cmd_run, "the job failed (mpirun exit status %d)", status);
 		}
 	}
 out:
@@ -387,7 +387,7 @@ static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 	install_probe_handler(on_rank_probe);
 	int rc = sl_comm_mpi_init(&comm, &argc, &argv, &err);
 	if (rc) {
-		sl_log_error("%s", err.msg);
+		sl_cli_error(&sl_cmd_run, "%s", err.msg);
 		return 1;
 	}
 	rc = sl_dist_worker_run(o, &comm, stdout, &err);
@@ -395,7 +395,7 @@ static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 		/* errors of the input are the same on every rank: rank 0 says it once */
 		int same_everywhere = rc == SL_EUSAGE || rc == SL_EINPUT || rc == SL_ENOTFOUND;
 		if (comm.rank == 0 || !same_everywhere)
-			sl_log_error("rank %d: %s", comm.rank, err.msg);
+			sl_cli_error(&sl_cmd_run, "rank %d: %s", comm.rank, err.msg);
 		fflush(stdout);
 		fflush(stderr);
 		/* the other ranks may be waiting on this one: end the whole job */
@@ -440,7 +440,7 @@ static int run_run(int argc, char **argv)
 		else if (idx == OPT_GPUS) {
 			struct sl_err err = {0};
 			if (sl_catalogue_set_overlay(parser.arg, &err)) {
-				sl_log_error("%s", err.msg);
+				sl_cli_error(&sl_cmd_run, "%s", err.msg);
 				return 1;
 			}
 		}

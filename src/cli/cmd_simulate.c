@@ -47,7 +47,7 @@ const struct sl_cli_command sl_cmd_simulate = {
 
 static int fail(struct sl_err *err)
 {
-	fprintf(stderr, "sailor simulate: %s\n", err->msg);
+	sl_cli_error(&sl_cmd_simulate, "%s", err->msg);
 	return sl_err_exit_status(err->code);
 }
 

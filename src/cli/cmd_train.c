@@ -86,7 +86,7 @@ static int run_train(int argc, char **argv)
 	if (rc) {
 		if (rc == SL_EUSAGE)
 			return sl_cli_usage_error(&sl_cmd_train, "%s", err.msg);
-		sl_log_error("%s", err.msg);
+		sl_cli_error(&sl_cmd_train, "%s", err.msg);
 	}
 	return sl_err_exit_status(rc);
 }

@@ -64,7 +64,7 @@ static int run_validate(int argc, char **argv)
 				profiles = parser.arg;
 			} else if (!strcmp(name, "gpus")) {
 				if (sl_catalogue_set_overlay(parser.arg, &err)) {
-					fprintf(stderr, "sailor validate: %s\n", err.msg);
+					sl_cli_error(&sl_cmd_validate, "%s", err.msg);
 					return 1;
 				}
 			}
@@ -109,7 +109,7 @@ static int run_validate(int argc, char **argv)
 		sl_sim_env_free(env);
 		if (have_cluster)
 			sl_cluster_free(&cluster);
-		fprintf(stderr, "sailor validate: %s\n", err.msg);
+		sl_cli_error(&sl_cmd_validate, "%s", err.msg);
 		return sl_err_exit_status(rc);
 	}
 	if (json) {

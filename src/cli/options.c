@@ -91,6 +91,17 @@ void sl_cli_print_help(FILE *stream, const struct sl_cli_command *command)
 	fprintf(stream, "\ndocumentation: docs/%s.md\n", command->name);
 }
 
+int sl_cli_error(const struct sl_cli_command *command, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "sailor %s: ", command->name);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
 int sl_cli_usage_error(const struct sl_cli_command *command, const char *fmt, ...)
 {
 	va_list ap;

@@ -84,6 +84,11 @@ int sl_cli_next(struct sl_cli_parser *parser);
 void sl_cli_print_help(FILE *stream, const struct sl_cli_command *command);
 
 /* Prints "sailor NAME: <message>\n(try 'sailor NAME --help')" on stderr; returns 2. */
+/* The one way a command reports a failure: "sailor <command>: <message>" on stderr. Returns 1
+ * (the exit status of a failure). Usage errors go through sl_cli_usage_error instead. */
+int sl_cli_error(const struct sl_cli_command *command, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 int sl_cli_usage_error(const struct sl_cli_command *command, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -546,7 +546,8 @@ static void on_line(void *ctx, int is_stderr, const char *line)
 			c->dead_rank = rank;
 			memcpy(c->dead_host, host, sizeof(host));
 		}
-		if (strstr(line, "error:"))
+		/* the generation's failure, as `sailor run` reports it (cli/options.h, sl_cli_error) */
+		if (!strncmp(line, "sailor run: ", 12))
 			snprintf(c->last_error, sizeof(c->last_error), "%s", line);
 		return;
 	}

@@ -419,14 +419,6 @@ static int save(struct sl_comm *comm, const struct sl_role_table *table,
 	return agree(comm, rc, "checkpoint save", err);
 }
 
-int sl_dist_checkpoint_save(struct sl_comm *comm, const struct sl_role_table *table,
-			    const struct sl_gpt *local, struct sl_gpt *whole, const char *dir,
-			    const struct sl_ckpt_state *st, int keep, char *path_out,
-			    size_t path_size, struct sl_err *err)
-{
-	return save(comm, table, local, whole, dir, st, keep, 0, path_out, path_size, err);
-}
-
 int sl_dist_checkpoint_save_async(struct sl_comm *comm, const struct sl_role_table *table,
 				  const struct sl_gpt *local, struct sl_gpt *whole, const char *dir,
 				  const struct sl_ckpt_state *st, int keep, char *path_out,

@@ -37,16 +37,12 @@
 #include "train/checkpoint.h"
 #include "train/model.h"
 
-/* whole: on rank 0 a model of every layer at tp 1 (sl_dist_whole_model_init), unused elsewhere.
- * st: rank 0's data position and hyper-parameters. path_out: on rank 0 the file written. */
-int sl_dist_checkpoint_save(struct sl_comm *comm, const struct sl_role_table *table,
-			    const struct sl_gpt *local, struct sl_gpt *whole, const char *dir,
-			    const struct sl_ckpt_state *st, int keep, char *path_out,
-			    size_t path_size, struct sl_err *err);
-
-/* The same with the persist in the background when async (and SAILOR_SYNC_CHECKPOINTS is not
- * 1): returns once the snapshot is taken; path_out is then "" (the file is named by
- * sl_dist_checkpoint_persisted / _finish). Collective. One persist per process at a time. */
+/* Saves a checkpoint of the whole model. whole: on rank 0 a model of every layer at tp 1
+ * (sl_dist_whole_model_init), unused elsewhere. st: rank 0's data position and
+ * hyper-parameters. The persist runs in the background (unless SAILOR_SYNC_CHECKPOINTS is 1):
+ * returns once the snapshot is taken; path_out is then "" (the file is named by
+ * sl_dist_checkpoint_persisted / _finish), else on rank 0 the file written. Collective. One
+ * persist per process at a time. */
 int sl_dist_checkpoint_save_async(struct sl_comm *comm, const struct sl_role_table *table,
 				  const struct sl_gpt *local, struct sl_gpt *whole, const char *dir,
 				  const struct sl_ckpt_state *st, int keep, char *path_out,

@@ -357,8 +357,3 @@ void sl_zero_release(struct sl_zero *z)
 	free(z->materialized);
 	z->materialized = NULL;
 }
-
-size_t sl_zero_bytes(const struct sl_zero *z)
-{
-	return (size_t)(z->uniform ? 2 : 4) * (size_t)z->own_len * sizeof(float);
-}

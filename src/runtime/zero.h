@@ -113,7 +113,4 @@ int sl_zero_materialize(struct sl_zero *z, int fill, struct sl_err *err);
 /* Frees them; the held parameters' exp_avg/exp_avg_sq are NULL again. */
 void sl_zero_release(struct sl_zero *z);
 
-/* Bytes this rank holds for the sharded state (pieces). */
-size_t sl_zero_bytes(const struct sl_zero *z);
-
 #endif

@@ -244,11 +244,6 @@ int sl_ranking_consider(struct sl_ranking *rank, const struct sl_plan *plan,
 	return rc;
 }
 
-const struct sl_sim_result *sl_ranking_best(const struct sl_ranking *rank)
-{
-	return rank->out->count ? &rank->out->best[0].result : NULL;
-}
-
 static int by_throughput_desc(const void *a, const void *b)
 {
 	const struct sl_search_candidate *x = a, *y = b;

@@ -21,9 +21,6 @@ int sl_ranking_init(struct sl_ranking *rank, const struct sl_search_request *req
 int sl_ranking_consider(struct sl_ranking *rank, const struct sl_plan *plan,
 			const struct sl_sim_result *res, struct sl_err *err);
 
-/* The best plan meeting the constraints so far, or NULL. */
-const struct sl_sim_result *sl_ranking_best(const struct sl_ranking *rank);
-
 /* Orders the Pareto frontier by throughput, descending. */
 void sl_ranking_finish(struct sl_ranking *rank);
 

@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "util/json.h"
 #include "util/limits.h"
 #include "util/log.h"
+#include "util/test_faults.h"
 
 #define MAGIC "SLCKPT\0\0"
 #define END_MAGIC "SLCKEND\0"
@@ -104,32 +104,6 @@ static int write_crc(FILE *f, const void *data, size_t len, uint32_t *crc)
 {
 	*crc = sl_crc32(*crc, data, len);
 	return fwrite(data, 1, len, f) == len;
-}
-
-/* Test hook of the crash-during-persist test (tests/integration/control_persist_crash.sh), called
- * halfway through a checkpoint's tensors: SAILOR_TEST_PERSIST_DELAY_MS=D sleeps D ms there (a slow
- * disk, so a test can kill the writer mid-file), SAILOR_TEST_PERSIST_CRASH_STEP=S kills this
- * process with SIGKILL there while writing step S's checkpoint; with SAILOR_TEST_PERSIST_CRASH_MARK=
- * FILE only once (the file is created before the crash, and its presence disarms the hook).
- * Unset in normal use. */
-static void persist_test_hook(long long step)
-{
-	const char *delay = getenv("SAILOR_TEST_PERSIST_DELAY_MS");
-	const char *crash = getenv("SAILOR_TEST_PERSIST_CRASH_STEP");
-	if (delay && atoi(delay) > 0)
-		usleep((useconds_t)atoi(delay) * 1000u);
-	const char *mark = getenv("SAILOR_TEST_PERSIST_CRASH_MARK");
-	if (crash && atoll(crash) == step) {
-		if (mark) {
-			if (access(mark, F_OK) == 0)
-				return;
-			FILE *f = fopen(mark, "w");
-			if (f)
-				fclose(f);
-		}
-		fflush(NULL);
-		raise(SIGKILL);
-	}
 }
 
 /* The step of a checkpoint's file name, which must be exactly what sl_checkpoint_path writes
@@ -278,7 +252,7 @@ int sl_checkpoint_save(const char *dir, const struct sl_gpt *gpt, const struct s
 	for (int i = 0; i < gpt->param_count && ok; i++) {
 		const struct sl_param *p = gpt->params[i];
 		if (i == gpt->param_count / 2)
-			persist_test_hook(st->step);
+			sl_test_fault_persist_midway(st->step);
 		size_t bytes = (size_t)p->numel * sizeof(float);
 		ok = write_crc(f, p->value, bytes, &crc) && write_crc(f, p->exp_avg, bytes, &crc) &&
 		     write_crc(f, p->exp_avg_sq, bytes, &crc);

@@ -61,5 +61,3 @@ void sl_param_init(struct sl_param *p, uint64_t seed)
 	for (long long i = 0; i < p->numel; i++)
 		value[i] = std * sl_rng_normal_at(key, (uint64_t)sl_param_full_index(p, i));
 }
-
-size_t sl_param_bytes(const struct sl_param *p) { return 4 * (size_t)p->numel * sizeof(float); }

@@ -61,7 +61,4 @@ void sl_param_shard_range(long long n, int tp, int rank, long long *start, long 
  * after the parameter, or init_value. Same values for a tensor whatever the sharding. */
 void sl_param_init(struct sl_param *p, uint64_t seed);
 
-/* Bytes of the four arrays (value, grad, two moments) a parameter needs. */
-size_t sl_param_bytes(const struct sl_param *p);
-
 #endif

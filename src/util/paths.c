@@ -45,8 +45,3 @@ const char *sl_data_dir(void)
 	return data_dir;
 }
 
-char *sl_data_path(char *buf, size_t size, const char *relative)
-{
-	snprintf(buf, size, "%s/%s", sl_data_dir(), relative);
-	return buf;
-}

@@ -9,7 +9,4 @@
 /* The data directory, without a trailing slash. Never NULL (falls back to "data"). */
 const char *sl_data_dir(void);
 
-/* Writes "<data dir>/<relative>" into buf; returns buf. */
-char *sl_data_path(char *buf, size_t size, const char *relative);
-
 #endif

@@ -151,19 +151,19 @@ static void launcher_death_lines(void **state)
 	(void)state;
 	int rank = -1;
 	char host[16];
-	const char *died = "sailor: error: rank 3 (stage 1, pipeline 0, tp rank 1 of 2, layers "
+	const char *died = "sailor run: rank 3 (stage 1, pipeline 0, tp rank 1 of 2, layers "
 			   "2-3, A100-40 in us-central1-a, on a100-1) died (signal 9, Killed) during "
 			   "step 17; the job was stopped";
 	assert_int_equal(sl_ctl_parse_rank_death(died, &rank, host, sizeof(host)), 1);
 	assert_int_equal(rank, 3);
 	assert_string_equal(host, "a100-1");
-	const char *failed = "sailor: error: rank 0 (stage 0, pipeline 0, tp rank 0 of 1, layers "
+	const char *failed = "sailor run: rank 0 (stage 0, pipeline 0, tp rank 0 of 1, layers "
 			     "0-3, V100-16 in us-central1-b, on v100-0) failed during step 1; ...";
 	assert_int_equal(sl_ctl_parse_rank_death(failed, &rank, host, sizeof(host)), 1);
 	assert_int_equal(rank, 0);
 	assert_string_equal(host, "v100-0");
 	/* signal 15 is the controller's own stop, not a death */
-	const char *stopped = "sailor: error: rank 1 (stage 0, pipeline 0, tp rank 1 of 2, layers "
+	const char *stopped = "sailor run: rank 1 (stage 0, pipeline 0, tp rank 1 of 2, layers "
 			      "0-3, A100-40 in us-central1-a, on a100-0) died (signal 15, "
 			      "Terminated) during step 5";
 	assert_int_equal(sl_ctl_parse_rank_death(stopped, &rank, host, sizeof(host)), 0);
