@@ -72,177 +72,239 @@ static void peers_text(const int *p, int c, char *buf, size_t size)
 	}
 }
 
+/* One rank's list as it is walked: where each micro-batch is and what the step has done. */
+struct rank_walk {
+	const struct sl_role_table *tb;
+	const struct sl_schedule *s;
+	int P, k, n;                       /* stages, this rank's stage, its micro-batches */
+	unsigned char *flags;              /* [n] F_* per micro-batch */
+	int *slot_holder;                  /* [slots] micro-batch in flight there, or -1 */
+	int lists[4][SL_SCHEDULE_MAX_TP], counts[4]; /* peers by enum sl_peer_list */
+	int next_fwd, next_bwd, reduced, stepped;    /* reduced/stepped: instruction or -1 */
+	int loads;                         /* the first or last stage: it loads data */
+};
+
+/* The schedule is this role's, with a slot count 1F1B allows. */
+static int check_header(struct rank_walk *w, int r, struct sl_err *err)
+{
+	const struct sl_role *ro = &w->tb->roles[r];
+	const struct sl_schedule *s = w->s;
+	if (s->rank != r || s->stage != w->k || s->pipeline != ro->pipeline ||
+	    s->tp_rank != ro->tp_rank || s->microbatches != w->n) {
+		char role[160];
+		return sl_err_set(err, SL_EINPUT, "schedule of %s: the schedule is for rank %d "
+				  "(stage %d, pipeline %d, tp rank %d, %d micro-batches), not this "
+				  "role with %d micro-batches",
+				  sl_schedule_role_text(w->tb, r, role, sizeof(role)), s->rank, s->stage,
+				  s->pipeline, s->tp_rank, s->microbatches, w->n);
+	}
+	int max_slots = sl_schedule_min_int(w->P - w->k, w->n);
+	if (s->slots < 1 || s->slots > max_slots)
+		return instr_error(err, w->tb, s, -1, "%d activation slots; 1F1B needs 1 .. %d "
+				   "(min(P-k, n))", s->slots, max_slots);
+	if (s->count < 0 || (s->count && !s->instrs))
+		return instr_error(err, w->tb, s, -1, "no instruction array for %d instructions",
+				   s->count);
+	return 0;
+}
+
+/* The step's end: reduce-gradients once every micro-batch is backwarded and sent on, then the
+ * optimizer step as the last instruction. */
+static int check_step_end(struct rank_walk *w, int i, struct sl_err *err)
+{
+	const struct sl_instr *in = &w->s->instrs[i];
+	if (in->op == SL_INSTR_REDUCE_GRADIENTS) {
+		if (w->reduced >= 0)
+			return instr_error(err, w->tb, w->s, i, "gradients are reduced twice");
+		if (w->next_bwd < w->n)
+			return instr_error(err, w->tb, w->s, i, "micro-batch %d is not backwarded "
+					   "yet", w->next_bwd);
+		for (int mm = 0; mm < w->n; mm++) {
+			if (w->counts[ACT_DST] && !(w->flags[mm] & F_SENT_ACT))
+				return instr_error(err, w->tb, w->s, i, "micro-batch %d's "
+						   "activation was never sent", mm);
+			if (w->counts[GRAD_DST] && !(w->flags[mm] & F_SENT_GRAD))
+				return instr_error(err, w->tb, w->s, i, "micro-batch %d's "
+						   "gradient was never sent", mm);
+		}
+		w->reduced = i;
+		return 0;
+	}
+	if (w->reduced < 0)
+		return instr_error(err, w->tb, w->s, i, "optimizer step before reduce-gradients");
+	if (i != w->s->count - 1)
+		return instr_error(err, w->tb, w->s, i, "the optimizer step must be the last "
+				   "instruction (%d follow)", w->s->count - 1 - i);
+	w->stepped = i;
+	return 0;
+}
+
+/* A micro-batch instruction's frame: its operation, micro-batch and slot, and for a send or
+ * receive the peers the TP rule gives. */
+static int check_frame(struct rank_walk *w, int i, struct sl_err *err)
+{
+	const struct sl_instr *in = &w->s->instrs[i];
+	const struct sl_schedule *s = w->s;
+	int m = in->microbatch;
+	if ((int)in->op < SL_INSTR_LOAD_MICROBATCH || in->op > SL_INSTR_SEND_GRADIENT)
+		return instr_error(err, w->tb, s, i, "unknown operation %d", (int)in->op);
+	if (w->reduced >= 0)
+		return instr_error(err, w->tb, s, i, "micro-batch work after reduce-gradients");
+	if (m < 0 || m >= w->n)
+		return instr_error(err, w->tb, s, i, "micro-batch %d outside the pipeline's "
+				   "0 .. %d", m, w->n - 1);
+	if (in->slot != m % s->slots)
+		return instr_error(err, w->tb, s, i, "wrong slot %d: micro-batch %d lives in "
+				   "slot %d (m %% %d)", in->slot, m, m % s->slots, s->slots);
+	if (sl_instr_is_recv(in->op) || sl_instr_is_send(in->op)) {
+		enum sl_peer_list pl = in->op == SL_INSTR_RECV_ACTIVATION ? ACT_SRC
+			: in->op == SL_INSTR_SEND_ACTIVATION ? ACT_DST
+			: in->op == SL_INSTR_RECV_GRADIENT ? GRAD_SRC : GRAD_DST;
+		if (sl_instr_is_recv(in->op) && !w->counts[pl])
+			return instr_error(err, w->tb, s, i, "stage %d has no %s neighbour to "
+					   "receive from", w->k, pl == ACT_SRC ? "previous" : "next");
+		if (!same_peer_set(in, w->lists[pl], w->counts[pl])) {
+			char want[SL_SCHEDULE_MAX_TP * 8];
+			peers_text(w->lists[pl], w->counts[pl], want, sizeof(want));
+			return instr_error(err, w->tb, s, i, "wrong peers: the TP rule gives %s", want);
+		}
+	}
+	return 0;
+}
+
+/* Forward and backward: once each, in order, after their inputs, within the slots. */
+static int check_compute(struct rank_walk *w, int i, struct sl_err *err)
+{
+	const struct sl_instr *in = &w->s->instrs[i];
+	const struct sl_schedule *s = w->s;
+	int m = in->microbatch, k = w->k;
+	unsigned char *f = &w->flags[m];
+	if (in->op == SL_INSTR_FORWARD) {
+		if (m != w->next_fwd)
+			return instr_error(err, w->tb, s, i, "%s: micro-batches are forwarded once "
+					   "each in order, micro-batch %d is next",
+					   m < w->next_fwd ? "forwarded twice" : "out of order",
+					   w->next_fwd);
+		if (k == 0 && !(*f & F_LOADED))
+			return instr_error(err, w->tb, s, i, "forward before micro-batch %d is "
+					   "loaded", m);
+		if (k > 0 && !(*f & F_RECV_ACT))
+			return instr_error(err, w->tb, s, i, "forward before micro-batch %d's "
+					   "activation is received", m);
+		if (w->slot_holder[in->slot] >= 0)
+			return instr_error(err, w->tb, s, i, "slot %d still holds micro-batch %d, "
+					   "which is not backwarded yet (more than %d in flight)",
+					   in->slot, w->slot_holder[in->slot], s->slots);
+		w->slot_holder[in->slot] = m;
+		*f |= F_FWD;
+		w->next_fwd++;
+		return 0;
+	}
+	if (m != w->next_bwd)
+		return instr_error(err, w->tb, s, i, "%s: micro-batches are backwarded once each "
+				   "in order, micro-batch %d is next",
+				   m < w->next_bwd ? "backwarded twice" : "out of order", w->next_bwd);
+	if (w->slot_holder[in->slot] != m)
+		return instr_error(err, w->tb, s, i, "micro-batch %d is not in flight in slot %d "
+				   "(not forwarded yet)", m, in->slot);
+	if (k == w->P - 1 && !(*f & F_LOADED))
+		return instr_error(err, w->tb, s, i, "backward before micro-batch %d's targets are "
+				   "loaded", m);
+	if (k < w->P - 1 && !(*f & F_RECV_GRAD))
+		return instr_error(err, w->tb, s, i, "backward before micro-batch %d's gradient is "
+				   "received", m);
+	w->slot_holder[in->slot] = -1;
+	*f |= F_BWD;
+	w->next_bwd++;
+	return 0;
+}
+
+/* Loads, receives and sends: once each, a send after the work that produces it. */
+static int check_transfer(struct rank_walk *w, int i, struct sl_err *err)
+{
+	const struct sl_instr *in = &w->s->instrs[i];
+	const struct sl_schedule *s = w->s;
+	int m = in->microbatch;
+	unsigned char *f = &w->flags[m];
+	switch (in->op) {
+	case SL_INSTR_LOAD_MICROBATCH:
+		if (!w->loads)
+			return instr_error(err, w->tb, s, i, "only the first and the last stage load "
+					   "data");
+		if (*f & F_LOADED)
+			return instr_error(err, w->tb, s, i, "micro-batch %d is loaded twice", m);
+		*f |= F_LOADED;
+		break;
+	case SL_INSTR_RECV_ACTIVATION:
+		if (*f & F_RECV_ACT)
+			return instr_error(err, w->tb, s, i, "activation of micro-batch %d is received "
+					   "twice", m);
+		*f |= F_RECV_ACT;
+		break;
+	case SL_INSTR_SEND_ACTIVATION:
+		if (!(*f & F_FWD))
+			return instr_error(err, w->tb, s, i, "sends micro-batch %d's activation "
+					   "before its forward", m);
+		if (*f & F_SENT_ACT)
+			return instr_error(err, w->tb, s, i, "activation of micro-batch %d is sent "
+					   "twice", m);
+		*f |= F_SENT_ACT;
+		break;
+	case SL_INSTR_RECV_GRADIENT:
+		if (*f & F_RECV_GRAD)
+			return instr_error(err, w->tb, s, i, "gradient of micro-batch %d is received "
+					   "twice", m);
+		*f |= F_RECV_GRAD;
+		break;
+	case SL_INSTR_SEND_GRADIENT:
+		if (!(*f & F_BWD))
+			return instr_error(err, w->tb, s, i, "sends micro-batch %d's gradient before "
+					   "its backward", m);
+		if (*f & F_SENT_GRAD)
+			return instr_error(err, w->tb, s, i, "gradient of micro-batch %d is sent "
+					   "twice", m);
+		*f |= F_SENT_GRAD;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
 static int check_rank(const struct sl_role_table *tb, const struct sl_schedule *s, int r,
 		      unsigned char *flags, int *slot_holder, struct sl_err *err)
 {
 	const struct sl_role *ro = &tb->roles[r];
-	int P = tb->num_stages, k = ro->stage, n = tb->microbatches[ro->pipeline];
-	if (s->rank != r || s->stage != k || s->pipeline != ro->pipeline ||
-	    s->tp_rank != ro->tp_rank || s->microbatches != n) {
-		char role[160];
-		return sl_err_set(err, SL_EINPUT, "schedule of %s: the schedule is for rank %d "
-				  "(stage %d, pipeline %d, tp rank %d, %d micro-batches), not this "
-				  "role with %d micro-batches", sl_schedule_role_text(tb, r, role, sizeof(role)),
-				  s->rank, s->stage, s->pipeline, s->tp_rank, s->microbatches, n);
-	}
-	int max_slots = sl_schedule_min_int(P - k, n);
-	if (s->slots < 1 || s->slots > max_slots)
-		return instr_error(err, tb, s, -1, "%d activation slots; 1F1B needs 1 .. %d "
-				   "(min(P-k, n))", s->slots, max_slots);
-	if (s->count < 0 || (s->count && !s->instrs))
-		return instr_error(err, tb, s, -1, "no instruction array for %d instructions",
-				   s->count);
-	int lists[4][SL_SCHEDULE_MAX_TP], counts[4];
-	for (int w = ACT_SRC; w <= GRAD_DST; w++)
-		counts[w] = sl_schedule_peers_of(tb, ro, (enum sl_peer_list)w, lists[w]);
-	memset(flags, 0, (size_t)n);
+	struct rank_walk w = {
+		.tb = tb, .s = s, .P = tb->num_stages, .k = ro->stage,
+		.n = tb->microbatches[ro->pipeline], .flags = flags, .slot_holder = slot_holder,
+		.reduced = -1, .stepped = -1,
+	};
+	w.loads = w.k == 0 || w.k == w.P - 1;
+	int rc = check_header(&w, r, err);
+	if (rc)
+		return rc;
+	for (int pl = ACT_SRC; pl <= GRAD_DST; pl++)
+		w.counts[pl] = sl_schedule_peers_of(tb, ro, (enum sl_peer_list)pl, w.lists[pl]);
+	memset(flags, 0, (size_t)w.n);
 	for (int q = 0; q < s->slots; q++)
 		slot_holder[q] = -1;
-	int next_fwd = 0, next_bwd = 0, reduced = -1, stepped = -1;
-	int loads = (k == 0 || k == P - 1);
-	char want[SL_SCHEDULE_MAX_TP * 8];
-
-	for (int i = 0; i < s->count; i++) {
-		const struct sl_instr *in = &s->instrs[i];
-		int m = in->microbatch;
-		if (in->op == SL_INSTR_REDUCE_GRADIENTS) {
-			if (reduced >= 0)
-				return instr_error(err, tb, s, i, "gradients are reduced twice");
-			if (next_bwd < n)
-				return instr_error(err, tb, s, i, "micro-batch %d is not backwarded "
-						   "yet", next_bwd);
-			for (int mm = 0; mm < n; mm++) {
-				if (counts[ACT_DST] && !(flags[mm] & F_SENT_ACT))
-					return instr_error(err, tb, s, i, "micro-batch %d's "
-							   "activation was never sent", mm);
-				if (counts[GRAD_DST] && !(flags[mm] & F_SENT_GRAD))
-					return instr_error(err, tb, s, i, "micro-batch %d's "
-							   "gradient was never sent", mm);
-			}
-			reduced = i;
-			continue;
-		}
-		if (in->op == SL_INSTR_OPTIMIZER_STEP) {
-			if (reduced < 0)
-				return instr_error(err, tb, s, i, "optimizer step before "
-						   "reduce-gradients");
-			if (i != s->count - 1)
-				return instr_error(err, tb, s, i, "the optimizer step must be the "
-						   "last instruction (%d follow)", s->count - 1 - i);
-			stepped = i;
-			continue;
-		}
-		if ((int)in->op < SL_INSTR_LOAD_MICROBATCH || in->op > SL_INSTR_SEND_GRADIENT)
-			return instr_error(err, tb, s, i, "unknown operation %d", (int)in->op);
-		if (reduced >= 0)
-			return instr_error(err, tb, s, i, "micro-batch work after reduce-gradients");
-		if (m < 0 || m >= n)
-			return instr_error(err, tb, s, i, "micro-batch %d outside the pipeline's "
-					   "0 .. %d", m, n - 1);
-		if (in->slot != m % s->slots)
-			return instr_error(err, tb, s, i, "wrong slot %d: micro-batch %d lives in "
-					   "slot %d (m %% %d)", in->slot, m, m % s->slots, s->slots);
-		if (sl_instr_is_recv(in->op) || sl_instr_is_send(in->op)) {
-			enum sl_peer_list w = in->op == SL_INSTR_RECV_ACTIVATION ? ACT_SRC
-				: in->op == SL_INSTR_SEND_ACTIVATION ? ACT_DST
-				: in->op == SL_INSTR_RECV_GRADIENT ? GRAD_SRC : GRAD_DST;
-			if (sl_instr_is_recv(in->op) && !counts[w])
-				return instr_error(err, tb, s, i, "stage %d has no %s neighbour to "
-						   "receive from", k, w == ACT_SRC ? "previous" : "next");
-			if (!same_peer_set(in, lists[w], counts[w])) {
-				peers_text(lists[w], counts[w], want, sizeof(want));
-				return instr_error(err, tb, s, i, "wrong peers: the TP rule gives %s",
-						   want);
-			}
-		}
-		unsigned char *f = &flags[m];
-		switch (in->op) {
-		case SL_INSTR_LOAD_MICROBATCH:
-			if (!loads)
-				return instr_error(err, tb, s, i, "only the first and the last stage "
-						   "load data");
-			if (*f & F_LOADED)
-				return instr_error(err, tb, s, i, "micro-batch %d is loaded twice", m);
-			*f |= F_LOADED;
-			break;
-		case SL_INSTR_RECV_ACTIVATION:
-			if (*f & F_RECV_ACT)
-				return instr_error(err, tb, s, i, "activation of micro-batch %d is "
-						   "received twice", m);
-			*f |= F_RECV_ACT;
-			break;
-		case SL_INSTR_FORWARD:
-			if (m != next_fwd)
-				return instr_error(err, tb, s, i, "%s: micro-batches are forwarded "
-						   "once each in order, micro-batch %d is next",
-						   m < next_fwd ? "forwarded twice" : "out of order",
-						   next_fwd);
-			if (k == 0 && !(*f & F_LOADED))
-				return instr_error(err, tb, s, i, "forward before micro-batch %d is "
-						   "loaded", m);
-			if (k > 0 && !(*f & F_RECV_ACT))
-				return instr_error(err, tb, s, i, "forward before micro-batch %d's "
-						   "activation is received", m);
-			if (slot_holder[in->slot] >= 0)
-				return instr_error(err, tb, s, i, "slot %d still holds micro-batch %d, "
-						   "which is not backwarded yet (more than %d in "
-						   "flight)", in->slot, slot_holder[in->slot], s->slots);
-			slot_holder[in->slot] = m;
-			*f |= F_FWD;
-			next_fwd++;
-			break;
-		case SL_INSTR_SEND_ACTIVATION:
-			if (!(*f & F_FWD))
-				return instr_error(err, tb, s, i, "sends micro-batch %d's activation "
-						   "before its forward", m);
-			if (*f & F_SENT_ACT)
-				return instr_error(err, tb, s, i, "activation of micro-batch %d is sent "
-						   "twice", m);
-			*f |= F_SENT_ACT;
-			break;
-		case SL_INSTR_RECV_GRADIENT:
-			if (*f & F_RECV_GRAD)
-				return instr_error(err, tb, s, i, "gradient of micro-batch %d is "
-						   "received twice", m);
-			*f |= F_RECV_GRAD;
-			break;
-		case SL_INSTR_BACKWARD:
-			if (m != next_bwd)
-				return instr_error(err, tb, s, i, "%s: micro-batches are backwarded "
-						   "once each in order, micro-batch %d is next",
-						   m < next_bwd ? "backwarded twice" : "out of order",
-						   next_bwd);
-			if (slot_holder[in->slot] != m)
-				return instr_error(err, tb, s, i, "micro-batch %d is not in flight in "
-						   "slot %d (not forwarded yet)", m, in->slot);
-			if (k == P - 1 && !(*f & F_LOADED))
-				return instr_error(err, tb, s, i, "backward before micro-batch %d's "
-						   "targets are loaded", m);
-			if (k < P - 1 && !(*f & F_RECV_GRAD))
-				return instr_error(err, tb, s, i, "backward before micro-batch %d's "
-						   "gradient is received", m);
-			slot_holder[in->slot] = -1;
-			*f |= F_BWD;
-			next_bwd++;
-			break;
-		case SL_INSTR_SEND_GRADIENT:
-			if (!(*f & F_BWD))
-				return instr_error(err, tb, s, i, "sends micro-batch %d's gradient "
-						   "before its backward", m);
-			if (*f & F_SENT_GRAD)
-				return instr_error(err, tb, s, i, "gradient of micro-batch %d is sent "
-						   "twice", m);
-			*f |= F_SENT_GRAD;
-			break;
-		default:
-			break;
-		}
+	for (int i = 0; i < s->count && !rc; i++) {
+		enum sl_instr_op op = s->instrs[i].op;
+		if (op == SL_INSTR_REDUCE_GRADIENTS || op == SL_INSTR_OPTIMIZER_STEP)
+			rc = check_step_end(&w, i, err);
+		else if (!(rc = check_frame(&w, i, err)))
+			rc = op == SL_INSTR_FORWARD || op == SL_INSTR_BACKWARD
+				     ? check_compute(&w, i, err)
+				     : check_transfer(&w, i, err);
 	}
-	if (next_fwd < n)
-		return instr_error(err, tb, s, -1, "micro-batch %d is never forwarded", next_fwd);
-	if (next_bwd < n)
-		return instr_error(err, tb, s, -1, "micro-batch %d is never backwarded", next_bwd);
-	if (reduced < 0 || stepped < 0)
+	if (rc)
+		return rc;
+	if (w.next_fwd < w.n)
+		return instr_error(err, tb, s, -1, "micro-batch %d is never forwarded", w.next_fwd);
+	if (w.next_bwd < w.n)
+		return instr_error(err, tb, s, -1, "micro-batch %d is never backwarded", w.next_bwd);
+	if (w.reduced < 0 || w.stepped < 0)
 		return instr_error(err, tb, s, -1, "the step does not end with reduce-gradients, "
 				   "optimizer-step");
 	return 0;

@@ -310,10 +310,9 @@ static void copy_into(const struct sl_param *p, float *dst, const unsigned char 
 }
 
 /* Loads one file; *other_model is set when it is valid but of another model. */
-static int load_file(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state *st,
-		     int *other_model, struct sl_err *err)
+/* Maps the whole file read-only; it must hold at least a header and the end marker. */
+static int map_file(const char *path, unsigned char **map, size_t *size, struct sl_err *err)
 {
-	*other_model = 0;
 	int fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return sl_err_set(err, errno == ENOENT ? SL_ENOTFOUND : SL_EIO,
@@ -323,64 +322,63 @@ static int load_file(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state 
 		close(fd);
 		return sl_err_set(err, SL_EIO, "checkpoint '%s': %s", path, strerror(errno));
 	}
-	size_t size = (size_t)sb.st_size;
-	if (size < HEADER_BYTES + TRAILER_BYTES) {
+	*size = (size_t)sb.st_size;
+	if (*size < HEADER_BYTES + TRAILER_BYTES) {
 		close(fd);
 		return sl_err_set(err, SL_EINPUT,
 				  "checkpoint '%s': truncated: %zu bytes, not even a header and "
 				  "end marker",
-				  path, size);
+				  path, *size);
 	}
-	unsigned char *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	*map = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
-	if (map == MAP_FAILED)
+	if (*map == MAP_FAILED)
 		return sl_err_set(err, SL_EIO, "checkpoint '%s': cannot map: %s", path,
 				  strerror(errno));
-	int rc = 0;
-	json_t *meta = NULL;
-	uint64_t meta_bytes = (uint64_t)get_u32(map + 16) | (uint64_t)get_u32(map + 20) << 32;
-	if (memcmp(map, MAGIC, 8) != 0) {
-		rc = sl_err_set(err, SL_EINPUT, "checkpoint '%s': bad magic: not a sailor checkpoint",
-				path);
-		goto out;
-	}
-	if (get_u32(map + 8) != VERSION) {
-		rc = sl_err_set(err, SL_EINPUT, "checkpoint '%s': format version %u is not supported",
-				path, get_u32(map + 8));
-		goto out;
-	}
+	return 0;
+}
+
+/* The frame around the contents: magic, version, end marker, and the CRC of everything before
+ * it. *meta_bytes: the metadata's length, within the file. */
+static int check_frame(const char *path, const unsigned char *map, size_t size,
+		       uint64_t *meta_bytes, struct sl_err *err)
+{
+	*meta_bytes = (uint64_t)get_u32(map + 16) | (uint64_t)get_u32(map + 20) << 32;
+	if (memcmp(map, MAGIC, 8) != 0)
+		return sl_err_set(err, SL_EINPUT, "checkpoint '%s': bad magic: not a sailor "
+				  "checkpoint", path);
+	if (get_u32(map + 8) != VERSION)
+		return sl_err_set(err, SL_EINPUT, "checkpoint '%s': format version %u is not "
+				  "supported", path, get_u32(map + 8));
 	if (memcmp(map + size - 8, END_MAGIC, 8) != 0 ||
-	    meta_bytes > size - HEADER_BYTES - TRAILER_BYTES) {
-		rc = sl_err_set(err, SL_EINPUT,
-				"checkpoint '%s': truncated: no end marker after %zu bytes (the write "
-				"was interrupted or the file was cut)",
-				path, size);
-		goto out;
-	}
+	    *meta_bytes > size - HEADER_BYTES - TRAILER_BYTES)
+		return sl_err_set(err, SL_EINPUT,
+				  "checkpoint '%s': truncated: no end marker after %zu bytes (the write "
+				  "was interrupted or the file was cut)",
+				  path, size);
 	uint32_t stored = get_u32(map + size - TRAILER_BYTES);
 	uint32_t computed = sl_crc32(0, map, size - TRAILER_BYTES);
-	if (stored != computed) {
-		rc = sl_err_set(err, SL_EINPUT,
-				"checkpoint '%s': checksum mismatch (stored %08x, computed %08x): the "
-				"file is corrupt",
-				path, stored, computed);
-		goto out;
-	}
-	json_error_t jerr;
-	meta = json_loadb((const char *)map + HEADER_BYTES, (size_t)meta_bytes, JSON_REJECT_DUPLICATES,
-			  &jerr);
-	if (!meta) {
-		rc = sl_err_set(err, SL_EINPUT, "checkpoint '%s': metadata: %s", path, jerr.text);
-		goto out;
-	}
-	json_t *model, *data, *tensors, *rng;
+	if (stored != computed)
+		return sl_err_set(err, SL_EINPUT,
+				  "checkpoint '%s': checksum mismatch (stored %08x, computed %08x): the "
+				  "file is corrupt",
+				  path, stored, computed);
+	return 0;
+}
+
+/* The metadata's step, data position and seed into *st (path and counters checked in range),
+ * and its tensor table. st->train is left to the caller. */
+static int read_state(const char *path, const json_t *meta, struct sl_ckpt_state *st,
+		      json_t **tensors, json_t **model, struct sl_err *err)
+{
+	json_t *data, *rng;
 	long long step, tokens, seq, epoch, next, seed;
 	const char *data_path;
-	rc = sl_json_get_int(meta, "", "step", &step, err);
-	if (!rc) rc = sl_json_get_object(meta, "", "model", &model, err);
+	int rc = sl_json_get_int(meta, "", "step", &step, err);
+	if (!rc) rc = sl_json_get_object(meta, "", "model", model, err);
 	if (!rc) rc = sl_json_get_object(meta, "", "data", &data, err);
 	if (!rc) rc = sl_json_get_object(meta, "", "rng", &rng, err);
-	if (!rc) rc = sl_json_get_object(meta, "", "tensors", &tensors, err);
+	if (!rc) rc = sl_json_get_object(meta, "", "tensors", tensors, err);
 	if (!rc) rc = sl_json_get_string(data, "data", "path", &data_path, err);
 	if (!rc) rc = sl_json_get_int(data, "data", "tokens", &tokens, err);
 	if (!rc) rc = sl_json_get_int(data, "data", "seq_len", &seq, err);
@@ -389,7 +387,7 @@ static int load_file(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state 
 	if (!rc) rc = sl_json_get_int(rng, "rng", "seed", &seed, err);
 	if (rc) {
 		sl_err_prefix(err, "checkpoint '%s'", path);
-		goto out;
+		return rc;
 	}
 	/* the position counters are added to and multiplied on resume: keep them in range */
 	const char *bad = step < 0 || step > SL_MAX_STEPS ? "step"
@@ -397,66 +395,9 @@ static int load_file(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state 
 			  : epoch < 0 || epoch > SL_MAX_STEPS ? "data.epoch"
 			  : next < 0 || next > UINT32_MAX ? "data.next_window"
 			  : tokens < 0 || tokens > (1LL << 50) ? "data.tokens" : NULL;
-	if (bad) {
-		rc = sl_err_set(err, SL_EINPUT, "checkpoint '%s': %s is out of range: the file is "
-				"damaged", path, bad);
-		goto out;
-	}
-	if ((rc = check_model(path, model, &gpt->model, err))) {
-		*other_model = 1;
-		goto out;
-	}
-	size_t data_start = HEADER_BYTES + (size_t)meta_bytes;
-	size_t data_size = size - TRAILER_BYTES - data_start;
-	/* Validate every tensor before copying any. */
-	for (int pass = 0; pass < 2 && !rc; pass++) {
-		for (int i = 0; i < gpt->param_count; i++) {
-			struct sl_param *p = gpt->params[i];
-			json_t *t = json_object_get(tensors, p->name);
-			json_t *shape = json_object_get(t, "shape");
-			long long offset = -1;
-			if (t && json_is_integer(json_object_get(t, "offset")))
-				offset = json_integer_value(json_object_get(t, "offset"));
-			long long full = p->full_shape[0] * p->full_shape[1];
-			if (pass == 0) {
-				int ok = t && json_is_array(shape) &&
-					 json_array_size(shape) == (size_t)p->ndim;
-				for (int d = 0; ok && d < p->ndim; d++)
-					ok = json_integer_value(json_array_get(shape, (size_t)d)) ==
-					     p->full_shape[d];
-				if (!t) {
-					rc = sl_err_set(err, SL_EINPUT,
-							"checkpoint '%s': no tensor '%s'", path,
-							p->name);
-					break;
-				}
-				if (!ok) {
-					rc = sl_err_set(err, SL_EINPUT,
-							"checkpoint '%s': tensor '%s' has another shape "
-							"than the model's",
-							path, p->name);
-					break;
-				}
-				if (offset < 0 ||
-				    (size_t)offset + 3 * (size_t)full * sizeof(float) > data_size) {
-					rc = sl_err_set(err, SL_EINPUT,
-							"checkpoint '%s': tensor '%s' lies outside the "
-							"file's data",
-							path, p->name);
-					break;
-				}
-				continue;
-			}
-			const unsigned char *src = map + data_start + offset;
-			size_t array = (size_t)full * sizeof(float);
-			copy_into(p, p->value, src);
-			copy_into(p, p->exp_avg, src + array);
-			copy_into(p, p->exp_avg_sq, src + 2 * array);
-			memset(p->grad, 0, (size_t)p->numel * sizeof(float));
-		}
-	}
-	if (rc)
-		goto out;
+	if (bad)
+		return sl_err_set(err, SL_EINPUT, "checkpoint '%s': %s is out of range: the file is "
+				  "damaged", path, bad);
 	st->step = step;
 	st->data_epoch = epoch;
 	st->data_next = next;
@@ -464,7 +405,83 @@ static int load_file(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state 
 	st->data_tokens = tokens;
 	snprintf(st->data_path, sizeof(st->data_path), "%s", data_path);
 	st->seed = (uint64_t)seed;
-	st->train = json_incref(json_object_get(meta, "train"));
+	return 0;
+}
+
+/* Byte offset of parameter p's three arrays in the data section, after checking that the table
+ * has it with the model's shape and that it lies inside data_size bytes; -1 on error. */
+static long long tensor_offset(const char *path, const json_t *tensors, const struct sl_param *p,
+			       size_t data_size, struct sl_err *err)
+{
+	json_t *t = json_object_get(tensors, p->name);
+	json_t *shape = json_object_get(t, "shape");
+	long long offset = -1;
+	if (t && json_is_integer(json_object_get(t, "offset")))
+		offset = json_integer_value(json_object_get(t, "offset"));
+	long long full = p->full_shape[0] * p->full_shape[1];
+	int ok = t && json_is_array(shape) && json_array_size(shape) == (size_t)p->ndim;
+	for (int d = 0; ok && d < p->ndim; d++)
+		ok = json_integer_value(json_array_get(shape, (size_t)d)) == p->full_shape[d];
+	if (!t)
+		sl_err_set(err, SL_EINPUT, "checkpoint '%s': no tensor '%s'", path, p->name);
+	else if (!ok)
+		sl_err_set(err, SL_EINPUT, "checkpoint '%s': tensor '%s' has another shape than the "
+			   "model's", path, p->name);
+	else if (offset < 0 || (size_t)offset + 3 * (size_t)full * sizeof(float) > data_size)
+		sl_err_set(err, SL_EINPUT, "checkpoint '%s': tensor '%s' lies outside the file's "
+			   "data", path, p->name);
+	else
+		return offset;
+	return -1;
+}
+
+static int load_file(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state *st,
+		     int *other_model, struct sl_err *err)
+{
+	*other_model = 0;
+	unsigned char *map = NULL;
+	size_t size = 0;
+	int rc = map_file(path, &map, &size, err);
+	if (rc)
+		return rc;
+	json_t *meta = NULL, *tensors = NULL, *model = NULL;
+	uint64_t meta_bytes;
+	if ((rc = check_frame(path, map, size, &meta_bytes, err)))
+		goto out;
+	json_error_t jerr;
+	meta = json_loadb((const char *)map + HEADER_BYTES, (size_t)meta_bytes, JSON_REJECT_DUPLICATES,
+			  &jerr);
+	if (!meta) {
+		rc = sl_err_set(err, SL_EINPUT, "checkpoint '%s': metadata: %s", path, jerr.text);
+		goto out;
+	}
+	/* nothing reaches *st or the model until the whole file has been checked */
+	struct sl_ckpt_state read = {0};
+	if ((rc = read_state(path, meta, &read, &tensors, &model, err)))
+		goto out;
+	if ((rc = check_model(path, model, &gpt->model, err))) {
+		*other_model = 1;
+		goto out;
+	}
+	size_t data_start = HEADER_BYTES + (size_t)meta_bytes;
+	size_t data_size = size - TRAILER_BYTES - data_start;
+	for (int i = 0; i < gpt->param_count; i++)
+		if (tensor_offset(path, tensors, gpt->params[i], data_size, err) < 0) {
+			rc = err ? err->code : SL_EINPUT;
+			goto out;
+		}
+	for (int i = 0; i < gpt->param_count; i++) {
+		struct sl_param *p = gpt->params[i];
+		const unsigned char *src =
+			map + data_start + tensor_offset(path, tensors, p, data_size, NULL);
+		size_t array = (size_t)(p->full_shape[0] * p->full_shape[1]) * sizeof(float);
+		copy_into(p, p->value, src);
+		copy_into(p, p->exp_avg, src + array);
+		copy_into(p, p->exp_avg_sq, src + 2 * array);
+		memset(p->grad, 0, (size_t)p->numel * sizeof(float));
+	}
+	read.train = json_incref(json_object_get(meta, "train"));
+	*st = read;
 out:
 	json_decref(meta);
 	munmap(map, size);
