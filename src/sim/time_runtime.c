@@ -131,8 +131,24 @@ static void progress(struct sl_rt_replay *x, int r)
 	me->pending_count = 0;
 }
 
-int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
-		   struct sl_sim_result *out, struct sl_err *err)
+/* What one call of sl_sim_runtime works on: the plan's ranks with their instruction lists, the
+ * replay's tables (x) and the collectives' scratch. */
+struct runtime_sim {
+	const struct sl_sim_env *env;
+	const struct sl_plan *plan;
+	struct sl_role_table t;
+	struct sl_schedule *sched; /* [W] each rank's instruction list */
+	struct sl_rt_rank *st;     /* [W] */
+	struct sl_rt_replay x;     /* owns arrival, ready, source and link_free */
+	int *members;              /* [W] the world ranks of one group */
+	double *round_done;        /* [2W] doubles: the collectives' scratch */
+	int W, hosts;
+	int quota;                 /* some rank's device is a CPU quota */
+};
+
+/* Every replica's device needs the profile's memory figures at its (micro-batch, TP). */
+static int check_memory_figures(const struct sl_sim_env *env, const struct sl_plan *plan,
+				struct sl_err *err)
 {
 	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
 	for (int k = 0; k < P; k++)
@@ -143,53 +159,67 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 						  "for mbs %d tp %d: profile it again with `sailor "
 						  "profile`", env->profiles[r->gpu]->path, b, r->tp);
 		}
-	struct sl_role_table t;
-	memset(&t, 0, sizeof(t));
-	struct sl_schedule *sched = NULL;
-	struct sl_rt_rank *st = NULL;
-	double *arrival = NULL, *ready = NULL;
-	int *source = NULL;
-	int *members = NULL;
-	double *link_free = NULL;
-	double *round_done = NULL; /* 2W doubles: the collectives' scratch */
-	int rc = sl_role_table_build(plan, G, &t, err);
+	return 0;
+}
+
+/* Builds the ranks' table, their placement and instruction lists, and allocates the replay's
+ * tables. */
+static int build(struct runtime_sim *s, long long G, struct sl_sim_result *out,
+		 struct sl_err *err)
+{
+	const struct sl_sim_env *env = s->env;
+	const struct sl_plan *plan = s->plan;
+	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
+	int rc = sl_role_table_build(plan, G, &s->t, err);
 	if (!rc && env->cluster)
-		rc = sl_place_roles(&t, env->cluster, &env->catalogue, err);
+		rc = sl_place_roles(&s->t, env->cluster, &env->catalogue, err);
 	if (!rc)
-		rc = sl_schedule_build_all(&t, &sched, err);
+		rc = sl_schedule_build_all(&s->t, &s->sched, err);
 	if (rc)
-		goto out;
-	const int W = t.world_size;
+		return rc;
+	const int W = s->W = s->t.world_size;
 	int nmax = 0;
 	for (int j = 0; j < D; j++)
-		if (t.microbatches[j] > nmax)
-			nmax = t.microbatches[j];
+		if (s->t.microbatches[j] > nmax)
+			nmax = s->t.microbatches[j];
 	out->microbatches = nmax;
-	int hosts = env->cluster ? env->cluster->host_count : P * D;
-	st = calloc((size_t)W, sizeof(*st));
-	arrival = malloc((size_t)W * 2 * (size_t)nmax * sizeof(double));
-	ready = malloc((size_t)W * 2 * (size_t)nmax * sizeof(double));
-	source = malloc((size_t)W * 2 * (size_t)nmax * sizeof(int));
-	members = malloc((size_t)W * sizeof(int));
-	link_free = calloc((size_t)hosts * (size_t)env->catalogue.zone_count, sizeof(double));
-	round_done = malloc((size_t)W * 2 * sizeof(double));
-	if (!st || !arrival || !ready || !source || !members || !link_free || !round_done) {
-		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
-		goto out;
-	}
+	s->hosts = env->cluster ? env->cluster->host_count : P * D;
+	struct sl_rt_replay *x = &s->x;
+	s->st = calloc((size_t)W, sizeof(*s->st));
+	x->arrival = malloc((size_t)W * 2 * (size_t)nmax * sizeof(double));
+	x->ready = malloc((size_t)W * 2 * (size_t)nmax * sizeof(double));
+	x->source = malloc((size_t)W * 2 * (size_t)nmax * sizeof(int));
+	s->members = malloc((size_t)W * sizeof(int));
+	x->link_free = calloc((size_t)s->hosts * (size_t)env->catalogue.zone_count, sizeof(double));
+	s->round_done = malloc((size_t)W * 2 * sizeof(double));
+	if (!s->st || !x->arrival || !x->ready || !x->source || !s->members || !x->link_free ||
+	    !s->round_done)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	for (long i = 0; i < (long)W * 2 * nmax; i++)
-		arrival[i] = -1;
-	double act_bytes = SL_FP32_BYTES * (double)b * env->model.seq_len * env->model.hidden;
+		x->arrival[i] = -1;
+	x->env = env;
+	x->t = &s->t;
+	x->st = s->st;
+	x->nmax = nmax;
+	x->act_bytes = SL_FP32_BYTES * (double)b * env->model.seq_len * env->model.hidden;
+	return 0;
+}
 
-	for (int r = 0; r < W; r++) {
-		const struct sl_role *ro = &t.roles[r];
+/* Each rank's times (forward, backward with its recomputation, its share of the update), its
+ * host and its device's CPU quota. */
+static int init_ranks(struct runtime_sim *s, struct sl_sim_result *out, struct sl_err *err)
+{
+	const struct sl_sim_env *env = s->env;
+	const struct sl_plan *plan = s->plan;
+	const int D = plan->num_pipelines, b = plan->micro_batch;
+	struct sl_rt_rank *st = s->st;
+	for (int r = 0; r < s->W; r++) {
+		const struct sl_role *ro = &s->t.roles[r];
 		st[r].host = env->cluster ? ro->host : ro->stage * D + ro->pipeline;
 		if (sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, ro->gpu, b, ro->tp, ro->first_layer,
-					 ro->last_layer, &st[r].fwd_s, &st[r].bwd_s)) {
-			rc = sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
-					env->catalogue.gpus[ro->gpu].name, b, ro->tp);
-			goto out;
-		}
+					 ro->last_layer, &st[r].fwd_s, &st[r].bwd_s))
+			return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
+					  env->catalogue.gpus[ro->gpu].name, b, ro->tp);
 		st[r].update_s = sl_sim_stage_update_s(env, SL_COST_SAILOR, ro->gpu, b, ro->tp,
 						       ro->first_layer, ro->last_layer);
 		if (st[r].update_s < 0)
@@ -218,138 +248,157 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 		if (sl_sim_time_source(env, ro->gpu, b, ro->tp) == SL_TIME_ESTIMATED)
 			out->stages[ro->stage].time_estimated = 1;
 	}
+	return 0;
+}
 
-	/* run the instruction lists: always advance the runnable rank with the earliest clock, so
-	 * messages take the shared links in the order of simulated time */
-	struct sl_rt_replay x = {.env = env, .t = &t, .st = st, .arrival = arrival, .ready = ready,
-			.source = source, .link_free = link_free, .nmax = nmax, .act_bytes = act_bytes};
-	/* Two steps, the second one timed: a step starts where the previous one's optimizer left
-	 * each rank (and its CPU budget). */
-	double T = 0, pipeline_end = 0, egress_usd = 0, T_sum = 0;
-	/* Devices that are CPU quotas have periods whose phases nobody knows (each cgroup keeps its
-	 * own timer), and a message that reaches a throttled rank waits for its next period: the
-	 * step time is the mean over PHASE_DRAWS spreads of phases (golden-ratio sequences, so
-	 * the draws cover [0, period) evenly and the result is deterministic). */
-	int quota = 0;
-	for (int r = 0; r < W; r++)
-		quota |= sl_rt_has_quota(&st[r]);
-	/* then every rank runs the collectives as their non-blocking forms (comm.h), which
-	 * OpenMPI's libnbc serves: ZeRO-1's are timed as it runs them (sl_rt_zero_reduce_scatter,
-	 * sl_rt_zero_allgather); MPI's blocking ones move a ring's bytes, as the all-reduce */
-	const int draws = quota ? PHASE_DRAWS : 1;
-	for (int draw = 0; draw < draws; draw++) {
-	double prev_norm = 0;
-	for (int r = 0; r < W; r++) {
+/* Starts phase draw `draw`: every rank at time 0 with no budget used, its periods shifted by
+ * the draw's phase, and every link free. */
+static void start_draw(struct runtime_sim *s, int draw)
+{
+	struct sl_rt_rank *st = s->st;
+	for (int r = 0; r < s->W; r++) {
 		double u = 0.6180339887 * (r + 1) + 0.7548776662 * draw;
-		st[r].phase_s = quota ? (u - floor(u)) * st[r].period_s : 0;
+		st[r].phase_s = s->quota ? (u - floor(u)) * st[r].period_s : 0;
 		st[r].clock = 0;
 		st[r].used_s = 0;
 		st[r].period = LONG_MIN;
 		st[r].pending_count = 0;
 	}
-	for (long i = 0; i < (long)hosts * env->catalogue.zone_count; i++)
-		link_free[i] = 0;
-	for (int step = 0; step < 2; step++) {
+	for (long i = 0; i < (long)s->hosts * s->env->catalogue.zone_count; i++)
+		s->x.link_free[i] = 0;
+}
+
+/* The runnable rank with the earliest clock, -1 if none; *progressed: some rank waiting in MPI
+ * offered its pending Isends (a rank passed over may now have its message). */
+static int next_rank(struct runtime_sim *s, int *progressed)
+{
+	const struct sl_rt_replay *x = &s->x;
+	struct sl_rt_rank *st = s->st;
+	int best = -1;
+	*progressed = 0;
+	for (int r = 0; r < s->W; r++) {
+		const struct sl_schedule *sc = &s->sched[r];
+		if (st[r].pc >= sc->count)
+			continue;
+		const struct sl_instr *in = &sc->instrs[st[r].pc];
+		/* waiting in a receive or a collective is being inside MPI */
+		if (st[r].pending_count && in->op != SL_INSTR_FORWARD &&
+		    in->op != SL_INSTR_BACKWARD && in->op != SL_INSTR_LOAD_MICROBATCH) {
+			progress(&s->x, r);
+			*progressed = 1; /* a rank passed over above may now have its message */
+		}
+		if (in->op == SL_INSTR_REDUCE_GRADIENTS || in->op == SL_INSTR_OPTIMIZER_STEP)
+			continue; /* collective: after every rank got there */
+		if (in->op == SL_INSTR_RECV_ACTIVATION || in->op == SL_INSTR_RECV_GRADIENT) {
+			int kind = in->op == SL_INSTR_RECV_GRADIENT;
+			size_t at = ((size_t)r * 2 + kind) * x->nmax + in->microbatch;
+			if (x->arrival[at] < 0 && x->ready[at] < 0)
+				continue;
+		}
+		if (best < 0 || st[r].clock < st[best].clock)
+			best = r;
+	}
+	return best;
+}
+
+/* Rank r runs its next instruction. */
+static void execute(struct runtime_sim *s, int r)
+{
+	struct sl_rt_replay *x = &s->x;
+	struct sl_rt_rank *st = s->st, *me = &st[r];
+	const struct sl_instr *in = &s->sched[r].instrs[me->pc++];
+	switch (in->op) {
+	case SL_INSTR_FORWARD:
+	case SL_INSTR_BACKWARD: {
+		double t0 = me->clock;
+		sl_rt_run_work(me, in->op == SL_INSTR_FORWARD ? me->fwd_s : me->bwd_s);
+		me->compute_s += me->clock - t0;
+		break;
+	}
+	case SL_INSTR_RECV_ACTIVATION:
+	case SL_INSTR_RECV_GRADIENT: {
+		int kind = in->op == SL_INSTR_RECV_GRADIENT;
+		size_t idx = ((size_t)r * 2 + kind) * x->nmax + in->microbatch;
+		if (x->arrival[idx] < 0) /* a rendezvous: it moves from now (or when offered) */
+			transfer(x, x->source[idx], r, kind, in->microbatch,
+				 fmax(x->ready[idx], me->clock));
+		double at = x->arrival[idx];
+		double t0 = me->clock;
+		sl_rt_wait_idle(me, at);
+		me->wait_s += me->clock - t0;
+		break;
+	}
+	case SL_INSTR_SEND_ACTIVATION:
+	case SL_INSTR_SEND_GRADIENT: {
+		int kind = in->op == SL_INSTR_SEND_GRADIENT;
+		progress(x, r); /* MPI_Isend is an MPI call */
+		for (int p = 0; p < in->peer_count; p++) {
+			int d = in->peers[p];
+			if (st[d].host == me->host ||
+			    x->act_bytes + TCP_HEADER_BYTES <= TCP_EAGER_BYTES ||
+			    me->pending_count == SL_RT_PENDING_MAX)
+				transfer(x, r, d, kind, in->microbatch, me->clock);
+			else
+				me->pending[me->pending_count++] =
+					(struct sl_rt_pending_send){d, kind, in->microbatch};
+		}
+		break;
+	}
+	default: /* load-microbatch: reading tokens, nothing to time */
+		break;
+	}
+}
+
+/* Runs the instruction lists of one step up to the gradient reduction: always advance the
+ * runnable rank with the earliest clock, so messages take the shared links in the order of
+ * simulated time. */
+static int run_lists(struct runtime_sim *s, struct sl_err *err)
+{
+	struct sl_rt_replay *x = &s->x;
+	struct sl_rt_rank *st = s->st;
+	const int W = s->W;
 	for (int r = 0; r < W; r++) {
 		st[r].pc = 0;
 		st[r].compute_s = st[r].wait_s = 0;
 	}
-	for (long i = 0; i < (long)W * 2 * nmax; i++)
-		arrival[i] = ready[i] = -1;
-	x.egress_usd = 0;
+	for (long i = 0; i < (long)W * 2 * x->nmax; i++)
+		x->arrival[i] = x->ready[i] = -1;
+	x->egress_usd = 0;
 	for (;;) {
-		int best = -1, progressed = 0;
-		for (int r = 0; r < W; r++) {
-			const struct sl_schedule *s = &sched[r];
-			if (st[r].pc >= s->count)
-				continue;
-			const struct sl_instr *in = &s->instrs[st[r].pc];
-			/* waiting in a receive or a collective is being inside MPI */
-			if (st[r].pending_count && in->op != SL_INSTR_FORWARD &&
-			    in->op != SL_INSTR_BACKWARD && in->op != SL_INSTR_LOAD_MICROBATCH) {
-				progress(&x, r);
-				progressed = 1; /* a rank passed over above may now have its message */
-			}
-			if (in->op == SL_INSTR_REDUCE_GRADIENTS || in->op == SL_INSTR_OPTIMIZER_STEP)
-				continue; /* collective: after every rank got there */
-			if (in->op == SL_INSTR_RECV_ACTIVATION || in->op == SL_INSTR_RECV_GRADIENT) {
-				int kind = in->op == SL_INSTR_RECV_GRADIENT;
-				size_t at = ((size_t)r * 2 + kind) * nmax + in->microbatch;
-				if (arrival[at] < 0 && ready[at] < 0)
-					continue;
-			}
-			if (best < 0 || st[r].clock < st[best].clock)
-				best = r;
-		}
+		int progressed;
+		int best = next_rank(s, &progressed);
 		if (best < 0 && progressed)
 			continue;
 		if (best < 0)
 			break;
-		struct sl_rt_rank *me = &st[best];
-		const struct sl_instr *in = &sched[best].instrs[me->pc++];
-		switch (in->op) {
-		case SL_INSTR_FORWARD:
-		case SL_INSTR_BACKWARD: {
-			double t0 = me->clock;
-			sl_rt_run_work(me, in->op == SL_INSTR_FORWARD ? me->fwd_s : me->bwd_s);
-			me->compute_s += me->clock - t0;
-			break;
-		}
-		case SL_INSTR_RECV_ACTIVATION:
-		case SL_INSTR_RECV_GRADIENT: {
-			int kind = in->op == SL_INSTR_RECV_GRADIENT;
-			size_t idx = ((size_t)best * 2 + kind) * nmax + in->microbatch;
-			if (arrival[idx] < 0) /* a rendezvous: it moves from now (or when offered) */
-				transfer(&x, source[idx], best, kind, in->microbatch,
-					 fmax(ready[idx], me->clock));
-			double at = arrival[idx];
-			double t0 = me->clock;
-			sl_rt_wait_idle(me, at);
-			me->wait_s += me->clock - t0;
-			break;
-		}
-		case SL_INSTR_SEND_ACTIVATION:
-		case SL_INSTR_SEND_GRADIENT: {
-			int kind = in->op == SL_INSTR_SEND_GRADIENT;
-			progress(&x, best); /* MPI_Isend is an MPI call */
-			for (int p = 0; p < in->peer_count; p++) {
-				int d = in->peers[p];
-				if (st[d].host == me->host || act_bytes + TCP_HEADER_BYTES <= TCP_EAGER_BYTES ||
-				    me->pending_count == SL_RT_PENDING_MAX)
-					transfer(&x, best, d, kind, in->microbatch, me->clock);
-				else
-					me->pending[me->pending_count++] =
-						(struct sl_rt_pending_send){d, kind, in->microbatch};
-			}
-			break;
-		}
-		default: /* load-microbatch: reading tokens, nothing to time */
-			break;
-		}
+		execute(s, best);
 	}
 	for (int r = 0; r < W; r++)
-		if (st[r].pc >= sched[r].count ||
-		    sched[r].instrs[st[r].pc].op != SL_INSTR_REDUCE_GRADIENTS) {
-			rc = sl_err_set(err, SL_EINPUT, "runtime model: rank %d did not reach its "
-					"gradient reduction (schedule inconsistent)", r);
-			goto out;
-		}
-	pipeline_end = 0;
-	for (int r = 0; r < W; r++) {
-		st[r].reduce_arrive_s = st[r].clock;
-		pipeline_end = fmax(pipeline_end, st[r].clock - prev_norm);
-	}
+		if (st[r].pc >= s->sched[r].count ||
+		    s->sched[r].instrs[st[r].pc].op != SL_INSTR_REDUCE_GRADIENTS)
+			return sl_err_set(err, SL_EINPUT, "runtime model: rank %d did not reach its "
+					  "gradient reduction (schedule inconsistent)", r);
+	return 0;
+}
 
-	/* gradient sync: stage groups first, then the tied token table (grad_sync.c's order) */
+/* The gradient sync: stage groups first, then the tied token table (grad_sync.c's order). */
+static void sync_gradients(struct runtime_sim *s, struct sl_sim_result *out)
+{
+	const struct sl_sim_env *env = s->env;
+	const struct sl_plan *plan = s->plan;
+	const int P = plan->num_stages, D = plan->num_pipelines;
+	struct sl_rt_replay *x = &s->x;
+	int *members = s->members;
 	for (int k = 0; k < P; k++) {
 		int groups = sl_rt_stage_sync_groups(plan, k);
 		for (int gi = 0; gi < groups; gi++) {
 			double bytes;
-			int m = sl_rt_stage_sync_members(env, plan, &t, k, gi, members, &bytes);
-			if (sl_rt_stage_zero(plan, k) && quota)
-				sl_rt_zero_reduce_scatter(&x, members, m, bytes, round_done);
+			int m = sl_rt_stage_sync_members(env, plan, &s->t, k, gi, members, &bytes);
+			if (sl_rt_stage_zero(plan, k) && s->quota)
+				sl_rt_zero_reduce_scatter(x, members, m, bytes, s->round_done);
 			else /* MPI's blocking reduce-scatter and all-gather: a ring's bytes */
-				x.egress_usd += sl_rt_group_allreduce(env, &t, st, members, m, bytes);
+				x->egress_usd += sl_rt_group_allreduce(env, &s->t, s->st, members, m,
+								       bytes);
 		}
 		out->stages[k].dp_sync_s = 0;
 	}
@@ -368,86 +417,109 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 					const struct sl_replica *rep = sl_plan_replica(plan, k, j);
 					for (int tr = 0; tr < rep->tp; tr++)
 						if (!uniform || tr == gi)
-							members[m++] = sl_role_of(&t, k, j, tr)->rank;
+							members[m++] = sl_role_of(&s->t, k, j, tr)->rank;
 				}
 			}
 			double bytes = SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
 				       (uniform ? t0 : 1);
-			x.egress_usd += sl_rt_group_allreduce(env, &t, st, members, m, bytes);
+			x->egress_usd += sl_rt_group_allreduce(env, &s->t, s->st, members, m, bytes);
 		}
 	}
-	for (int r = 0; r < W; r++)
-		st[r].sync_end_s = st[r].clock;
-	/* the global norm: everyone waits for the last rank; then each rank's optimizer step */
-	double norm = sl_rt_world_scalar_allreduces(st, W, round_done);
+	for (int r = 0; r < s->W; r++)
+		s->st[r].sync_end_s = s->st[r].clock;
+}
+
+/* After the sync: the global norm (everyone waits for the last rank), then each rank's
+ * optimizer step and ZeRO-1's all-gather of the updated parameters (runtime/zero.c). Returns
+ * the norm's end. */
+static double norm_and_update(struct runtime_sim *s)
+{
+	const struct sl_plan *plan = s->plan;
+	const int P = plan->num_stages, W = s->W;
+	struct sl_rt_rank *st = s->st;
+	double norm = sl_rt_world_scalar_allreduces(st, W, s->round_done);
 	for (int r = 0; r < W; r++) {
 		sl_rt_wait_idle(&st[r], norm);
 		sl_rt_run_work(&st[r], st[r].update_s);
 		st[r].gather_s = st[r].clock;
 	}
-	/* ZeRO-1 stages all-gather their updated parameters (dist/zero.c) */
-	for (int k = 0; quota && k < P; k++)
-		for (int gi = 0; sl_rt_stage_zero(plan, k) && gi < sl_rt_stage_sync_groups(plan, k); gi++) {
+	for (int k = 0; s->quota && k < P; k++)
+		for (int gi = 0; sl_rt_stage_zero(plan, k) && gi < sl_rt_stage_sync_groups(plan, k);
+		     gi++) {
 			double bytes;
-			int m = sl_rt_stage_sync_members(env, plan, &t, k, gi, members, &bytes);
-			sl_rt_zero_allgather(&x, members, m, bytes, round_done, round_done + W);
+			int m = sl_rt_stage_sync_members(s->env, plan, &s->t, k, gi, s->members,
+							 &bytes);
+			sl_rt_zero_allgather(&s->x, s->members, m, bytes, s->round_done,
+					     s->round_done + W);
 		}
 	for (int r = 0; r < W; r++)
 		st[r].gather_s = st[r].clock - st[r].gather_s;
-	egress_usd = x.egress_usd;
-	T = norm - prev_norm;
-	prev_norm = norm;
-	} /* steps */
-	T_sum += T;
-	} /* phase draws */
-	T = T_sum / draws;
+	return norm;
+}
 
-	/* per stage figures: the slowest rank of the stage */
-	for (int r = 0; r < W; r++) {
-		const struct sl_role *ro = &t.roles[r];
-		struct sl_sim_stage *s = &out->stages[ro->stage];
-		s->fwd_s = fmax(s->fwd_s, st[r].fwd_s);
-		s->bwd_s = fmax(s->bwd_s, st[r].bwd_s);
-		s->compute_s = fmax(s->compute_s, st[r].compute_s);
-		s->p2p_s = fmax(s->p2p_s, st[r].wait_s);
-		s->optimizer_s = fmax(s->optimizer_s, st[r].update_s + st[r].gather_s);
-		s->dp_sync_s = fmax(s->dp_sync_s, st[r].sync_end_s - st[r].reduce_arrive_s);
-		s->bubble_s = fmax(s->bubble_s,
-				   T - st[r].compute_s - st[r].update_s - st[r].gather_s);
+/* Per stage figures (the slowest rank of the stage) and the iteration's, from its time T and
+ * the pipelines' end. */
+static void stage_figures(const struct runtime_sim *s, struct sl_sim_result *out, double T,
+			  double pipeline_end)
+{
+	const struct sl_rt_rank *st = s->st;
+	for (int r = 0; r < s->W; r++) {
+		const struct sl_role *ro = &s->t.roles[r];
+		struct sl_sim_stage *sg = &out->stages[ro->stage];
+		sg->fwd_s = fmax(sg->fwd_s, st[r].fwd_s);
+		sg->bwd_s = fmax(sg->bwd_s, st[r].bwd_s);
+		sg->compute_s = fmax(sg->compute_s, st[r].compute_s);
+		sg->p2p_s = fmax(sg->p2p_s, st[r].wait_s);
+		sg->optimizer_s = fmax(sg->optimizer_s, st[r].update_s + st[r].gather_s);
+		sg->dp_sync_s = fmax(sg->dp_sync_s, st[r].sync_end_s - st[r].reduce_arrive_s);
+		sg->bubble_s = fmax(sg->bubble_s,
+				    T - st[r].compute_s - st[r].update_s - st[r].gather_s);
 	}
 	out->iteration_time_s = T;
 	out->pipeline_time_s = pipeline_end;
 	double opt = 0;
-	for (int r = 0; r < W; r++)
+	for (int r = 0; r < s->W; r++)
 		opt = fmax(opt, st[r].update_s + st[r].gather_s);
 	out->optimizer_s = opt;
 	out->dp_sync_s = fmax(0, T - pipeline_end);
 	out->throughput_it_s = 1.0 / T;
 	out->slowest_pipeline = 0;
+}
 
-	/* cost */
+/* GPU rent of every GPU of the plan for T seconds, and the egress of one step. */
+static void cost(const struct runtime_sim *s, struct sl_sim_result *out, double T,
+		 double egress_usd)
+{
+	const struct sl_plan *plan = s->plan;
 	double usd_per_hour = 0;
-	for (long i = 0; i < (long)P * D; i++)
+	for (long i = 0; i < (long)plan->num_stages * plan->num_pipelines; i++)
 		usd_per_hour += plan->replicas[i].tp *
-				env->catalogue.gpus[plan->replicas[i].gpu].usd_per_hour;
+				s->env->catalogue.gpus[plan->replicas[i].gpu].usd_per_hour;
 	out->gpu_usd_per_hour = usd_per_hour;
 	out->gpu_cost_usd_per_iter = usd_per_hour / 3600.0 * T;
 	out->egress_cost_usd_per_iter = egress_usd;
 	out->cost_usd_per_iter = out->gpu_cost_usd_per_iter + egress_usd;
+}
 
-	/* memory: the rank of each stage with the highest share of its device */
+/* Memory: each stage reports its rank with the highest share of its device. */
+static void rank_memories(const struct runtime_sim *s, struct sl_sim_result *out)
+{
+	const struct sl_sim_env *env = s->env;
+	const struct sl_plan *plan = s->plan;
+	const int P = plan->num_stages, b = plan->micro_batch;
 	out->fits_memory = 1;
 	for (int k = 0; k < P; k++) {
 		out->stages[k].fits = 1;
 		out->stages[k].memory.total_bytes = -1;
 	}
-	for (int r = 0; r < W; r++) {
-		const struct sl_role *ro = &t.roles[r];
+	for (int r = 0; r < s->W; r++) {
+		const struct sl_role *ro = &s->t.roles[r];
 		int k = ro->stage;
 		struct sl_sim_memory mem;
 		/* a stage that mixes TP degrees sizes its bucket for its largest whole tensor */
 		int mixed = !sl_rt_stage_uniform(plan, k);
-		double whole = mixed ? sl_rt_largest_whole_tensor_bytes(env, ro->first_layer, ro->last_layer)
+		double whole = mixed ? sl_rt_largest_whole_tensor_bytes(env, ro->first_layer,
+									ro->last_layer)
 				     : 0;
 		int zgroup = plan->stages[k].zero ? sl_rt_stage_sync_group_size(plan, k) : 1;
 		/* mixed TP: ZeRO shards the stage's whole tensors (all of them, as moments) */
@@ -463,31 +535,92 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 			for (int j = 0; j < ro->pipeline; j++)
 				zrank += sl_plan_replica(plan, k, j)->tp;
 		}
-		sl_rt_rank_memory(env, ro, b, sched[r].slots, P, whole, plan->stages[k].recompute,
-			    zgroup, zrank, mixed && zgroup > 1 ? whole_all : 0, quota, &mem);
-		struct sl_sim_stage *s = &out->stages[k];
-		if (s->memory.total_bytes < 0 ||
+		sl_rt_rank_memory(env, ro, b, s->sched[r].slots, P, whole, plan->stages[k].recompute,
+				  zgroup, zrank, mixed && zgroup > 1 ? whole_all : 0, s->quota, &mem);
+		struct sl_sim_stage *sg = &out->stages[k];
+		if (sg->memory.total_bytes < 0 ||
 		    mem.total_bytes / mem.capacity_bytes >
-			    s->memory.total_bytes / s->memory.capacity_bytes) {
-			s->memory = mem;
-			s->memory_replica = ro->pipeline;
+			    sg->memory.total_bytes / sg->memory.capacity_bytes) {
+			sg->memory = mem;
+			sg->memory_replica = ro->pipeline;
 		}
 		if (mem.total_bytes > mem.capacity_bytes) {
-			s->fits = 0;
+			sg->fits = 0;
 			out->fits_memory = 0;
 		}
 	}
-out:
-	if (sched)
-		sl_schedule_free_all(sched, t.world_size);
-	sl_role_table_free(&t);
-	free(st);
-	free(arrival);
-	free(ready);
-	free(source);
-	free(members);
-	free(link_free);
-	free(round_done);
-	return rc;
 }
 
+/* Replays two steps per phase draw, the second one timed (a step starts where the previous
+ * one's optimizer left each rank, and its CPU budget), from norm to norm. Devices that are CPU
+ * quotas have periods whose phases nobody knows (each cgroup keeps its own timer), and a
+ * message that reaches a throttled rank waits for its next period: the step time is the mean
+ * over PHASE_DRAWS spreads of phases (golden-ratio sequences, so the draws cover [0, period)
+ * evenly and the result is deterministic). With such devices every rank runs the collectives
+ * as their non-blocking forms (comm.h), which OpenMPI's libnbc serves: ZeRO-1's are timed as
+ * it runs them (sl_rt_zero_reduce_scatter, sl_rt_zero_allgather); MPI's blocking ones move a
+ * ring's bytes, as the all-reduce. */
+static int replay(struct runtime_sim *s, struct sl_sim_result *out, struct sl_err *err)
+{
+	struct sl_rt_rank *st = s->st;
+	const int W = s->W;
+	double T = 0, pipeline_end = 0, egress_usd = 0, T_sum = 0;
+	s->quota = 0;
+	for (int r = 0; r < W; r++)
+		s->quota |= sl_rt_has_quota(&st[r]);
+	const int draws = s->quota ? PHASE_DRAWS : 1;
+	for (int draw = 0; draw < draws; draw++) {
+		double prev_norm = 0;
+		start_draw(s, draw);
+		for (int step = 0; step < 2; step++) {
+			int rc = run_lists(s, err);
+			if (rc)
+				return rc;
+			pipeline_end = 0;
+			for (int r = 0; r < W; r++) {
+				st[r].reduce_arrive_s = st[r].clock;
+				pipeline_end = fmax(pipeline_end, st[r].clock - prev_norm);
+			}
+			sync_gradients(s, out);
+			double norm = norm_and_update(s);
+			egress_usd = s->x.egress_usd;
+			T = norm - prev_norm;
+			prev_norm = norm;
+		}
+		T_sum += T;
+	}
+	T = T_sum / draws;
+	stage_figures(s, out, T, pipeline_end);
+	cost(s, out, T, egress_usd);
+	return 0;
+}
+
+int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
+		   struct sl_sim_result *out, struct sl_err *err)
+{
+	int rc = check_memory_figures(env, plan, err);
+	if (rc)
+		return rc;
+	struct runtime_sim s;
+	memset(&s, 0, sizeof(s));
+	s.env = env;
+	s.plan = plan;
+	rc = build(&s, G, out, err);
+	if (!rc)
+		rc = init_ranks(&s, out, err);
+	if (!rc)
+		rc = replay(&s, out, err);
+	if (!rc)
+		rank_memories(&s, out);
+	if (s.sched)
+		sl_schedule_free_all(s.sched, s.t.world_size);
+	sl_role_table_free(&s.t);
+	free(s.st);
+	free(s.x.arrival);
+	free(s.x.ready);
+	free(s.x.source);
+	free(s.members);
+	free(s.x.link_free);
+	free(s.round_done);
+	return rc;
+}
