@@ -200,7 +200,7 @@ static double collective_send(struct sl_rt_replay *x, int a, int b, double bytes
 	return end;
 }
 
-/* ZeRO-1's gradient reduce-scatter (dist/zero.c) over members, in group-rank order, in calls
+/* ZeRO-1's gradient reduce-scatter (runtime/zero.c) over members, in group-rank order, in calls
  * of at most SL_RT_ZERO_BUCKET_BYTES, one after the other. Our ranks make the non-blocking
  * call, which OpenMPI's libnbc serves by reducing the call's whole buffer to group rank 0 along
  * a binomial tree (round r: rank i, a multiple of 2^r, receives rank i + 2^(r-1)'s partial sum,
@@ -235,7 +235,7 @@ void sl_rt_zero_reduce_scatter(struct sl_rt_replay *x, const int *members, int m
 	}
 }
 
-/* ZeRO-1's all-gather of the updated parameters (dist/zero.c) over members, in calls of at
+/* ZeRO-1's all-gather of the updated parameters (runtime/zero.c) over members, in calls of at
  * most SL_RT_ZERO_BUCKET_BYTES: libnbc's all-gatherv posts all of a rank's sends (its part to every
  * other rank, the right neighbour first) and receives at once, and a rank is through when all of
  * its own are done. from, through: m doubles of scratch each. */

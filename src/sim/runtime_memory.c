@@ -90,7 +90,7 @@ void sl_rt_rank_memory(const struct sl_sim_env *env, const struct sl_role *r, in
 	mem->grads_bytes = storage / 4;
 	mem->optimizer_bytes = storage / 2;
 	if (zero_group > 1) {
-		/* ZeRO-1 (dist/zero.h): the moments of 1/m of the stage's flat view; a stage of mixed
+		/* ZeRO-1 (runtime/zero.h): the moments of 1/m of the stage's flat view; a stage of mixed
 		 * TP degrees shards whole tensors and also keeps the summed gradient and an fp32 copy
 		 * of its piece. The tied token table of a pipeline keeps its moments whole. */
 		double table = (P > 1 && (r->stage == 0 || r->stage == P - 1))

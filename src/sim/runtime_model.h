@@ -13,10 +13,10 @@
 #include "runtime/roles.h"
 #include "sim/internal.h"
 
-/* dist/grad_sync.h's SL_GRAD_BUCKET_FLOATS (4 Mi floats), repeated so that sim does not include
+/* runtime/grad_sync.h's SL_GRAD_BUCKET_FLOATS (4 Mi floats), repeated so that sim does not include
  * the runtime's MPI-facing header; test_sim_runtime checks they agree. */
 #define SL_RUNTIME_BUCKET_BYTES (16.0 * 1024 * 1024)
-/* dist/zero.h's SL_ZERO_BUCKET_FLOATS (1 Mi floats), the sharded optimizer's calls */
+/* runtime/zero.h's SL_ZERO_BUCKET_FLOATS (1 Mi floats), the sharded optimizer's calls */
 #define SL_RT_ZERO_BUCKET_BYTES (4.0 * 1024 * 1024)
 
 /* Isends a rank can hold back for its next MPI call (OpenMPI's rendezvous, time_runtime.c) */

@@ -31,7 +31,7 @@ int sl_rt_stage_sync_groups(const struct sl_plan *plan, int k)
 	return sl_rt_stage_uniform(plan, k) ? sl_plan_replica(plan, k, 0)->tp : 1;
 }
 
-/* Writes the world ranks of stage k's sync group gi (in group-rank order, dist/groups.c) to
+/* Writes the world ranks of stage k's sync group gi (in group-rank order, runtime/groups.c) to
  * members and the bytes the group reduces to *bytes; returns their number. */
 int sl_rt_stage_sync_members(const struct sl_sim_env *env, const struct sl_plan *plan,
 			     const struct sl_role_table *t, int k, int gi, int *members,

@@ -11,7 +11,7 @@
  *   runtime_sync_groups.c  which ranks sync a stage's gradients, and how many bytes
  *   runtime_memory.c       peak resident memory of a rank
  *
- *   schedule   the very instruction lists the ranks execute (dist/schedule.h: 1F1B with
+ *   schedule   the very instruction lists the ranks execute (runtime/schedule.h: 1F1B with
  *              min(P-k, n) activation slots), run here with times instead of tensors: forward and
  *              backward take the profile's stage times at the rank's (micro-batch, TP); a
  *              receive waits until its message has arrived; sends are non-blocking (MPI_Isend).
@@ -43,7 +43,7 @@
  *   memory     peak resident memory of the process, per rank (runtime_memory.c); a stage
  *              reports its rank with the highest share of its device.
  * The ranks' hosts come from the cluster file the simulator was given (the launcher's own
- * placement, dist/placement.h), else every replica is a host of its own.
+ * placement, runtime/placement.h), else every replica is a host of its own.
  *
  * Unlike the rest of sl_simulate this model allocates (the instruction lists of every rank); it
  * is meant for plans of our runtime, tens of ranks, not for the planner's inner loop over
