@@ -49,19 +49,18 @@ static unsigned long long pipeline_hash(const struct sl_plan *plan, int M, int j
 	return h;
 }
 
-int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
-		  struct sl_sim_result *out, struct sl_err *err)
+/* Pipelines' micro-batch counts (M[j]) and the pipelines that differ from every earlier one
+ * (distinct[0..n-1]); returns n and the largest count in *Mmax. */
+static int distinct_pipelines(const struct sl_plan *plan, long long G, int *M, int *distinct,
+			      int *Mmax)
 {
-	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
-	const struct sl_layer_sizes *sz = env->sizes;
-	int M[SL_SIM_MAX_PIPELINES];
-	int distinct[SL_SIM_MAX_PIPELINES];
 	unsigned long long hash[SL_SIM_MAX_PIPELINES];
-	int nd = 0, Mmax = 0;
-	for (int j = 0; j < D; j++) {
+	int nd = 0;
+	*Mmax = 0;
+	for (int j = 0; j < plan->num_pipelines; j++) {
 		M[j] = sl_plan_pipeline_microbatches(plan, j, G);
-		if (M[j] > Mmax)
-			Mmax = M[j];
+		if (M[j] > *Mmax)
+			*Mmax = M[j];
 		hash[j] = pipeline_hash(plan, M[j], j);
 		int found = 0;
 		for (int d = 0; d < nd && !found; d++)
@@ -69,12 +68,15 @@ int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		if (!found)
 			distinct[nd++] = j;
 	}
-	out->microbatches = Mmax;
+	return nd;
+}
 
-	/* per stage: the replicas' times */
-	double stage_finish[SL_SIM_MAX_STAGES] = {0}, stage_opt[SL_SIM_MAX_STAGES] = {0};
+/* Per stage: the slowest replica's optimizer step, in stage_opt[k]. */
+static int stage_updates(const struct sl_sim_env *env, const struct sl_plan *plan,
+			 double *stage_opt, struct sl_err *err)
+{
+	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
 	for (int k = 0; k < P; k++) {
-		stage_finish[k] = 0;
 		stage_opt[k] = 0;
 		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
@@ -90,34 +92,60 @@ int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long
 				stage_opt[k] = upd;
 		}
 	}
+	return 0;
+}
 
+/* Pipeline j's per-stage inputs to its schedule: forward f[k] and backward bw[k] per
+ * micro-batch, and the transfers act[k] / grad[k] to and from stage k+1. */
+static int pipeline_stage_times(const struct sl_sim_env *env, const struct sl_plan *plan, int j,
+				struct sl_sim_result *out, double *f, double *bw, double *act,
+				double *grad, struct sl_err *err)
+{
+	const int P = plan->num_stages, b = plan->micro_batch;
+	const struct sl_layer_sizes *sz = env->sizes;
+	for (int k = 0; k < P; k++) {
+		const struct sl_replica *r = sl_plan_replica(plan, k, j);
+		int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
+		/* recomputation lengthens the backward (sim/options.c) */
+		if (sl_sim_stage_fwd_bwd_opt(env, SL_COST_SAILOR, r->gpu, b, r->tp, first, last,
+					     plan->stages[k].recompute, &f[k], &bw[k]))
+			return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
+					  env->catalogue.gpus[r->gpu].name, b, r->tp);
+		if (sl_sim_time_source(env, r->gpu, b, r->tp) == SL_TIME_ESTIMATED)
+			out->stages[k].time_estimated = 1;
+		if (k + 1 < P) {
+			const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
+			/* the stage output (and its gradient), fp32, full hidden size */
+			double bytes = sz->act_output_bytes[1][last] * b;
+			act[k] = sl_sim_p2p_time(env, r, n, bytes);
+			grad[k] = sl_sim_p2p_time(env, n, r, bytes);
+			int c = r->tp < n->tp ? r->tp : n->tp;
+			out->network_derived |= sl_network_fit(env->network, r->zone, r->gpu, c,
+							       n->zone, n->gpu, c)->derived;
+		}
+	}
+	return 0;
+}
+
+/* Step 1: runs each distinct pipeline's 1F1B schedule; stage_finish[k] is when the last
+ * replica of stage k is through its last backward. The slowest pipeline gives the stages'
+ * compute, p2p and bubble and out->pipeline_time_s. */
+static int run_pipelines(const struct sl_sim_env *env, const struct sl_plan *plan, const int *M,
+			 const int *distinct, int nd, struct sl_sim_result *out,
+			 double *stage_finish, struct sl_err *err)
+{
+	const int P = plan->num_stages;
+	for (int k = 0; k < P; k++)
+		stage_finish[k] = 0;
 	double worst_end = -1;
 	for (int d = 0; d < nd; d++) {
 		int j = distinct[d];
 		double f[SL_SIM_MAX_STAGES], bw[SL_SIM_MAX_STAGES], act[SL_SIM_MAX_STAGES],
 			grad[SL_SIM_MAX_STAGES], fin[SL_SIM_MAX_STAGES], comp[SL_SIM_MAX_STAGES],
 			p2p[SL_SIM_MAX_STAGES];
-		for (int k = 0; k < P; k++) {
-			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
-			/* recomputation lengthens the backward (sim/options.c) */
-			if (sl_sim_stage_fwd_bwd_opt(env, SL_COST_SAILOR, r->gpu, b, r->tp, first, last,
-						     plan->stages[k].recompute, &f[k], &bw[k]))
-				return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
-						  env->catalogue.gpus[r->gpu].name, b, r->tp);
-			if (sl_sim_time_source(env, r->gpu, b, r->tp) == SL_TIME_ESTIMATED)
-				out->stages[k].time_estimated = 1;
-			if (k + 1 < P) {
-				const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
-				/* the stage output (and its gradient), fp32, full hidden size */
-				double bytes = sz->act_output_bytes[1][last] * b;
-				act[k] = sl_sim_p2p_time(env, r, n, bytes);
-				grad[k] = sl_sim_p2p_time(env, n, r, bytes);
-				int c = r->tp < n->tp ? r->tp : n->tp;
-				out->network_derived |= sl_network_fit(env->network, r->zone, r->gpu, c,
-								       n->zone, n->gpu, c)->derived;
-			}
-		}
+		int rc = pipeline_stage_times(env, plan, j, out, f, bw, act, grad, err);
+		if (rc)
+			return rc;
 		sl_sim_schedule_1f1b(P, M[j], f, bw, act, grad, fin, comp, p2p);
 		double end = 0;
 		for (int k = 0; k < P; k++) {
@@ -141,8 +169,17 @@ int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		}
 	}
 	out->pipeline_time_s = worst_end;
+	return 0;
+}
 
-	/* gradient synchronisation and optimizer step per stage */
+/* Steps 2 to 4: each stage's gradient synchronisation (after the tied embedding's) and
+ * optimizer step; sets the iteration's time and its exposed sync and optimizer. */
+static void sync_and_update(const struct sl_sim_env *env, const struct sl_plan *plan,
+			    const double *stage_finish, const double *stage_opt,
+			    struct sl_sim_result *out)
+{
+	const int P = plan->num_stages, D = plan->num_pipelines;
+	const struct sl_layer_sizes *sz = env->sizes;
 	double start[SL_SIM_MAX_STAGES];
 	for (int k = 0; k < P; k++)
 		start[k] = stage_finish[k];
@@ -186,8 +223,15 @@ int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long
 	out->optimizer_s = fmin(stage_opt[last_stage], exposed);
 	out->dp_sync_s = exposed - out->optimizer_s;
 	out->throughput_it_s = 1.0 / T;
+}
 
-	/* cost */
+/* GPU rent for the iteration and the egress of every byte that crosses zones. */
+static void cost(const struct sl_sim_env *env, const struct sl_plan *plan, const int *M,
+		 struct sl_sim_result *out)
+{
+	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
+	const struct sl_layer_sizes *sz = env->sizes;
+	const double T = out->iteration_time_s;
 	double usd_per_hour = 0, egress_bytes_usd = 0;
 	for (int k = 0; k < P; k++) {
 		double W = sl_sim_stage_grad_bytes(env, plan->stages[k].first_layer,
@@ -223,8 +267,13 @@ int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long
 	out->gpu_cost_usd_per_iter = usd_per_hour / 3600.0 * T;
 	out->egress_cost_usd_per_iter = egress_bytes_usd / 1e9;
 	out->cost_usd_per_iter = out->gpu_cost_usd_per_iter + out->egress_cost_usd_per_iter;
+}
 
-	/* memory */
+/* Each stage's memory: its replica with the highest share of its device. */
+static void memory(const struct sl_sim_env *env, const struct sl_plan *plan, const int *M,
+		   struct sl_sim_result *out)
+{
+	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
 	out->fits_memory = 1;
 	for (int k = 0; k < P; k++) {
 		int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
@@ -253,5 +302,24 @@ int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		}
 		out->fits_memory &= st->fits;
 	}
+}
+
+int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
+		  struct sl_sim_result *out, struct sl_err *err)
+{
+	int M[SL_SIM_MAX_PIPELINES];
+	int distinct[SL_SIM_MAX_PIPELINES];
+	int Mmax;
+	int nd = distinct_pipelines(plan, G, M, distinct, &Mmax);
+	out->microbatches = Mmax;
+	double stage_finish[SL_SIM_MAX_STAGES] = {0}, stage_opt[SL_SIM_MAX_STAGES] = {0};
+	int rc = stage_updates(env, plan, stage_opt, err);
+	if (!rc)
+		rc = run_pipelines(env, plan, M, distinct, nd, out, stage_finish, err);
+	if (rc)
+		return rc;
+	sync_and_update(env, plan, stage_finish, stage_opt, out);
+	cost(env, plan, M, out);
+	memory(env, plan, M, out);
 	return 0;
 }

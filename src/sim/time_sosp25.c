@@ -64,76 +64,82 @@ double sl_sosp25_stage_sync_s(const struct sl_sim_env *env, const struct sl_plan
 	return stage_sync;
 }
 
-int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
-		  struct sl_sim_result *out, struct sl_err *err)
+/* Stage i's compute per micro-batch c (forward + backward of its slowest replica) and update u
+ * (its slowest replica's); the stage's forward and backward into out. */
+static int stage_compute(const struct sl_sim_env *env, const struct sl_plan *plan, int i,
+			 struct sl_sim_result *out, double *c, double *u, struct sl_err *err)
+{
+	const int D = plan->num_pipelines, b = plan->micro_batch;
+	int first = plan->stages[i].first_layer, last = plan->stages[i].last_layer;
+	double fwd_max = 0, bwd_max = 0;
+	for (int j = 0; j < D; j++) {
+		const struct sl_replica *r = sl_plan_replica(plan, i, j);
+		/* a run of equal replicas (canonical plans have long ones) is timed once */
+		if (j > 0 && same_replica(r, sl_plan_replica(plan, i, j - 1)))
+			continue;
+		double f, bw;
+		if (sl_sim_stage_fwd_bwd(env, SL_COST_SOSP25, r->gpu, b, r->tp, first, last, &f, &bw))
+			return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
+					  env->catalogue.gpus[r->gpu].name, b, r->tp);
+		if (f + bw > *c) {
+			*c = f + bw;
+			fwd_max = f;
+			bwd_max = bw;
+		}
+		double upd = sl_sim_stage_update_s(env, SL_COST_SOSP25, r->gpu, b, r->tp, first, last);
+		if (upd > *u)
+			*u = upd;
+		if (sl_sim_time_source(env, r->gpu, b, r->tp) == SL_TIME_ESTIMATED)
+			out->stages[i].time_estimated = 1;
+	}
+	out->stages[i].fwd_s = fwd_max;
+	out->stages[i].bwd_s = bwd_max;
+	return 0;
+}
+
+/* Stage i's slowest send of its output to stage i+1 (act, A_i) and of its input gradient back
+ * to stage i-1 (grad, B_i), over the replicas' own fits. */
+static void stage_transfers(const struct sl_sim_env *env, const struct sl_plan *plan, int i,
+			    struct sl_sim_result *out, double *act, double *grad)
 {
 	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
 	const struct sl_layer_sizes *sz = env->sizes;
-	/* Nmb = ceil(G / (b · dp)) in that simulator; here the busiest pipeline's count under the
-	 * plan's sharing (plan/microbatch_share.h), which is that number wherever the plan shares
-	 * the batch as evenly as it can (the planner's splits and the artifact's plans do) */
-	int Nmb = 0;
-	for (int j = 0; j < D; j++)
-		if (sl_plan_pipeline_microbatches(plan, j, G) > Nmb)
-			Nmb = sl_plan_pipeline_microbatches(plan, j, G);
-	out->microbatches = Nmb;
-	double c[SL_SIM_MAX_STAGES], u[SL_SIM_MAX_STAGES], act[SL_SIM_MAX_STAGES],
-		grad[SL_SIM_MAX_STAGES], m[SL_SIM_MAX_STAGES];
-	for (int i = 0; i < P; i++) {
-		int first = plan->stages[i].first_layer, last = plan->stages[i].last_layer;
-		c[i] = u[i] = act[i] = grad[i] = 0.0;
-		double fwd_max = 0, bwd_max = 0;
-		for (int j = 0; j < D; j++) {
-			const struct sl_replica *r = sl_plan_replica(plan, i, j);
-			/* a run of equal replicas (canonical plans have long ones) is timed once */
-			if (j > 0 && same_replica(r, sl_plan_replica(plan, i, j - 1)))
-				continue;
-			double f, bw;
-			if (sl_sim_stage_fwd_bwd(env, SL_COST_SOSP25, r->gpu, b, r->tp, first, last, &f, &bw))
-				return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
-						  env->catalogue.gpus[r->gpu].name, b, r->tp);
-			if (f + bw > c[i]) {
-				c[i] = f + bw;
-				fwd_max = f;
-				bwd_max = bw;
-			}
-			double upd = sl_sim_stage_update_s(env, SL_COST_SOSP25, r->gpu, b, r->tp, first, last);
-			if (upd > u[i])
-				u[i] = upd;
-			if (sl_sim_time_source(env, r->gpu, b, r->tp) == SL_TIME_ESTIMATED)
-				out->stages[i].time_estimated = 1;
+	int first = plan->stages[i].first_layer, last = plan->stages[i].last_layer;
+	double A = sz->act_output_bytes[1][last] * b;   /* act_output_floats[1][last] · fs · b */
+	double B = sz->act_output_bytes[1][first] * b;  /* act_output_floats[1][first] · fs · b */
+	for (int j = 0; j < D; j++) {
+		const struct sl_replica *r = sl_plan_replica(plan, i, j);
+		/* the same link as pipeline j-1 on both sides: the same times */
+		if (j > 0 && same_replica(r, sl_plan_replica(plan, i, j - 1)) &&
+		    (i == P - 1 || same_replica(sl_plan_replica(plan, i + 1, j),
+						sl_plan_replica(plan, i + 1, j - 1))) &&
+		    (i == 0 || same_replica(sl_plan_replica(plan, i - 1, j),
+					    sl_plan_replica(plan, i - 1, j - 1))))
+			continue;
+		if (i < P - 1) {
+			const struct sl_replica *n = sl_plan_replica(plan, i + 1, j % D);
+			const struct sl_net_fit *f = fit(env, r, r->tp, n, n->tp);
+			out->network_derived |= f->derived;
+			double tm = sl_sosp25_send_time(f, A);
+			if (tm > *act)
+				*act = tm;
 		}
-		out->stages[i].fwd_s = fwd_max;
-		out->stages[i].bwd_s = bwd_max;
-		double A = sz->act_output_bytes[1][last] * b;   /* act_output_floats[1][last] · fs · b */
-		double B = sz->act_output_bytes[1][first] * b;  /* act_output_floats[1][first] · fs · b */
-		for (int j = 0; j < D; j++) {
-			const struct sl_replica *r = sl_plan_replica(plan, i, j);
-			/* the same link as pipeline j-1 on both sides: the same times */
-			if (j > 0 && same_replica(r, sl_plan_replica(plan, i, j - 1)) &&
-			    (i == P - 1 || same_replica(sl_plan_replica(plan, i + 1, j),
-							sl_plan_replica(plan, i + 1, j - 1))) &&
-			    (i == 0 || same_replica(sl_plan_replica(plan, i - 1, j),
-						    sl_plan_replica(plan, i - 1, j - 1))))
-				continue;
-			if (i < P - 1) {
-				const struct sl_replica *n = sl_plan_replica(plan, i + 1, j % D);
-				const struct sl_net_fit *f = fit(env, r, r->tp, n, n->tp);
-				out->network_derived |= f->derived;
-				double tm = sl_sosp25_send_time(f, A);
-				if (tm > act[i])
-					act[i] = tm;
-			}
-			if (i > 0) {
-				const struct sl_replica *p = sl_plan_replica(plan, i - 1, j % D);
-				const struct sl_net_fit *f = fit(env, r, r->tp, p, p->tp);
-				out->network_derived |= f->derived;
-				double tm = sl_sosp25_send_time(f, B);
-				if (tm > grad[i])
-					grad[i] = tm;
-			}
+		if (i > 0) {
+			const struct sl_replica *p = sl_plan_replica(plan, i - 1, j % D);
+			const struct sl_net_fit *f = fit(env, r, r->tp, p, p->tp);
+			out->network_derived |= f->derived;
+			double tm = sl_sosp25_send_time(f, B);
+			if (tm > *grad)
+				*grad = tm;
 		}
 	}
+}
+
+/* The pipeline's time T_pipe = (Nmb - 1) max(c_i + m_i) + sum m_i + sum c_i + max u_i, with the
+ * m_i rule for the first and last stages (m: P doubles out); *max_u: the last term. */
+static double pipeline_time(int P, int Nmb, const double *c, const double *u, const double *act,
+			    const double *grad, double *m, double *max_u)
+{
 	for (int i = 0; i < P; i++) {
 		if (P == 1)
 			m[i] = 0.0;
@@ -144,19 +150,25 @@ int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		else
 			m[i] = act[i] + grad[i];
 	}
-	double max_cm = 0, sum_m = 0, sum_c = 0, max_u = 0;
+	double max_cm = 0, sum_m = 0, sum_c = 0;
+	*max_u = 0;
 	for (int i = 0; i < P; i++) {
 		if (c[i] + m[i] > max_cm)
 			max_cm = c[i] + m[i];
 		sum_m += m[i];
 		sum_c += c[i];
-		if (u[i] > max_u)
-			max_u = u[i];
+		if (u[i] > *max_u)
+			*max_u = u[i];
 	}
-	double T_pipe = (Nmb - 1) * max_cm + sum_m + sum_c + max_u;
-	/* estimate_sync_time: intra over stages, adjacent replica pairs, count-1 fits */
+	return (Nmb - 1) * max_cm + sum_m + sum_c + *max_u;
+}
+
+/* estimate_sync_time: intra over stages, adjacent replica pairs, count-1 fits. */
+static double dp_sync_time(const struct sl_sim_env *env, const struct sl_plan *plan,
+			   struct sl_sim_result *out)
+{
 	double intra = 0.0;
-	for (int i = 0; i < P; i++) {
+	for (int i = 0; i < plan->num_stages; i++) {
 		int derived = 0;
 		double stage_sync = sl_sosp25_stage_sync_s(env, plan, i, &derived);
 		out->network_derived |= derived;
@@ -164,21 +176,14 @@ int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		if (stage_sync > intra)
 			intra = stage_sync;
 	}
-	/* inter = 0: one pipeline description (SIMULATOR.md 4.2) */
-	double T = T_pipe + intra;
-	out->iteration_time_s = T;
-	out->pipeline_time_s = T_pipe - max_u;
-	out->optimizer_s = max_u;
-	out->dp_sync_s = intra;
-	out->throughput_it_s = 1.0 / T;
-	for (int i = 0; i < P; i++) {
-		struct sl_sim_stage *st = &out->stages[i];
-		st->compute_s = Nmb * c[i];
-		st->p2p_s = Nmb * m[i];
-		st->bubble_s = fmax(0.0, out->pipeline_time_s - st->compute_s - st->p2p_s);
-		st->optimizer_s = u[i];
-	}
-	/* egress (get_comm_cost_for_pipeline), USD */
+	return intra;
+}
+
+/* Egress in USD (get_comm_cost_for_pipeline). */
+static double egress_usd(const struct sl_sim_env *env, const struct sl_plan *plan, int Nmb)
+{
+	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
+	const struct sl_layer_sizes *sz = env->sizes;
 	double fwd = 0, bwd = 0, ar = 0;
 	for (int i = 0; i < P; i++) {
 		int first = plan->stages[i].first_layer, last = plan->stages[i].last_layer;
@@ -211,18 +216,14 @@ int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long
 			j += run - 1;
 		}
 	}
-	out->egress_cost_usd_per_iter = (Nmb * fwd + Nmb * bwd + ar) / 1e9;
-	/* comp_cost_per_sec = Σ used GPUs · GPU_PRICES / 3600; cost = comp / throughput + comm */
-	double usd_per_s = 0;
-	for (int i = 0; i < P; i++)
-		for (int j = 0; j < D; j++) {
-			const struct sl_replica *r = sl_plan_replica(plan, i, j);
-			usd_per_s += r->tp * env->tables->sosp25_usd_per_hour[r->gpu] / 3600.0;
-		}
-	out->gpu_usd_per_hour = usd_per_s * 3600.0;
-	out->gpu_cost_usd_per_iter = usd_per_s / out->throughput_it_s;
-	out->cost_usd_per_iter = out->gpu_cost_usd_per_iter + out->egress_cost_usd_per_iter;
-	/* memory: validation estimate (max over stages and replicas); fits: planning check */
+	return (Nmb * fwd + Nmb * bwd + ar) / 1e9;
+}
+
+/* Memory: the validation estimate (max over stages and replicas); fits: the planning check. */
+static void memory(const struct sl_sim_env *env, const struct sl_plan *plan,
+		   struct sl_sim_result *out)
+{
+	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
 	out->fits_memory = 1;
 	for (int i = 0; i < P; i++) {
 		int first = plan->stages[i].first_layer, last = plan->stages[i].last_layer;
@@ -247,5 +248,57 @@ int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		}
 		out->fits_memory &= st->fits;
 	}
+}
+
+int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
+		  struct sl_sim_result *out, struct sl_err *err)
+{
+	const int P = plan->num_stages, D = plan->num_pipelines;
+	/* Nmb = ceil(G / (b · dp)) in that simulator; here the busiest pipeline's count under the
+	 * plan's sharing (plan/microbatch_share.h), which is that number wherever the plan shares
+	 * the batch as evenly as it can (the planner's splits and the artifact's plans do) */
+	int Nmb = 0;
+	for (int j = 0; j < D; j++)
+		if (sl_plan_pipeline_microbatches(plan, j, G) > Nmb)
+			Nmb = sl_plan_pipeline_microbatches(plan, j, G);
+	out->microbatches = Nmb;
+	double c[SL_SIM_MAX_STAGES], u[SL_SIM_MAX_STAGES], act[SL_SIM_MAX_STAGES],
+		grad[SL_SIM_MAX_STAGES], m[SL_SIM_MAX_STAGES];
+	for (int i = 0; i < P; i++) {
+		c[i] = u[i] = act[i] = grad[i] = 0.0;
+		int rc = stage_compute(env, plan, i, out, &c[i], &u[i], err);
+		if (rc)
+			return rc;
+		stage_transfers(env, plan, i, out, &act[i], &grad[i]);
+	}
+	double max_u;
+	double T_pipe = pipeline_time(P, Nmb, c, u, act, grad, m, &max_u);
+	double intra = dp_sync_time(env, plan, out);
+	/* inter = 0: one pipeline description (SIMULATOR.md 4.2) */
+	double T = T_pipe + intra;
+	out->iteration_time_s = T;
+	out->pipeline_time_s = T_pipe - max_u;
+	out->optimizer_s = max_u;
+	out->dp_sync_s = intra;
+	out->throughput_it_s = 1.0 / T;
+	for (int i = 0; i < P; i++) {
+		struct sl_sim_stage *st = &out->stages[i];
+		st->compute_s = Nmb * c[i];
+		st->p2p_s = Nmb * m[i];
+		st->bubble_s = fmax(0.0, out->pipeline_time_s - st->compute_s - st->p2p_s);
+		st->optimizer_s = u[i];
+	}
+	out->egress_cost_usd_per_iter = egress_usd(env, plan, Nmb);
+	/* comp_cost_per_sec = Σ used GPUs · GPU_PRICES / 3600; cost = comp / throughput + comm */
+	double usd_per_s = 0;
+	for (int i = 0; i < P; i++)
+		for (int j = 0; j < D; j++) {
+			const struct sl_replica *r = sl_plan_replica(plan, i, j);
+			usd_per_s += r->tp * env->tables->sosp25_usd_per_hour[r->gpu] / 3600.0;
+		}
+	out->gpu_usd_per_hour = usd_per_s * 3600.0;
+	out->gpu_cost_usd_per_iter = usd_per_s / out->throughput_it_s;
+	out->cost_usd_per_iter = out->gpu_cost_usd_per_iter + out->egress_cost_usd_per_iter;
+	memory(env, plan, out);
 	return 0;
 }

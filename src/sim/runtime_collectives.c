@@ -1,0 +1,262 @@
+/* The runtime model's link times and collectives (time_runtime.c): what a message between two
+ * ranks takes, and the collectives the ranks run after their last backward.
+ *
+ *   grad sync  after the last backward: the stage's gradient all-reduce (per TP rank over the
+ *              replicas when the stage has one TP degree, else whole tensors over every rank of
+ *              the stage; runtime_sync_groups.c), then the tied token table over the first and
+ *              last stages, each a ring all-reduce in buckets of SL_RUNTIME_BUCKET_BYTES that
+ *              starts when its last member arrives: 2(m-1) ring steps of 1/m of a bucket, each
+ *              paced by the slowest hop of the ring (rank order): a step is the slower of the
+ *              hop's point-to-point send and MPI's copies and sums on the receiving device (half
+ *              of the two-rank all-reduce the network profile measured within a host of that
+ *              type, when it has one); a hop between hosts whose link the ring also loads the
+ *              other way takes at least half of the two-rank all-reduce measured between those
+ *              hosts' zones and types (both_ways_s: TCP's acknowledgements queue behind the
+ *              other direction's data).
+ *   ZeRO-1     its sync is a reduce-scatter and, after the update, an all-gather, in calls of
+ *              SL_RT_ZERO_BUCKET_BYTES. MPI's blocking forms move what the all-reduce moved and
+ *              are timed as it is; where some rank waits asleep (CPU quota,
+ *              runtime_cpu_quota.c), every rank runs the non-blocking forms, timed as OpenMPI's
+ *              libnbc runs them (sl_rt_zero_reduce_scatter, sl_rt_zero_allgather): the whole
+ *              buffer goes up a binomial tree to the group's first rank and a part back to each
+ *              rank, then every rank sends its part to every other one, all at once, on the
+ *              hosts' links (both ways at once: both_ways_s).
+ *   norm       the loss and then the global gradient norm are all-reduces of a few bytes over
+ *              the world, ring rounds that need each rank and its neighbour (they end when the
+ *              last rank is through).
+ *
+ * Invariants: a collective starts no member before the member's clock and leaves every member
+ * at or after the collective's end for it; what crosses zones is added to the egress in USD. */
+#include <math.h>
+
+#include "sim/runtime_model.h"
+
+static double gbps_at(const struct sl_net_fit *fit, double bytes)
+{
+	double gbps = sl_net_fit_gbps(fit, bytes);
+	if (!(gbps > 0))
+		gbps = fit->a0 > 0 ? fit->a0 : 1.0;
+	return gbps;
+}
+
+/* Seconds to move bytes from rank a to rank b (hosts and device types from the table). */
+double sl_rt_link_s(const struct sl_sim_env *env, const struct sl_role *a, int host_a,
+		    const struct sl_role *b, int host_b, double bytes)
+{
+	if (bytes <= 0)
+		return 0;
+	const struct sl_net_fit *fit =
+		host_a == host_b ? sl_network_intra_fit(env->network, a->gpu, 2)
+				 : sl_network_fit(env->network, a->zone, a->gpu, 1, b->zone, b->gpu, 1);
+	return (bytes / 1e9) / gbps_at(fit, bytes);
+}
+
+/* The work of MPI's copies and sums when rank rb receives bytes to add to its own: half of the
+ * two-rank all-reduce of 2 x bytes the network profile measured on one host of rb's type, where
+ * the wire is nearly free (none measured: nothing). */
+double sl_rt_reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *rb, double bytes)
+{
+	const struct sl_net_fit *ar =
+		sl_network_allreduce_fit(env->network, rb->zone, rb->gpu, rb->zone, rb->gpu, 1);
+	return ar && bytes > 0 ? 0.5 * (2 * bytes / 1e9) / gbps_at(ar, 2 * bytes) : 0;
+}
+
+/* Whether the ring's hop i (members[i] -> members[i + 1]) between two hosts shares its link with
+ * traffic the other way: another hop that sends from the receiving host to the sender's zone
+ * (the testbed shapes a host's link per destination zone; the sender's TCP acknowledgements
+ * queue behind that data). */
+static int ring_loads_reverse(const struct sl_role_table *t, const struct sl_rt_rank *st,
+			      const int *members, int m, int i)
+{
+	int a = members[i], b = members[(i + 1) % m];
+	for (int j = 0; j < m; j++) {
+		int c = members[j], d = members[(j + 1) % m];
+		if (st[c].host == st[b].host && st[d].host != st[c].host &&
+		    t->roles[d].zone == t->roles[a].zone)
+			return 1;
+	}
+	return 0;
+}
+
+/* Seconds a ring step of bytes takes between two hosts whose link carries the ring's traffic both
+ * ways at once: half of the two-rank all-reduce of 2 x bytes the network profile measured
+ * between hosts of these zones and types, which loads the link that way (none measured: 0). */
+static double both_ways_s(const struct sl_sim_env *env, const struct sl_role *ra,
+			  const struct sl_role *rb, double bytes)
+{
+	const struct sl_net_fit *ar =
+		sl_network_allreduce_fit(env->network, ra->zone, ra->gpu, rb->zone, rb->gpu, 0);
+	return ar && bytes > 0 ? 0.5 * (2 * bytes / 1e9) / gbps_at(ar, 2 * bytes) : 0;
+}
+
+/* A ring all-reduce of bytes over members (world ranks, in ring order), in buckets. */
+static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_role_table *t,
+			       const struct sl_rt_rank *st, const int *members, int m, double bytes)
+{
+	if (m <= 1 || bytes <= 0)
+		return 0;
+	double total = 0;
+	for (double done = 0; done < bytes; done += SL_RUNTIME_BUCKET_BYTES) {
+		double bucket = fmin(SL_RUNTIME_BUCKET_BYTES, bytes - done);
+		double chunk = bucket / m, worst = 0;
+		for (int i = 0; i < m; i++) {
+			int a = members[i], b = members[(i + 1) % m];
+			const struct sl_role *ra = &t->roles[a], *rb = &t->roles[b];
+			/* a ring step sends chunk bytes to the next rank and reduces them there: the
+			 * wire (point-to-point fit of the hop) or the work of MPI's copies and sums,
+			 * whichever is slower (sl_rt_reduce_cpu_s) */
+			double s = fmax(sl_rt_link_s(env, ra, st[a].host, rb, st[b].host, chunk),
+					sl_rt_reduce_cpu_s(env, rb, chunk));
+			if (st[a].host != st[b].host && ring_loads_reverse(t, st, members, m, i))
+				s = fmax(s, both_ways_s(env, ra, rb, chunk));
+			if (s > worst)
+				worst = s;
+		}
+		total += 2.0 * (m - 1) * worst;
+	}
+	return total;
+}
+
+/* An all-reduce of bytes over members: it starts when the last of them arrives and they wait
+ * until it ends. Returns its egress in USD: 2(m-1)/m of the bytes from each member to
+ * the next. */
+double sl_rt_group_allreduce(const struct sl_sim_env *env, const struct sl_role_table *t,
+			     struct sl_rt_rank *st, const int *members, int m, double bytes)
+{
+	double start = 0, usd = 0;
+	for (int i = 0; i < m; i++)
+		start = fmax(start, st[members[i]].clock);
+	double dur = ring_allreduce_s(env, t, st, members, m, bytes);
+	for (int i = 0; i < m; i++)
+		sl_rt_wait_idle(&st[members[i]], start + dur);
+	for (int i = 0; m > 1 && i < m; i++) {
+		const struct sl_role *a = &t->roles[members[i]];
+		const struct sl_role *n = &t->roles[members[(i + 1) % m]];
+		usd += 2.0 * (m - 1) / m * bytes / 1e9 *
+		       sl_network_egress_usd_per_gb(env->network, a->zone, n->zone);
+	}
+	return usd;
+}
+
+/* CPU a rank spends in one round of a collective of a few bytes (an MPI test that finds its
+ * message, a send, a sum). */
+#define SCALAR_ROUND_CPU_S 20e-6
+
+/* After the gradient sync every rank joins two all-reduces of a few bytes over the world (the
+ * loss with the stop flag, then the gradient norm), each 2(W-1) rounds of OpenMPI's ring in
+ * rank order (comm_mpi.c asks libnbc for its ring). A rank's round starts once its own previous
+ * round and its left neighbour's are done, and needs the rank to run: on a CPU-quota device
+ * whose budget is spent that waits for its next period, which is where such a collective's
+ * time goes on the testbed. Returns when the last rank is done; done: W doubles of scratch. */
+double sl_rt_world_scalar_allreduces(struct sl_rt_rank *st, int W, double *done)
+{
+	double end = 0;
+	for (int r = 0; r < W; r++)
+		end = fmax(end, st[r].clock);
+	if (W < 2)
+		return end;
+	for (int r = 0; r < W; r++)
+		done[r] = st[r].clock;
+	for (int round = 0; round < 2 * 2 * (W - 1); round++) {
+		double left_prev = done[W - 1];
+		for (int r = 0; r < W; r++) {
+			double start = fmax(done[r], left_prev);
+			left_prev = done[r];
+			sl_rt_wait_idle(&st[r], start);
+			sl_rt_run_work(&st[r], sl_rt_has_quota(&st[r]) ? SCALAR_ROUND_CPU_S / st[r].quota_cores
+							  : SCALAR_ROUND_CPU_S);
+			done[r] = st[r].clock;
+		}
+	}
+	end = 0;
+	for (int r = 0; r < W; r++)
+		end = fmax(end, done[r]);
+	return end;
+}
+
+/* A message of bytes from rank a to rank b inside a collective, which can move from start_s
+ * (both ranks are in the call: OpenMPI's rendezvous): on the sending host's link to b's zone
+ * after what is already queued there, or through shared memory on one host; both_ways: the
+ * collective sends as much from b to a at the same time (both_ways_s). Returns its arrival and
+ * counts its egress. */
+static double collective_send(struct sl_rt_replay *x, int a, int b, double bytes,
+			      double start_s, int both_ways)
+{
+	const struct sl_role *from = &x->t->roles[a], *to = &x->t->roles[b];
+	int host_a = x->st[a].host, host_b = x->st[b].host;
+	double start = start_s, *free_at = NULL;
+	if (host_a != host_b) {
+		free_at = &x->link_free[(size_t)host_a * x->env->catalogue.zone_count + to->zone];
+		start = fmax(start, *free_at);
+		x->egress_usd += bytes / 1e9 *
+				 sl_network_egress_usd_per_gb(x->env->network, from->zone, to->zone);
+	}
+	double move = sl_rt_link_s(x->env, from, host_a, to, host_b, bytes);
+	if (both_ways && free_at)
+		move = fmax(move, both_ways_s(x->env, from, to, bytes));
+	double end = start + move;
+	if (free_at)
+		*free_at = end;
+	return end;
+}
+
+/* ZeRO-1's gradient reduce-scatter (runtime/zero.c) over members, in group-rank order, in calls
+ * of at most SL_RT_ZERO_BUCKET_BYTES, one after the other. Our ranks make the non-blocking
+ * call, which OpenMPI's libnbc serves by reducing the call's whole buffer to group rank 0 along
+ * a binomial tree (round r: rank i, a multiple of 2^r, receives rank i + 2^(r-1)'s partial sum,
+ * then adds it) and sending every other rank its part from there. So the links into rank 0
+ * carry a whole buffer per round, where a ring moves 1/m of it per step. ready: m doubles of
+ * scratch. */
+void sl_rt_zero_reduce_scatter(struct sl_rt_replay *x, const int *members, int m, double bytes,
+			       double *ready)
+{
+	if (m <= 1)
+		return;
+	for (double done = 0; done < bytes; done += SL_RT_ZERO_BUCKET_BYTES) {
+		double call = fmin(SL_RT_ZERO_BUCKET_BYTES, bytes - done);
+		for (int i = 0; i < m; i++)
+			ready[i] = x->st[members[i]].clock;
+		for (int half = 1; half < m; half *= 2)
+			for (int i = 0; i + half < m; i += 2 * half) {
+				int p = i + half;
+				double at = collective_send(x, members[p], members[i], call,
+							    fmax(ready[i], ready[p]), 0);
+				ready[p] = at; /* the sender is through to its part's receive */
+				ready[i] = at + sl_rt_reduce_cpu_s(x->env, &x->t->roles[members[i]], call);
+			}
+		double root_done = ready[0];
+		for (int i = 1; i < m; i++) {
+			double at = collective_send(x, members[0], members[i], call / m,
+						    fmax(ready[0], ready[i]), 0);
+			sl_rt_wait_idle(&x->st[members[i]], at);
+			root_done = fmax(root_done, at);
+		}
+		sl_rt_wait_idle(&x->st[members[0]], root_done);
+	}
+}
+
+/* ZeRO-1's all-gather of the updated parameters (runtime/zero.c) over members, in calls of at
+ * most SL_RT_ZERO_BUCKET_BYTES: libnbc's all-gatherv posts all of a rank's sends (its part to every
+ * other rank, the right neighbour first) and receives at once, and a rank is through when all of
+ * its own are done. from, through: m doubles of scratch each. */
+void sl_rt_zero_allgather(struct sl_rt_replay *x, const int *members, int m, double bytes,
+			  double *from, double *through)
+{
+	if (m <= 1)
+		return;
+	for (double done = 0; done < bytes; done += SL_RT_ZERO_BUCKET_BYTES) {
+		double part = fmin(SL_RT_ZERO_BUCKET_BYTES, bytes - done) / m;
+		for (int i = 0; i < m; i++)
+			from[i] = through[i] = x->st[members[i]].clock;
+		for (int r = 1; r < m; r++)
+			for (int i = 0; i < m; i++) {
+				int j = (i + r) % m;
+				double at = collective_send(x, members[i], members[j], part,
+							    fmax(from[i], from[j]), 1);
+				through[i] = fmax(through[i], at);
+				through[j] = fmax(through[j], at);
+			}
+		for (int i = 0; i < m; i++)
+			sl_rt_wait_idle(&x->st[members[i]], through[i]);
+	}
+}

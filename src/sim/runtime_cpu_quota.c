@@ -1,0 +1,125 @@
+/* The runtime model's CPU quotas (time_runtime.c): how a rank whose device is a CPU quota (the
+ * testbed's; catalogue cpu_quota) works and waits.
+ *
+ * A device that is a CPU quota computes at full speed for cores x period of every period (plus
+ * up to 1 ms Linux carries over from the last one, start_period) and stands still for the rest.
+ * Its rank waits for messages asleep (comm.h, SL_COMM_WAIT_SLEEP), whose tests cost the CPU the
+ * profile measured (sl_rt_wait_idle). Work the profile timed at the quota's average rate is
+ * replayed against the budget (sl_rt_run_work): after a wait that crossed a period boundary,
+ * work starts with a full budget and runs up to 1/cores times faster than average for that
+ * budget, which pipelines, whose ranks wait and work in turn, show. The two small world
+ * all-reduces after the sync are replayed round by round (sl_rt_world_scalar_allreduces,
+ * runtime_collectives.c).
+ *
+ * Invariants: used_s is the CPU spent in the period numbered r->period (LONG_MIN before the
+ * first) and never more than that period's budget_s; a rank whose device is no quota just adds
+ * seconds to its clock. */
+#include <limits.h>
+#include <math.h>
+
+#include "runtime/comm.h"
+#include "sim/runtime_model.h"
+
+/* Linux keeps up to min_cfs_rq_runtime (1 ms) of a cgroup's unused runtime on the CPU when
+ * its task goes to sleep, and since Linux 5.4 that runtime no longer expires at the period's
+ * end (sched-bwc.rst): a rank that left budget unused, say because it went to wait, runs up to
+ * 1 ms more than its quota in the next period it runs in. */
+#define CFS_LOCAL_RUNTIME_S 0.001
+
+/* Starts period k (> r->period) with a fresh budget and the carry of the one it leaves. */
+static void start_period(struct sl_rt_rank *r, long k)
+{
+	double left = r->period == LONG_MIN ? 0 : r->budget_s - r->used_s;
+	r->budget_s = r->quota_cores * r->period_s + fmin(CFS_LOCAL_RUNTIME_S, fmax(0, left));
+	r->period = k;
+	r->used_s = 0;
+}
+
+/* Moves r into the period that holds its clock. Periods are counted by number so that rounding
+ * never leaves the clock on a boundary it cannot cross. */
+static void enter_period(struct sl_rt_rank *r)
+{
+	long k = (long)floor((r->clock - r->phase_s) / r->period_s + 1e-9);
+	if (k > r->period)
+		start_period(r, k);
+}
+
+/* Advances r by want_s of running and by any throttled time in between. */
+static void run_for(struct sl_rt_rank *r, double want_s)
+{
+	double done = 0;
+	while (want_s - done > 1e-12) {
+		enter_period(r);
+		double end = r->phase_s + (double)(r->period + 1) * r->period_s;
+		double left = r->budget_s - r->used_s;
+		double take = left <= 1e-12 ? 0 : fmin(want_s - done, fmin(left, end - r->clock));
+		if (take <= 0) { /* throttled until the next period, or at this one's end */
+			r->clock = end;
+			start_period(r, r->period + 1);
+			continue;
+		}
+		r->clock += take;
+		r->used_s += take;
+		done += take;
+	}
+}
+
+int sl_rt_has_quota(const struct sl_rt_rank *r)
+{
+	return r->quota_cores > 0 && r->quota_cores < 1 && r->period_s > 0;
+}
+
+/* Runs work that the profile timed at the device's steady rate (wall_s, the quota's average)
+ * from the rank's clock. On a CPU-quota device that is wall_s x cores of CPU, done at full speed
+ * while the current period's budget lasts and stopped until the next period when it is spent:
+ * so an operation that starts with a fresh budget (after a wait) finishes sooner than wall_s,
+ * one that starts with a spent budget later. Elsewhere it takes wall_s. */
+void sl_rt_run_work(struct sl_rt_rank *r, double wall_s)
+{
+	if (!sl_rt_has_quota(r)) {
+		r->clock += wall_s;
+		return;
+	}
+	run_for(r, wall_s * r->quota_cores);
+}
+
+/* Waits until until_s inside MPI. A rank on a CPU-quota device waits asleep between tests
+ * (comm.h, SL_COMM_WAIT_SLEEP): it sees its message at the first test after it came (sleeps of
+ * SL_COMM_IDLE_SLEEP_FIRST_S doubling to SL_COMM_IDLE_SLEEP_MAX_S, each test and sleep late by
+ * what the profile measured), and each test costs the CPU the profile measured (20-29 us on
+ * the testbed, a quarter of a cpu-fast device's budget over a long wait): paid from the budget,
+ * so a long wait can leave the rank throttled when its message comes. A wait that crosses a
+ * period boundary leaves a fresh budget (enter_period). */
+void sl_rt_wait_idle(struct sl_rt_rank *r, double until_s)
+{
+	if (until_s <= r->clock)
+		return;
+	if (!sl_rt_has_quota(r)) {
+		r->clock = until_s;
+		return;
+	}
+	double sleep_s = SL_COMM_IDLE_SLEEP_FIRST_S, c = r->test_cpu_s;
+	for (;;) {
+		/* a cycle: the test (c of CPU, from the budget), then the sleep and its lateness */
+		double cycle = sleep_s + r->test_late_s;
+		if (sleep_s >= SL_COMM_IDLE_SLEEP_MAX_S) {
+			/* at the longest sleep: jump over the cycles that neither reach until_s nor the
+			 * period's end nor exhaust the budget (the result of running them one by one) */
+			enter_period(r);
+			double end = r->phase_s + (double)(r->period + 1) * r->period_s;
+			double by_time = floor((fmin(end, until_s) - r->clock) / cycle);
+			double by_budget = c > 0 ? floor((r->budget_s - r->used_s) / c) : by_time;
+			double n = fmin(by_time, by_budget) - 1;
+			if (n > 0) {
+				r->clock += n * cycle;
+				r->used_s += n * c;
+			}
+		}
+		if (c > 0)
+			run_for(r, c);
+		if (r->clock >= until_s)
+			return;
+		r->clock += fmax(0, cycle - c);
+		sleep_s = fmin(2 * sleep_s, SL_COMM_IDLE_SLEEP_MAX_S);
+	}
+}

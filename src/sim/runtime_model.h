@@ -1,0 +1,125 @@
+/* Private to the cost model of our own runtime (time_runtime.c and the runtime_*.c files it is
+ * made of; nothing else in src/sim/ includes this): the state of a rank being replayed, the
+ * replay's shared tables, and the functions one of these files offers the others. Their names
+ * start sl_rt_ (the runtime model), so that they are not read as src/runtime/'s own.
+ *
+ * Invariants: within one replay of a step (time_runtime.c) a rank's clock never moves back;
+ * every time a struct sl_rt_rank holds is seconds. Ranks are world ranks of the plan's role
+ * table (runtime/roles.h), and a group's members are listed in the group's rank order, the
+ * order the runtime's collectives use. */
+#ifndef SL_SIM_RUNTIME_MODEL_H
+#define SL_SIM_RUNTIME_MODEL_H
+
+#include "runtime/roles.h"
+#include "sim/internal.h"
+
+/* runtime/grad_sync.h's SL_GRAD_BUCKET_FLOATS (4 Mi floats), repeated so that sim does not include
+ * the runtime's MPI-facing header; test_sim_runtime checks they agree. */
+#define SL_RUNTIME_BUCKET_BYTES (16.0 * 1024 * 1024)
+/* runtime/zero.h's SL_ZERO_BUCKET_FLOATS (1 Mi floats), the sharded optimizer's calls */
+#define SL_RT_ZERO_BUCKET_BYTES (4.0 * 1024 * 1024)
+
+/* Isends a rank can hold back for its next MPI call (OpenMPI's rendezvous, time_runtime.c) */
+#define SL_RT_PENDING_MAX 128
+
+/* An Isend too large to go at once: it waits for its sender's next MPI call (rendezvous). */
+struct sl_rt_pending_send {
+	int dst, kind, microbatch;
+};
+
+/* A rank as the replay runs it: its clock, its place in its instruction list, its times and
+ * its CPU budget. */
+struct sl_rt_rank {
+	double clock;       /* seconds since the previous step's norm */
+	int pc;             /* next instruction */
+	int host;           /* placement: a host index (cluster file) or the replica's own */
+	double fwd_s, bwd_s, update_s;
+	double gather_s;    /* ZeRO-1's all-gather of the updated parameters, after the update */
+	double compute_s, wait_s;
+	double reduce_arrive_s, sync_end_s;
+	/* Isends waiting for this rank's next MPI call */
+	struct sl_rt_pending_send pending[SL_RT_PENDING_MAX];
+	int pending_count;
+	/* a device that is a CPU quota (catalogue cpu_quota): budget per period and its use */
+	double quota_cores, period_s, used_s;
+	double budget_s;    /* this period's: cores x period plus what the last one left (carry) */
+	long period;        /* the period ((clock - phase) / period_s) whose budget used_s counts */
+	double test_cpu_s, test_late_s; /* a sleeping wait's test: its CPU, how late it comes */
+	double phase_s;     /* where this device's periods start: cgroups keep their own timers */
+};
+
+/* What the replay of the instruction lists shares (time_runtime.c), and with it the collectives
+ * that queue on the hosts' links (runtime_collectives.c). */
+struct sl_rt_replay {
+	const struct sl_sim_env *env;
+	const struct sl_role_table *t;
+	struct sl_rt_rank *st;
+	double *arrival;    /* [rank][kind][micro-batch]: when the message is there, -1 unknown */
+	double *ready;      /* same index: a large message the sender has started (rendezvous),
+			     * which moves once the receiver is in its receive; -1 none */
+	int *source;        /* same index: its sender */
+	double *link_free;  /* [host][zone]: when the host's link to the zone is free */
+	int nmax;
+	double act_bytes;
+	double egress_usd;
+};
+
+/* ---- the CPU-quota model (runtime_cpu_quota.c) ---- */
+
+/* Whether r's device is a CPU quota (less than one core in each period). */
+int sl_rt_has_quota(const struct sl_rt_rank *r);
+/* Runs work the profile timed at the device's average rate (wall_s) from r's clock. */
+void sl_rt_run_work(struct sl_rt_rank *r, double wall_s);
+/* Waits inside MPI until until_s (asleep between tests on a CPU-quota device). */
+void sl_rt_wait_idle(struct sl_rt_rank *r, double until_s);
+
+/* ---- links and collectives (runtime_collectives.c) ---- */
+
+/* Seconds to move bytes from rank a on host_a to rank b on host_b. */
+double sl_rt_link_s(const struct sl_sim_env *env, const struct sl_role *a, int host_a,
+		    const struct sl_role *b, int host_b, double bytes);
+/* Seconds of MPI's copies and sums when rank rb receives bytes to add to its own. */
+double sl_rt_reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *rb, double bytes);
+/* A ring all-reduce of bytes over members, from the last one's arrival; returns its egress, USD. */
+double sl_rt_group_allreduce(const struct sl_sim_env *env, const struct sl_role_table *t,
+			     struct sl_rt_rank *st, const int *members, int m, double bytes);
+/* The loss and gradient-norm all-reduces over the world's W ranks; returns when the last rank
+ * is through. done: W doubles of scratch. */
+double sl_rt_world_scalar_allreduces(struct sl_rt_rank *st, int W, double *done);
+/* ZeRO-1's gradient reduce-scatter over members as libnbc runs it. ready: m doubles of scratch. */
+void sl_rt_zero_reduce_scatter(struct sl_rt_replay *x, const int *members, int m, double bytes,
+			       double *ready);
+/* ZeRO-1's all-gather of the updated parameters as libnbc runs it. from, through: m doubles of
+ * scratch each. */
+void sl_rt_zero_allgather(struct sl_rt_replay *x, const int *members, int m, double bytes,
+			  double *from, double *through);
+
+/* ---- a stage's gradient-sync groups (runtime_sync_groups.c) ---- */
+
+/* Whether stage k's replicas all have one TP degree. */
+int sl_rt_stage_uniform(const struct sl_plan *plan, int k);
+/* Stage k's gradient-sync groups: one per TP rank (one TP degree), else one. */
+int sl_rt_stage_sync_groups(const struct sl_plan *plan, int k);
+/* The world ranks of stage k's sync group gi and the bytes it reduces; returns their number. */
+int sl_rt_stage_sync_members(const struct sl_sim_env *env, const struct sl_plan *plan,
+			     const struct sl_role_table *t, int k, int gi, int *members,
+			     double *bytes);
+/* Ranks in one of stage k's sync groups. */
+int sl_rt_stage_sync_group_size(const struct sl_plan *plan, int k);
+/* Whether stage k shards its optimizer (ZeRO-1 over more than one rank). */
+int sl_rt_stage_zero(const struct sl_plan *plan, int k);
+
+/* ---- a rank's memory (runtime_memory.c) ---- */
+
+/* The profile's memory figures of gpu at (mbs, tp), or NULL when it has none. */
+const struct sl_profile_memory *sl_rt_profile_memory(const struct sl_sim_env *env, int gpu,
+						     int mbs, int tp);
+/* Bytes of the largest parameter tensor of layers [first, last] (fp32). */
+double sl_rt_largest_whole_tensor_bytes(const struct sl_sim_env *env, int first, int last);
+/* Peak resident memory of rank r (runtime_memory.c says what it counts). */
+void sl_rt_rank_memory(const struct sl_sim_env *env, const struct sl_role *r, int mbs, int slots,
+		       int P, double whole_tensor_bytes, int recompute, int zero_group,
+		       int zero_rank, double zero_whole_bytes, int nonblocking,
+		       struct sl_sim_memory *mem);
+
+#endif
