@@ -20,6 +20,7 @@
 #include "runtime/roles.h"
 #include "util/atomic_file.h"
 #include "util/json.h"
+#include "util/clock.h"
 
 #define TAG_DATA 7101
 #define TAG_ACK 7102
@@ -171,13 +172,6 @@ static int build_pairs(const struct sl_cluster *c, const struct sl_netprof_layou
 
 /* --- the worker ---------------------------------------------------------------------------- */
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -232,7 +226,7 @@ static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 				int counting = r == 0;
 				if (kind == 1)
 					rc = sl_comm_barrier(c, &g, err);
-				double t0 = now_s();
+				double t0 = sl_now_s();
 				int done = 0;
 				for (; !rc && (counting || done < calls); done++) {
 					if (kind == 1)
@@ -251,7 +245,7 @@ static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 					}
 					if (counting && !rc) {
 						double more = me == p->a && done + 1 < 1000 &&
-							      now_s() - t0 < o->min_sample_s;
+							      sl_now_s() - t0 < o->min_sample_s;
 						rc = sl_comm_allreduce(c, &g, &more, 1, SL_COMM_DOUBLE,
 								       SL_COMM_MAX, err);
 						if (!rc && more == 0) {
@@ -260,7 +254,7 @@ static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 						}
 					}
 				}
-				t[r] = (now_s() - t0) / (done > 0 ? done : 1);
+				t[r] = (sl_now_s() - t0) / (done > 0 ? done : 1);
 			}
 			if (!rc && me == p->a)
 				results[2 * s + kind] = median(t + 1, o->repeats);
@@ -347,7 +341,7 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 		list = json_array();
 		json_object_set_new(root, "schema", json_string("sailor.network/1"));
 	}
-	double t_start = now_s();
+	double t_start = sl_now_s();
 	for (int i = 0; i < np && !rc; i++) {
 		const struct pair *p = &pairs[i];
 		rc = measure_pair(o, comm, p, buf, results, err);
@@ -408,7 +402,7 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 					"sailor profile --network (MPI ranks on the cluster's hosts)",
 					"cluster", o->cluster, "launcher_host", host, "date", date,
 					"repeats", o->repeats, "ranks", lay.world, "wall_s",
-					now_s() - t_start, "statistic",
+					sl_now_s() - t_start, "statistic",
 					"median over repeats of samples of at least min_sample_s (the time per "
 					"operation kept); p2p: bytes / round trip with a 1-byte "
 					"answer; allreduce: bytes / time of a sum over the pair",

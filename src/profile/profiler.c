@@ -26,6 +26,7 @@
 #include "train/rng.h"
 #include "util/atomic_file.h"
 #include "util/json.h"
+#include "util/clock.h"
 
 #define MAX_TP 64
 #define SEED 4242
@@ -138,13 +139,6 @@ struct worker {
 	struct sl_err err;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static double resident_bytes(void)
 {
 	long pages_total = 0, pages_resident = 0;
@@ -227,7 +221,7 @@ static void *run_rank(void *arg)
 		double loss = 0;
 		for (int p = 0; p < PHASES && !rc; p++) {
 			rank_barrier(me);
-			t[p] = now_s();
+			t[p] = sl_now_s();
 			/* iteration 0 counts the calls a sample needs: it calls the phase until
 			 * min_sample_s has passed on rank 0 (which tells the others each time) */
 			int counting = it == 0;
@@ -244,7 +238,7 @@ static void *run_rank(void *arg)
 			case U_HEAD: rc = step_update(&layers[2], it + 1); break;
 			}
 			if (counting) {
-				int more = w->id.id == 0 && now_s() - t[p] < j->min_sample_s &&
+				int more = w->id.id == 0 && sl_now_s() - t[p] < j->min_sample_s &&
 					   c + 1 < 1000;
 				if (!rank_max_int(me, more)) {
 					j->calls[p] = c + 1;
@@ -255,7 +249,7 @@ static void *run_rank(void *arg)
 			}
 		}
 		rank_barrier(me);
-		t[PHASES] = now_s();
+		t[PHASES] = sl_now_s();
 		/* the slowest rank's phase: phases start on a barrier, so the next barrier's time
 		 * on rank 0 is the end of the slowest; rank 0 records its view */
 		if (w->id.id == 0 && !rc)
@@ -427,7 +421,7 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 					.min_sample_s = o->min_sample_s, .times = times};
 			for (int p = 0; p < PHASES; p++)
 				j.calls[p] = 1;
-			double t0 = now_s();
+			double t0 = sl_now_s();
 			rc = measure(&j, o->comm, err);
 			if (rc)
 				break;
@@ -475,7 +469,7 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 						"runtime_rss_bytes", j.runtime_rss_bytes,
 						"mpi_ranks", o->comm != NULL);
 			json_object_set_new(e, "memory", mem);
-			json_object_set_new(e, "wall_s", json_real(now_s() - t0));
+			json_object_set_new(e, "wall_s", json_real(sl_now_s() - t0));
 			/* entries of several runs may share a file (sl_profiler_write merges): each
 			 * keeps what it was measured with */
 			json_object_set_new(e, "date", json_string(date));
@@ -488,7 +482,7 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 				fprintf(stderr, "profile: %s mbs %d tp %d: block forward %.3f ms, "
 					"backward %.3f ms, update %.3f ms (%.1f s)\n", model.name,
 					o->mbs[a], o->tp[b], 1e3 * med[F_BLK], 1e3 * med[B_BLK],
-					1e3 * update, now_s() - t0);
+					1e3 * update, sl_now_s() - t0);
 		}
 	}
 	/* A rank on a CPU quota waits asleep, but each test and wake-up costs CPU its budget pays

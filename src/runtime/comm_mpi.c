@@ -5,6 +5,7 @@
  * split into pieces for collectives and refused for point-to-point transfers (an activation of
  * 8 GB is not a transfer this runtime makes). */
 #include "runtime/comm.h"
+#include "util/clock.h"
 
 #include <limits.h>
 #include <math.h>
@@ -154,13 +155,6 @@ enum sl_comm_idle_wait sl_comm_idle_wait_for(double cpu_quota_cores)
  * throttled for the rest of its period): a few wake-ups per millisecond at most. (A fixed 20 us
  * sleep with 1 us of timer slack made a TP-2 step 1.8x slower than this on the testbed.) */
 
-static double clock_s(clockid_t id)
-{
-	struct timespec t;
-	clock_gettime(id, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* The sleeping wait: tests r, and sleeps between tests, until it is done or (deadline_s > 0)
  * the monotonic clock passes deadline_s; counts the tests in *tests when given. */
 static int test_and_sleep(MPI_Request *r, double deadline_s, long *tests, int *done)
@@ -172,7 +166,7 @@ static int test_and_sleep(MPI_Request *r, double deadline_s, long *tests, int *d
 			(*tests)++;
 		if (rc != MPI_SUCCESS || *done)
 			return rc;
-		if (deadline_s > 0 && clock_s(CLOCK_MONOTONIC) >= deadline_s)
+		if (deadline_s > 0 && sl_clock_s(CLOCK_MONOTONIC) >= deadline_s)
 			return MPI_SUCCESS;
 		struct timespec pause = {0, sleep_ns};
 		nanosleep(&pause, NULL);
@@ -203,13 +197,13 @@ int sl_comm_idle_wait_probe(struct sl_comm *comm, double seconds, struct sl_comm
 		return mpi_fail(err, rc, "MPI_Irecv");
 	/* the first tests sleep less: warm up to the longest sleep, then count */
 	int done = 0;
-	rc = test_and_sleep(&r, clock_s(CLOCK_MONOTONIC) + 0.002, NULL, &done);
+	rc = test_and_sleep(&r, sl_clock_s(CLOCK_MONOTONIC) + 0.002, NULL, &done);
 	long tests = 0;
-	double wall0 = clock_s(CLOCK_MONOTONIC), cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+	double wall0 = sl_clock_s(CLOCK_MONOTONIC), cpu0 = sl_clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	if (rc == MPI_SUCCESS)
 		rc = test_and_sleep(&r, wall0 + seconds, &tests, &done);
-	double wall = clock_s(CLOCK_MONOTONIC) - wall0;
-	double cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+	double wall = sl_clock_s(CLOCK_MONOTONIC) - wall0;
+	double cpu = sl_clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
 	if (rc == MPI_SUCCESS)
 		rc = MPI_Send(&payload, 1, MPI_DOUBLE, comm->rank, tag, MPI_COMM_WORLD);
 	if (rc == MPI_SUCCESS)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "train/gpt_layers.h"
+#include "util/clock.h"
 
 /* How much nicer than the ranks the persist thread is (nice values run to 19, the lowest). */
 #define PERSIST_NICE 10
@@ -261,13 +262,6 @@ static int agree(struct sl_comm *comm, int rc, const char *what, struct sl_err *
 	return rc;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The one persist of this process (only rank 0 persists). Fields other than done are touched
  * by the background thread only between pthread_create and done = 1; the main thread reads
  * them after seeing done (or after joining). */
@@ -289,14 +283,6 @@ static struct {
 	int lower_priority;         /* async: the thread yields the CPU to training */
 } persist = {.reported = 1};
 
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-		return 0.0;
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void *persist_main(void *arg)
 {
 	(void)arg;
@@ -311,14 +297,14 @@ static void *persist_main(void *arg)
 			setpriority(PRIO_PROCESS, tid, lower > 19 ? 19 : lower);
 		}
 	}
-	double t0 = now_s(), cpu0 = thread_cpu_s();
+	double t0 = sl_now_s(), cpu0 = sl_clock_s(CLOCK_THREAD_CPUTIME_ID);
 	place_all(persist.whole);
-	double t1 = now_s();
+	double t1 = sl_now_s();
 	persist.rc = sl_checkpoint_save(persist.dir, persist.whole, &persist.st, persist.keep,
 					persist.path, sizeof(persist.path), &persist.err);
 	persist.place_s = t1 - t0;
-	persist.write_s = now_s() - t1;
-	persist.cpu_s = thread_cpu_s() - cpu0;
+	persist.write_s = sl_now_s() - t1;
+	persist.cpu_s = sl_clock_s(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	atomic_store(&persist.done, 1);
 	return NULL;
 }
@@ -381,15 +367,15 @@ static int save(struct sl_comm *comm, const struct sl_role_table *table,
 		size_t path_size, struct sl_err *err)
 {
 	/* the previous persist must be on disk before its buffers (staging, whole) are reused */
-	double t0 = now_s();
+	double t0 = sl_now_s();
 	int rc = sl_dist_checkpoint_finish(comm, NULL, 0, err);
 	if (rc)
 		return rc;
-	double t1 = now_s();
+	double t1 = sl_now_s();
 	rc = gather(comm, table, local, whole, err);
 	if (!rc && comm->rank == 0) {
 		persist.wait_s = t1 - t0;
-		persist.snapshot_s = now_s() - t1;
+		persist.snapshot_s = sl_now_s() - t1;
 		persist.lower_priority = async;
 		persist.whole = whole;
 		snprintf(persist.dir, sizeof(persist.dir), "%s", dir);

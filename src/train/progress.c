@@ -5,13 +5,6 @@
 #include <sys/resource.h>
 #include <time.h>
 
-double sl_now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 size_t sl_peak_rss_bytes(void)
 {
 	struct rusage ru;

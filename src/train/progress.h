@@ -12,9 +12,7 @@
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"
-
-/* Monotonic seconds. */
-double sl_now_s(void);
+#include "util/clock.h"
 
 /* Peak resident memory of this process so far (getrusage). */
 size_t sl_peak_rss_bytes(void);
