@@ -74,6 +74,7 @@ struct search_state {
 	struct search_state *variant;
 	/* the search with options, after that: skip shapes where the options change nothing */
 	int skip_unchanged_shapes;
+	long long shapes, skipped_shapes;    /* sl_search_stats */
 };
 
 /* GPUs of type g in the zones being searched. */
@@ -573,8 +574,11 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	int P = part->num_stages;
 	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
 	struct sl_assign_input *in = &st->assign;
-	if (st->skip_unchanged_shapes && options_change_nothing(st, part, mbs, D, nmb))
+	st->shapes++;
+	if (st->skip_unchanged_shapes && options_change_nothing(st, part, mbs, D, nmb)) {
+		st->skipped_shapes++;
 		return 0;
+	}
 	for (int k = 0; k < P; k++) {
 		int first = part->first[k], last = part->first[k + 1] - 1;
 		int any = 0;
@@ -982,6 +986,30 @@ static void bound_from(_Atomic double *bound, const struct sl_search_request *re
 						  : outcome->best[0].result.iteration_time_s);
 }
 
+const char *sl_search_phase_name(enum sl_search_phase phase)
+{
+	static const char *const names[SL_SEARCH_PHASES] = {"plain", "variants", "options", "refine",
+							    "uneven", "relaxed"};
+	return phase >= 0 && phase < SL_SEARCH_PHASES ? names[phase] : "?";
+}
+
+static void stats_add(struct sl_search_stats *into, const struct sl_search_stats *from)
+{
+	for (int ph = 0; ph < SL_SEARCH_PHASES; ph++) {
+		into->simulated[ph] += from->simulated[ph];
+		into->time_s[ph] += from->time_s[ph];
+	}
+	into->shapes += from->shapes;
+	into->skipped_shapes += from->skipped_shapes;
+}
+
+static void stats_total(struct sl_search_outcome *outcome)
+{
+	outcome->plans_simulated = 0;
+	for (int ph = 0; ph < SL_SEARCH_PHASES; ph++)
+		outcome->plans_simulated += outcome->stats.simulated[ph];
+}
+
 /* How search_once is run within search_with_options (all NULL/0: a plain search). */
 struct search_pass {
 	/* plans found before, by the search without memory options: every thread's ranking starts
@@ -994,6 +1022,7 @@ struct search_pass {
 	struct sl_search_outcome *variants;
 	/* the search with options after such a pass: skip what it covered */
 	int skip_unchanged_shapes;
+	enum sl_search_phase phase;  /* SL_PHASE_PLAIN or SL_PHASE_OPTIONS: the loop's stats */
 };
 
 /* One search of the space req describes, as pass says. */
@@ -1002,7 +1031,9 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 		       struct sl_search_outcome *outcome, struct sl_err *err)
 {
 	const struct sl_search_outcome *seed = pass->seed;
+	double start_s = now_s();
 	sl_search_outcome_init(outcome);
+	struct sl_search_stats *stats = &outcome->stats;
 	if (sl_pool_total(pool) <= 0)
 		return sl_err_set(err, SL_EINPUT, "the pool has no GPUs: give at least one GPU type "
 						  "and zone with a positive count");
@@ -1084,22 +1115,26 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 			}
 	}
 	free(items);
+	double loop_end_s = now_s();
+	stats->time_s[pass->phase] += loop_end_s - start_s;
 	struct search_state *final = rc ? NULL : state_new(env, req, outcome, err);
 	if (!rc && !final)
 		rc = SL_ENOMEM;
 	struct sl_ranking variant_rank;
 	if (!rc && pass->variants)
 		rc = sl_ranking_init(&variant_rank, pass->variant_req, pass->variants, err);
-	long long simulated = 0;
 	for (int t = 0; t < threads; t++) {
 		if (!rc && states[t])
 			rc = merge(&final->rank, &partial[t], err);
 		if (!rc && variant_states[t])
 			rc = merge(&variant_rank, &variant_partial[t], err);
-		if (states[t])
-			simulated += states[t]->simulated;
+		if (states[t]) {
+			stats->simulated[pass->phase] += states[t]->simulated;
+			stats->shapes += states[t]->shapes;
+			stats->skipped_shapes += states[t]->skipped_shapes;
+		}
 		if (variant_states[t])
-			simulated += variant_states[t]->simulated;
+			stats->simulated[SL_PHASE_VARIANTS] += variant_states[t]->simulated;
 		state_free(states[t]);
 		state_free(variant_states[t]);
 		sl_search_outcome_free(&partial[t]);
@@ -1107,13 +1142,18 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	}
 	if (!rc && pass->variants)
 		sl_ranking_finish(&variant_rank);
+	double refine_start_s = now_s();
 	if (!rc)
-		rc = sl_search_refine(env, pool, &final->rank, &simulated, err);
+		rc = sl_search_refine(env, pool, &final->rank, &stats->simulated[SL_PHASE_REFINE], err);
+	double uneven_start_s = now_s();
+	stats->time_s[SL_PHASE_REFINE] += uneven_start_s - refine_start_s;
 	if (!rc && req->uneven_microbatches)
-		rc = sl_search_try_uneven(env, &final->rank, global_batch, &simulated, err);
+		rc = sl_search_try_uneven(env, &final->rank, global_batch,
+					  &stats->simulated[SL_PHASE_UNEVEN], err);
+	stats->time_s[SL_PHASE_UNEVEN] += now_s() - uneven_start_s;
 	if (!rc)
 		sl_ranking_finish(&final->rank);
-	outcome->plans_simulated = simulated;
+	stats_total(outcome);
 	state_free(final);
 	return rc;
 }
@@ -1152,10 +1192,12 @@ static int search_with_options(const struct sl_sim_env *env, const struct sl_poo
 	if (!rc) {
 		sl_ranking_finish(&seed_rank);
 		rc = search_once(env, pool, req,
-				 &(struct search_pass){.seed = &seed, .skip_unchanged_shapes = 1},
+				 &(struct search_pass){.seed = &seed, .skip_unchanged_shapes = 1,
+						       .phase = SL_PHASE_OPTIONS},
 				 outcome, err);
 	}
-	outcome->plans_simulated += first.plans_simulated;
+	stats_add(&outcome->stats, &first.stats);
+	stats_total(outcome);
 	sl_search_outcome_free(&first);
 	sl_search_outcome_free(&variants);
 	sl_search_outcome_free(&seed);
@@ -1192,7 +1234,15 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 			else
 				outcome->has_fastest = !rc;
 		}
-		outcome->plans_simulated += other.plans_simulated;
+		for (int ph = 0; ph < SL_SEARCH_PHASES; ph++) {
+			outcome->stats.simulated[SL_PHASE_RELAXED] += other.stats.simulated[ph];
+			if (ph != SL_PHASE_RELAXED)
+				outcome->stats.time_s[SL_PHASE_RELAXED] += other.stats.time_s[ph];
+		}
+		outcome->stats.time_s[SL_PHASE_RELAXED] += other.stats.time_s[SL_PHASE_RELAXED];
+		outcome->stats.shapes += other.stats.shapes;
+		outcome->stats.skipped_shapes += other.stats.skipped_shapes;
+		stats_total(outcome);
 		sl_search_outcome_free(&other);
 	}
 	outcome->search_time_s = now_s() - start_s;
