@@ -236,6 +236,7 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 		json_object_set_new(s, "search_phases", phases);
 		json_object_set_new(s, "shapes", json_integer(out.stats.shapes));
 		json_object_set_new(s, "shapes_skipped", json_integer(out.stats.skipped_shapes));
+		json_object_set_new(s, "shapes_pruned_by_gpus", json_integer(out.stats.gpu_pruned_shapes));
 		if (out.count) {
 			json_object_set_new(s, "plan", sl_plan_to_json(&out.best[0].plan, &env->catalogue));
 			json_object_set_new(s, "estimate", sl_sim_result_to_json(env, &out.best[0].plan,

@@ -37,6 +37,14 @@ static const int tp_values[TP_SLOTS] = {1, 2, 4, 8};
 
 struct enumeration;
 
+/* sync_lower_bound's memo: entries of the current work item (stamp) by (stage layers, D) */
+#define SYNC_MEMO_SLOTS 4096
+struct sync_memo {
+	unsigned long long key;
+	unsigned stamp;
+	double value;
+};
+
 struct search_state {
 	const struct sl_sim_env *env;
 	const struct sl_search_request *req;
@@ -47,6 +55,7 @@ struct search_state {
 	struct sl_plan uneven_plan;          /* scratch: plan with uneven micro-batch counts */
 	struct sl_sim_result result;         /* scratch result */
 	struct sl_assign_input assign;
+	struct sl_assign_result *assigned;   /* scratch for sl_assign_count */
 	long long enumerate_max;             /* shapes with at most this many assignments: all */
 	struct enumeration *enumeration;     /* scratch for enumerate_small_shape */
 	double *layer_time_storage;          /* [gpu][layer] scratch for partition candidates */
@@ -55,6 +64,7 @@ struct search_state {
 	long long type_gpus[SL_MAX_GPU_TYPES]; /* GPUs of each type in the zones searched */
 	/* the current (shape, D)'s thresholds: the distinct fit times of the replica kinds that fit */
 	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
+	double taus_scratch[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
 	struct sl_partition *partitions;     /* scratch: SL_PARTITION_MAX_CANDIDATES */
 	long long simulated;
 	/* per stage, per gpu, per tp slot: compute seconds per micro-batch (< 0: none) */
@@ -74,7 +84,9 @@ struct search_state {
 	struct search_state *variant;
 	/* the search with options, after that: skip shapes where the options change nothing */
 	int skip_unchanged_shapes;
-	long long shapes, skipped_shapes;    /* sl_search_stats */
+	long long shapes, skipped_shapes, gpu_pruned_shapes; /* sl_search_stats */
+	struct sync_memo *sync_memo;         /* [SYNC_MEMO_SLOTS] */
+	unsigned item_stamp;                 /* the work item being searched (from 1) */
 };
 
 /* GPUs of type g in the zones being searched. */
@@ -263,9 +275,8 @@ static double busiest_microbatches(const struct search_state *st, int mbs, long 
 	return (double)st->global_batch / ((double)mbs * (double)D);
 }
 
-/* Sorts values[0..n) ascending and drops repeats; returns how many remain. Insertion sort: the
- * arrays are a few dozen values, and qsort's call overhead showed in profiles. */
-static int sort_unique(double *values, int n)
+/* Insertion sort of values[0..n), ascending. */
+static void insertion_sort(double *values, int n)
 {
 	for (int i = 1; i < n; i++) {
 		double v = values[i];
@@ -274,6 +285,36 @@ static int sort_unique(double *values, int n)
 			values[j] = values[j - 1];
 		values[j] = v;
 	}
+}
+
+/* Sorts values[0..n) ascending and drops repeats; returns how many remain; scratch holds n values.
+ * Runs of 16 by insertion sort, then merged bottom-up: the arrays hold up to P x types x 4 values
+ * (hundreds for deep pipelines, where a plain insertion sort was a tenth of the whole search),
+ * and qsort's call overhead showed in profiles for the short ones. */
+static int sort_unique(double *values, int n, double *scratch)
+{
+	enum { RUN = 16 };
+	for (int i = 0; i < n; i += RUN)
+		insertion_sort(values + i, n - i < RUN ? n - i : RUN);
+	double *from = values, *to = scratch;
+	for (int width = RUN; width < n; width *= 2) {
+		for (int lo = 0; lo < n; lo += 2 * width) {
+			int mid = lo + width < n ? lo + width : n;
+			int hi = lo + 2 * width < n ? lo + 2 * width : n;
+			int a = lo, b = mid, o = lo;
+			while (a < mid && b < hi)
+				to[o++] = from[b] < from[a] ? from[b++] : from[a++];
+			while (a < mid)
+				to[o++] = from[a++];
+			while (b < hi)
+				to[o++] = from[b++];
+		}
+		double *swap = from;
+		from = to;
+		to = swap;
+	}
+	if (from != values)
+		memcpy(values, from, sizeof(*values) * (size_t)n);
 	int unique = 0;
 	for (int i = 0; i < n; i++)
 		if (!unique || values[i] != values[unique - 1])
@@ -323,8 +364,8 @@ static int prunable(const struct search_state *st, double time_lb_s, double cost
 /* The gradient synchronisation any plan of this shape pays after its pipeline (sim.h,
  * sl_sim_sync_lower_bound_s): sosp25 adds the slowest stage's sync, bounded here by the stage with
  * the most parameters; sailor exposes at least stage 0's (it finishes last). */
-static double sync_lower_bound(const struct search_state *st, const struct sl_partition *part,
-			       int D)
+static double sync_lower_bound_uncached(const struct search_state *st,
+					const struct sl_partition *part, int D)
 {
 	const struct sl_sim_env *env = st->env;
 	int k = 0;
@@ -342,6 +383,42 @@ static double sync_lower_bound(const struct search_state *st, const struct sl_pa
 					 (const int(*)[SL_MAX_ZONES])st->assign.avail);
 }
 
+/* sync_lower_bound_uncached, memoised per work item: it depends only on the bounding stage's
+ * layers, D and the GPUs of the zones searched, and evaluates every (GPU type, TP, zone pair)
+ * hop, a tenth of the search's time when it was asked anew for every partition and D. */
+static double sync_lower_bound(struct search_state *st, const struct sl_partition *part, int D)
+{
+	int first = 0, last = part->first[1] - 1;
+	if (st->cm == SL_COST_SOSP25) {
+		/* the stage with the most parameters, as sync_lower_bound_uncached picks it */
+		double most = -1;
+		for (int i = 0; i < part->num_stages; i++) {
+			double w = sl_sim_stage_params_bytes(st->env, part->first[i],
+							     part->first[i + 1] - 1);
+			if (w > most) {
+				most = w;
+				first = part->first[i];
+				last = part->first[i + 1] - 1;
+			}
+		}
+	}
+	unsigned long long key = ((unsigned long long)first << 40) |
+				 ((unsigned long long)last << 20) | (unsigned long long)D;
+	unsigned slot = (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 52) & (SYNC_MEMO_SLOTS - 1);
+	for (int probe = 0; probe < 8; probe++) {
+		struct sync_memo *m = &st->sync_memo[(slot + (unsigned)probe) & (SYNC_MEMO_SLOTS - 1)];
+		if (m->stamp == st->item_stamp && m->key == key)
+			return m->value;
+		if (m->stamp != st->item_stamp) {
+			m->stamp = st->item_stamp;
+			m->key = key;
+			m->value = sync_lower_bound_uncached(st, part, D);
+			return m->value;
+		}
+	}
+	return sync_lower_bound_uncached(st, part, D);
+}
+
 static int tp_slot(int tp)
 {
 	return tp >= 8 ? 3 : tp >= 4 ? 2 : tp >= 2 ? 1 : 0;
@@ -350,6 +427,23 @@ static int tp_slot(int tp)
 /* The bounds again, now from the replicas actually assigned: each stage is as slow as its slowest
  * replica, and the rent is exact. Tighter than the bounds before assignment, and cheap next to a
  * simulation. */
+static int plan_prunable(const struct search_state *st, double time_lb_s, double bottleneck_s,
+			 double rent_usd_per_s);
+
+/* The first of those bounds, from the stage times and rent of the replicas; *time_lb_s gets it. */
+static int replicas_prunable(const struct search_state *st, int P, int D, int mbs, long long nmb,
+			     const double *stage_s, double rent_usd_per_s, double *time_lb_s,
+			     double *bottleneck_s)
+{
+	double busiest = busiest_microbatches(st, mbs, D, nmb);
+	*bottleneck_s = 0;
+	for (int k = 0; k < P; k++)
+		if (busiest * stage_s[k] > *bottleneck_s)
+			*bottleneck_s = busiest * stage_s[k];
+	*time_lb_s = time_lower_bound(P, busiest, stage_s) + st->sync_lb_s;
+	return prunable(st, *time_lb_s, rent_usd_per_s * *time_lb_s);
+}
+
 static int assigned_prunable(const struct search_state *st, long long nmb)
 {
 	const struct sl_plan *plan = &st->plan;
@@ -365,15 +459,60 @@ static int assigned_prunable(const struct search_state *st, long long nmb)
 			rent_usd_per_s += r->tp * st->assign.usd_per_hour[r->gpu] / 3600.0;
 		}
 	}
-	double busiest = busiest_microbatches(st, plan->micro_batch, plan->num_pipelines, nmb);
-	double time_lb_s = time_lower_bound(plan->num_stages, busiest, stage_s) + st->sync_lb_s;
-	if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
+	double time_lb_s, bottleneck_s;
+	if (replicas_prunable(st, plan->num_stages, plan->num_pipelines, plan->micro_batch, nmb,
+			      stage_s, rent_usd_per_s, &time_lb_s, &bottleneck_s))
 		return 1;
+	return plan_prunable(st, time_lb_s, bottleneck_s, rent_usd_per_s);
+}
+
+/* assigned_prunable from the assignment's groups before its plan is written (the same values,
+ * summed in the same order); writes the plan into st->plan when the first bound leaves it. */
+static int counted_prunable(struct search_state *st, long long nmb)
+{
+	const struct sl_assign_input *in = &st->assign;
+	const struct sl_assign_result *res = st->assigned;
+	double stage_s[SL_PLAN_MAX_STAGES], rent_usd_per_s = 0;
+	for (int k = 0; k < in->num_stages; k++) {
+		stage_s[k] = 0;
+		for (int i = res->begin[k]; i < res->end[k]; i++) {
+			const struct sl_assign_group *grp = &res->groups[i];
+			double c = st->fit_time_s[k][grp->gpu][tp_slot(grp->tp)];
+			if (c > stage_s[k])
+				stage_s[k] = c;
+			double usd = grp->tp * in->usd_per_hour[grp->gpu] / 3600.0;
+			for (int n = 0; n < grp->count; n++)
+				rent_usd_per_s += usd;
+		}
+	}
+	double time_lb_s, bottleneck_s;
+	if (replicas_prunable(st, in->num_stages, in->num_pipelines, st->plan.micro_batch, nmb,
+			      stage_s, rent_usd_per_s, &time_lb_s, &bottleneck_s))
+		return 1;
+	sl_assign_write(in, res, &st->plan);
+	return plan_prunable(st, time_lb_s, bottleneck_s, rent_usd_per_s);
+}
+
+/* The bound from the replicas in st->plan: their links, zones crossed and TP degrees. */
+static int plan_prunable(const struct search_state *st, double time_lb_s, double bottleneck_s,
+			 double rent_usd_per_s)
+{
+	const struct sl_plan *plan = &st->plan;
 	/* now from these very replicas: their links, zones crossed and TP degrees (sync, and with
 	 * the sailor model the transfers that block each stage), still far cheaper than simulating */
-	double plan_lb_s = sl_sim_plan_time_lower_bound_s(st->env, st->cm, plan, st->global_batch);
+	double sync_s = sl_sim_plan_sync_lower_bound_s(st->env, st->cm, plan);
+	/* first the sync of these replicas after the bottleneck stage's micro-batches (the
+	 * pipeline cannot end before the slowest replica of the bottleneck stage has run all of
+	 * them; with the sailor model stage 0 then all-reduces, with sosp25 the slowest stage's
+	 * sync follows the pipeline): that alone prunes most plans, before any transfer is timed */
+	double pipeline_lb_s = time_lb_s - st->sync_lb_s;
+	if (sync_s > st->sync_lb_s &&
+	    prunable(st, bottleneck_s + sync_s, rent_usd_per_s * (bottleneck_s + sync_s)))
+		return 1;
+	double plan_lb_s = sl_sim_plan_time_lower_bound_sync_s(st->env, st->cm, plan,
+								st->global_batch, sync_s);
 	if (st->cm == SL_COST_SOSP25)
-		plan_lb_s += time_lb_s - st->sync_lb_s; /* its bound is the sync alone */
+		plan_lb_s += pipeline_lb_s; /* its bound is the sync alone */
 	if (plan_lb_s > time_lb_s)
 		time_lb_s = plan_lb_s;
 	return prunable(st, time_lb_s, rent_usd_per_s * time_lb_s);
@@ -610,7 +749,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 			for (int t = 0; t < TP_SLOTS; t++)
 				if (fits[k][in->types[ti]][t])
 					st->taus[tau_count++] = st->fit_time_s[k][in->types[ti]][t];
-	tau_count = sort_unique(st->taus, tau_count);
+	tau_count = sort_unique(st->taus, tau_count, st->taus_scratch);
 	const double *taus = st->taus;
 
 	int rc = sl_plan_reserve(&st->plan, P, D, err);
@@ -623,18 +762,48 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 		st->plan.stages[k] = (struct sl_plan_stage){.first_layer = part->first[k],
 							    .last_layer = part->first[k + 1] - 1};
 	}
-	if (enumerate_small_shape(st, P, D, nmb, fits, &rc, err))
-		return rc;
 	in->num_stages = P;
 	in->num_pipelines = D;
 	double fastest_eligible_s[SL_PLAN_MAX_STAGES], rent_usd_per_s;
 
-	/* smallest feasible threshold */
-	int lo = 0, hi = tau_count; /* answer in [lo, hi]; hi = tau_count means none */
+	/* Every plan of this shape, whichever replicas it takes, is as slow as its slowest
+	 * replica's fit time tau_plan, and uses at least D replicas per stage of the fewest GPUs a
+	 * kind no slower than tau_plan needs: so the pool's GPU count alone (enough_gpus, monotone
+	 * in tau) bounds tau_plan from below, and with it the iteration (the bottleneck runs all its
+	 * micro-batches), before any assignment; the rent at the cheapest kind that fits. Shapes
+	 * this prunes never reach the assignment's binary search below. */
+	int lo = 0, hi = tau_count;
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
 		if (eligible_at(st, P, D, taus[mid], fits, fastest_eligible_s, &rent_usd_per_s) &&
-		    enough_gpus(in) && !sl_assign_replicas(in, &st->plan))
+		    enough_gpus(in))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo == tau_count)
+		return 0; /* too few GPUs for D replicas of every stage at any threshold */
+	double least_tau_s = taus[lo];
+	if (eligible_at(st, P, D, taus[tau_count - 1], fits, fastest_eligible_s, &rent_usd_per_s)) {
+		double busiest = busiest_microbatches(st, mbs, D, nmb);
+		double time_lb_s = time_lower_bound(P, busiest, fastest_eligible_s);
+		if (time_lb_s < busiest * least_tau_s)
+			time_lb_s = busiest * least_tau_s;
+		time_lb_s += st->sync_lb_s;
+		if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s)) {
+			st->gpu_pruned_shapes++;
+			return 0;
+		}
+	}
+	if (enumerate_small_shape(st, P, D, nmb, fits, &rc, err))
+		return rc;
+
+	/* smallest feasible threshold: no smaller than the GPU count allows */
+	hi = tau_count; /* answer in [lo, hi]; hi = tau_count means none */
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (eligible_at(st, P, D, taus[mid], fits, fastest_eligible_s, &rent_usd_per_s) &&
+		    enough_gpus(in) && !sl_assign_count(in, st->assigned))
 			hi = mid;
 		else
 			lo = mid + 1;
@@ -660,7 +829,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 						    fastest_eligible_s) + st->sync_lb_s;
 		if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
 			continue;
-		if (sl_assign_replicas(in, &st->plan) || assigned_prunable(st, nmb))
+		if (sl_assign_count(in, st->assigned) || counted_prunable(st, nmb))
 			continue;
 		if ((rc = simulate_and_rank(st, err)))
 			return rc;
@@ -915,6 +1084,8 @@ static void state_free(struct search_state *st)
 	free(st->enumeration);
 	free(st->layer_time_storage);
 	free(st->partitions);
+	free(st->assigned);
+	free(st->sync_memo);
 	free(st);
 }
 
@@ -928,8 +1099,11 @@ static struct search_state *state_new(const struct sl_sim_env *env,
 		st->layer_time_storage =
 			malloc(sizeof(double) * (size_t)env->num_layers * SL_MAX_GPU_TYPES);
 		st->partitions = malloc(sizeof(*st->partitions) * SL_PARTITION_MAX_CANDIDATES);
+		st->assigned = malloc(sizeof(*st->assigned));
+		st->sync_memo = calloc(SYNC_MEMO_SLOTS, sizeof(*st->sync_memo));
 	}
-	if (!st || !st->enumeration || !st->layer_time_storage || !st->partitions) {
+	if (!st || !st->enumeration || !st->layer_time_storage || !st->partitions ||
+	    !st->assigned || !st->sync_memo) {
 		state_free(st);
 		sl_err_set(err, SL_ENOMEM, "out of memory for the search state");
 		return NULL;
@@ -1001,6 +1175,7 @@ static void stats_add(struct sl_search_stats *into, const struct sl_search_stats
 	}
 	into->shapes += from->shapes;
 	into->skipped_shapes += from->skipped_shapes;
+	into->gpu_pruned_shapes += from->gpu_pruned_shapes;
 }
 
 static void stats_total(struct sl_search_outcome *outcome)
@@ -1091,6 +1266,7 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 			if (rcs[t])
 				continue;
 			const struct work_item *w = &items[i];
+			st->item_stamp++; /* a new work item: other GPUs, other syncs */
 			memset(st->assign.avail, 0, sizeof(st->assign.avail));
 			st->assign.zone_order_count = w->zone_count;
 			for (int zi = 0; zi < w->zone_count; zi++) {
@@ -1132,6 +1308,7 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 			stats->simulated[pass->phase] += states[t]->simulated;
 			stats->shapes += states[t]->shapes;
 			stats->skipped_shapes += states[t]->skipped_shapes;
+			stats->gpu_pruned_shapes += states[t]->gpu_pruned_shapes;
 		}
 		if (variant_states[t])
 			stats->simulated[SL_PHASE_VARIANTS] += variant_states[t]->simulated;
@@ -1242,6 +1419,7 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 		outcome->stats.time_s[SL_PHASE_RELAXED] += other.stats.time_s[SL_PHASE_RELAXED];
 		outcome->stats.shapes += other.stats.shapes;
 		outcome->stats.skipped_shapes += other.stats.skipped_shapes;
+		outcome->stats.gpu_pruned_shapes += other.stats.gpu_pruned_shapes;
 		stats_total(outcome);
 		sl_search_outcome_free(&other);
 	}

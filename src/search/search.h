@@ -81,6 +81,7 @@ struct sl_search_stats {
 	double time_s[SL_SEARCH_PHASES];
 	long long shapes;       /* (micro-batch, partition, D) that reached the replica choice */
 	long long skipped_shapes; /* of those, skipped by the search with options (unchanged fit) */
+	long long gpu_pruned_shapes; /* of those, pruned by the bound from the pool's GPU count */
 };
 
 struct sl_search_outcome {
