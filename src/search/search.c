@@ -37,6 +37,13 @@ static const int tp_values[TP_SLOTS] = {1, 2, 4, 8};
 
 struct enumeration;
 
+/* A replica kind's memory at one recomputation level with D > 1 and as many micro-batches in
+ * flight as its stage can hold (sim/memory.c), by the parts that do not depend on D; see
+ * kind_level. */
+struct kind_memory {
+	double params_grads, optimizer_full, activations, buffers, runtime, capacity;
+};
+
 /* sync_lower_bound's memo: entries of the current work item (stamp) by (stage layers, D) */
 #define SYNC_MEMO_SLOTS 4096
 struct sync_memo {
@@ -86,6 +93,12 @@ struct search_state {
 	int skip_unchanged_shapes;
 	long long shapes, skipped_shapes, gpu_pruned_shapes; /* sl_search_stats */
 	struct sync_memo *sync_memo;         /* [SYNC_MEMO_SLOTS] */
+	/* kind_level's memo for the current partition (entries of other partitions: older stamp) */
+	struct kind_memory (*kind_mem)[SL_MAX_GPU_TYPES][TP_SLOTS][SL_SEARCH_RECOMPUTE_LEVELS];
+	unsigned kind_mem_stamp[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	signed char kind_mem_levels[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	signed char sosp25_fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	unsigned partition_stamp;
 	unsigned item_stamp;                 /* the work item being searched (from 1) */
 };
 
@@ -671,6 +684,67 @@ static int enough_gpus(const struct sl_assign_input *in)
 	return need <= total;
 }
 
+/* The least recomputation level (index into sl_search_recompute_order) under which replica kind
+ * (g, tp_values[t]) of stage k (layers [first, last] of P) fits with nmb micro-batches per
+ * pipeline and D pipelines, -1 if none: with options (ZeRO-1 when D > 1) as
+ * sl_search_least_level, without as sl_sim_replica_fits (0 or -1). Bit for bit what those give,
+ * memoised per partition: asked for every (kind, D) of every shape, they were a fifth of the
+ * search. Under sosp25 whether a replica fits depends on neither D nor nmb; under sailor, once
+ * D > 1 and the stage holds as many micro-batches in flight as it can (nmb >= P - k), only the
+ * optimizer state depends on D (ZeRO-1 divides it): the other parts are kept, and the total is
+ * summed in sim/memory.c's order. Other cases are computed directly. */
+static int kind_level(struct search_state *st, int options, int k, int g, int t, int first,
+		      int last, int P, int mbs, int nmb, int D)
+{
+	const struct sl_sim_env *env = st->env;
+	int tp = tp_values[t];
+	if (st->cm == SL_COST_SOSP25) {
+		if (st->kind_mem_stamp[k][g][t] != st->partition_stamp) {
+			st->kind_mem_stamp[k][g][t] = st->partition_stamp;
+			st->sosp25_fits[k][g][t] =
+				(signed char)sl_sim_replica_fits(env, st->cm, g, mbs, tp, first, last, k,
+								 P, nmb, D);
+		}
+		/* no options under sosp25 (sl_search_options_on) */
+		return st->sosp25_fits[k][g][t] ? 0 : -1;
+	}
+	if (D < 2 || nmb < P - k) {
+		if (options)
+			return sl_search_least_level(env, st->req, g, mbs, tp, first, last, k, P, nmb,
+						     D);
+		return sl_sim_replica_fits(env, st->cm, g, mbs, tp, first, last, k, P, nmb, D) ? 0
+											      : -1;
+	}
+	struct kind_memory *m = st->kind_mem[k][g][t];
+	if (st->kind_mem_stamp[k][g][t] != st->partition_stamp) {
+		st->kind_mem_stamp[k][g][t] = st->partition_stamp;
+		int levels = sl_sim_effective_recompute(env, first, last, SL_RECOMPUTE_FULL) !=
+					     SL_RECOMPUTE_NONE
+				     ? SL_SEARCH_RECOMPUTE_LEVELS
+				     : 1;
+		st->kind_mem_levels[k][g][t] = (signed char)levels;
+		for (int lv = 0; lv < levels; lv++) {
+			struct sl_sim_memory mem;
+			/* D = 2 without ZeRO-1: the full optimizer state, a data-parallel group */
+			sl_sim_replica_memory_opt(env, st->cm, g, mbs, tp, first, last, k, P, P - k, 2,
+						  sl_search_recompute_order[lv], 0, &mem);
+			m[lv] = (struct kind_memory){mem.params_bytes + mem.grads_bytes,
+						     mem.optimizer_bytes, mem.activations_bytes,
+						     mem.buffers_bytes, mem.runtime_bytes,
+						     mem.capacity_bytes};
+		}
+	}
+	int levels = options ? st->kind_mem_levels[k][g][t] : 1;
+	for (int lv = 0; lv < levels; lv++) {
+		double optimizer = options ? m[lv].optimizer_full / D : m[lv].optimizer_full;
+		double total = m[lv].params_grads + optimizer + m[lv].activations + m[lv].buffers +
+			       m[lv].runtime;
+		if (total <= m[lv].capacity)
+			return lv;
+	}
+	return -1;
+}
+
 /* Whether, at this (micro-batch, partition, D), the replica kinds that fit and their times are
  * those of the search without options: every kind either fits without any option (so with
  * options at no recomputation too) or fits under none. The search with options then takes
@@ -679,7 +753,7 @@ static int enough_gpus(const struct sl_assign_input *in)
  * too (the bounds count neither the optimizer nor recomputation, sim/bounds.c) and that its
  * result only lowers. Checked before the search's own fit levels, because it is cheaper: one
  * memory evaluation for each kind that fits without options. */
-static int options_change_nothing(const struct search_state *st, const struct sl_partition *part,
+static int options_change_nothing(struct search_state *st, const struct sl_partition *part,
 				  int mbs, int D, int nmb)
 {
 	const struct sl_assign_input *in = &st->assign;
@@ -690,11 +764,9 @@ static int options_change_nothing(const struct search_state *st, const struct sl
 			for (int t = 0; t < TP_SLOTS; t++) {
 				int g = in->types[ti];
 				if (st->stage_time_s[k][g][t] < 0 ||
-				    sl_sim_replica_fits(st->env, st->cm, g, mbs, tp_values[t], first, last,
-							k, P, nmb, D))
+				    kind_level(st, 0, k, g, t, first, last, P, mbs, nmb, D) == 0)
 					continue;
-				if (sl_search_least_level(st->env, st->req, g, mbs, tp_values[t], first,
-							  last, k, P, nmb, D) >= 0)
+				if (kind_level(st, 1, k, g, t, first, last, P, mbs, nmb, D) >= 0)
 					return 0; /* fits only with some option */
 			}
 	}
@@ -709,7 +781,6 @@ static int options_change_nothing(const struct search_state *st, const struct sl
 static int search_thresholds(struct search_state *st, const struct sl_partition *part, int mbs,
 			     int D, int nmb, struct sl_err *err)
 {
-	const struct sl_sim_env *env = st->env;
 	int P = part->num_stages;
 	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
 	struct sl_assign_input *in = &st->assign;
@@ -729,8 +800,8 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 					continue;
 				/* without options: whether it fits (level 0); with: the least
 				 * recomputation under which it fits, and its time there */
-				int level = sl_search_least_level(env, st->req, g, mbs, tp_values[t],
-								  first, last, k, P, nmb, D);
+				int level = kind_level(st, st->options_on, k, g, t, first, last, P,
+						       mbs, nmb, D);
 				fits[k][g][t] = level >= 0;
 				st->fit_time_s[k][g][t] = level > 0 ? st->stage_time_rc_s[k][g][t][level]
 								    : st->stage_time_s[k][g][t];
@@ -798,13 +869,26 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	if (enumerate_small_shape(st, P, D, nmb, fits, &rc, err))
 		return rc;
 
-	/* smallest feasible threshold: no smaller than the GPU count allows */
+	/* smallest feasible threshold: no smaller than the GPU count allows, and usually that one
+	 * or close above it, so searched from there in growing steps, then bisected */
 	hi = tau_count; /* answer in [lo, hi]; hi = tau_count means none */
+	int held = -1;  /* the threshold whose assignment st->assigned holds (its last probe) */
+	for (int step = 1, probe = lo; probe < hi; step *= 2) {
+		held = -1;
+		if (eligible_at(st, P, D, taus[probe], fits, fastest_eligible_s, &rent_usd_per_s) &&
+		    enough_gpus(in) && !sl_assign_count(in, st->assigned)) {
+			hi = held = probe;
+			break;
+		}
+		lo = probe + 1;
+		probe = lo + step;
+	}
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
+		held = -1;
 		if (eligible_at(st, P, D, taus[mid], fits, fastest_eligible_s, &rent_usd_per_s) &&
 		    enough_gpus(in) && !sl_assign_count(in, st->assigned))
-			hi = mid;
+			hi = held = mid;
 		else
 			lo = mid + 1;
 	}
@@ -829,7 +913,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 						    fastest_eligible_s) + st->sync_lb_s;
 		if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
 			continue;
-		if (sl_assign_count(in, st->assigned) || counted_prunable(st, nmb))
+		if ((i != held && sl_assign_count(in, st->assigned)) || counted_prunable(st, nmb))
 			continue;
 		if ((rc = simulate_and_rank(st, err)))
 			return rc;
@@ -842,6 +926,7 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 {
 	const struct sl_sim_env *env = st->env;
 	int P = part->num_stages;
+	st->partition_stamp++; /* kind_level's memo holds this partition's kinds from here */
 	double fastest_s[SL_PLAN_MAX_STAGES];
 	double cheapest_usd_per_s[SL_PLAN_MAX_STAGES];
 	/* work of one micro-batch through every stage on its most efficient replica: GPU-seconds
@@ -1086,6 +1171,7 @@ static void state_free(struct search_state *st)
 	free(st->partitions);
 	free(st->assigned);
 	free(st->sync_memo);
+	free(st->kind_mem);
 	free(st);
 }
 
@@ -1101,9 +1187,10 @@ static struct search_state *state_new(const struct sl_sim_env *env,
 		st->partitions = malloc(sizeof(*st->partitions) * SL_PARTITION_MAX_CANDIDATES);
 		st->assigned = malloc(sizeof(*st->assigned));
 		st->sync_memo = calloc(SYNC_MEMO_SLOTS, sizeof(*st->sync_memo));
+		st->kind_mem = malloc(sizeof(*st->kind_mem) * SL_PLAN_MAX_STAGES);
 	}
 	if (!st || !st->enumeration || !st->layer_time_storage || !st->partitions ||
-	    !st->assigned || !st->sync_memo) {
+	    !st->assigned || !st->sync_memo || !st->kind_mem) {
 		state_free(st);
 		sl_err_set(err, SL_ENOMEM, "out of memory for the search state");
 		return NULL;
