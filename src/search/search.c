@@ -37,6 +37,18 @@ static const int tp_values[TP_SLOTS] = {1, 2, 4, 8};
 
 struct enumeration;
 
+/* search_thresholds' record of a shape of one work item in the search without options */
+struct shape_record {
+	unsigned long long key;  /* shape_key */
+	double tau_max_s;        /* the largest threshold it considered */
+};
+
+struct shape_records {
+	struct shape_record *v;
+	int count, capacity;
+	int failed;              /* out of memory: no record is trusted */
+};
+
 /* A replica kind's memory at one recomputation level with D > 1 and as many micro-batches in
  * flight as its stage can hold (sim/memory.c), by the parts that do not depend on D; see
  * kind_level. */
@@ -99,6 +111,9 @@ struct search_state {
 	signed char kind_mem_levels[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
 	signed char sosp25_fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
 	unsigned partition_stamp;
+	int partition_index;                 /* the partition's index among its depth's candidates */
+	struct shape_records *record_into;   /* the work item's records (search without options) */
+	const struct shape_records *record_from; /* and the search with options reading them */
 	unsigned item_stamp;                 /* the work item being searched (from 1) */
 };
 
@@ -745,19 +760,20 @@ static int kind_level(struct search_state *st, int options, int k, int g, int t,
 	return -1;
 }
 
-/* Whether, at this (micro-batch, partition, D), the replica kinds that fit and their times are
- * those of the search without options: every kind either fits without any option (so with
- * options at no recomputation too) or fits under none. The search with options then takes
- * exactly the steps the search without them took here, and that search already simulated each
- * of its plans with the options (simulate_variant), or pruned it by a bound that holds for them
- * too (the bounds count neither the optimizer nor recomputation, sim/bounds.c) and that its
- * result only lowers. Checked before the search's own fit levels, because it is cheaper: one
- * memory evaluation for each kind that fits without options. */
-static int options_change_nothing(struct search_state *st, const struct sl_partition *part,
-				  int mbs, int D, int nmb)
+/* The fastest fit time among the replica kinds that fit only with some option at this shape
+ * (DBL_MAX: none, the options change nothing). Cheap: kind_level is memoised.
+ * Where none does, the replica kinds that fit and their times are those of the search without
+ * options: every kind either fits without any option (so with options at no recomputation too)
+ * or fits under none. The search with options then takes exactly the steps the search without
+ * them took here, and that search already simulated each of its plans with the options
+ * (simulate_variant), or pruned it by a bound that holds for them too (the bounds count neither
+ * the optimizer nor recomputation, sim/bounds.c) and that its result only lowers. */
+static double fastest_changed_kind_s(struct search_state *st, const struct sl_partition *part,
+				     int mbs, int D, int nmb)
 {
 	const struct sl_assign_input *in = &st->assign;
 	int P = part->num_stages;
+	double fastest_s = DBL_MAX;
 	for (int k = 0; k < P; k++) {
 		int first = part->first[k], last = part->first[k + 1] - 1;
 		for (int ti = 0; ti < in->type_count; ti++)
@@ -766,11 +782,61 @@ static int options_change_nothing(struct search_state *st, const struct sl_parti
 				if (st->stage_time_s[k][g][t] < 0 ||
 				    kind_level(st, 0, k, g, t, first, last, P, mbs, nmb, D) == 0)
 					continue;
-				if (kind_level(st, 1, k, g, t, first, last, P, mbs, nmb, D) >= 0)
-					return 0; /* fits only with some option */
+				int level = kind_level(st, 1, k, g, t, first, last, P, mbs, nmb, D);
+				if (level < 0)
+					continue;
+				double c = level > 0 ? st->stage_time_rc_s[k][g][t][level]
+						     : st->stage_time_s[k][g][t];
+				if (c < fastest_s)
+					fastest_s = c;
 			}
 	}
-	return 1;
+	return fastest_s;
+}
+
+/* Shapes the search without options took to its threshold limit (shape_record_add): the key
+ * orders them as the loops visit them, so the search with options finds them by bisection. */
+static unsigned long long shape_key(int P, int partition, int D)
+{
+	return ((unsigned long long)P << 40) | ((unsigned long long)partition << 20) |
+	       (unsigned long long)(SL_PLAN_MAX_PIPELINES - D);
+}
+
+static void shape_record_add(struct search_state *st, int P, int D, double tau_max_s)
+{
+	struct shape_records *r = st->record_into;
+	if (!r || r->failed)
+		return;
+	if (r->count == r->capacity) {
+		int capacity = r->capacity ? 2 * r->capacity : 256;
+		struct shape_record *v = realloc(r->v, sizeof(*v) * (size_t)capacity);
+		if (!v) {
+			r->failed = 1; /* then the search with options searches this item's shapes */
+			return;
+		}
+		r->v = v;
+		r->capacity = capacity;
+	}
+	r->v[r->count++] = (struct shape_record){shape_key(P, st->partition_index, D), tau_max_s};
+}
+
+/* The largest threshold the search without options considered at this shape, if it went to its
+ * limit; -1 otherwise. */
+static double shape_record_find(const struct search_state *st, int P, int D)
+{
+	const struct shape_records *r = st->record_from;
+	if (!r || r->failed)
+		return -1;
+	unsigned long long key = shape_key(P, st->partition_index, D);
+	int lo = 0, hi = r->count;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (r->v[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->count && r->v[lo].key == key ? r->v[lo].tau_max_s : -1;
 }
 
 /* For one (micro-batch, partition, D): the thresholds tau are the distinct per-stage times of
@@ -785,9 +851,18 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
 	struct sl_assign_input *in = &st->assign;
 	st->shapes++;
-	if (st->skip_unchanged_shapes && options_change_nothing(st, part, mbs, D, nmb)) {
-		st->skipped_shapes++;
-		return 0;
+	if (st->skip_unchanged_shapes) {
+		/* Where the options let more kinds fit, but all of them are slower than every
+		 * threshold the search without options considered here, and that search went to its
+		 * threshold limit: this search would consider exactly the same eligible sets (the
+		 * new kinds are eligible only above them), build the same plans, and that search
+		 * already ranked each with its options or pruned it (see fastest_changed_kind_s). */
+		double fastest_new_s = fastest_changed_kind_s(st, part, mbs, D, nmb);
+		double tau_max_s = fastest_new_s < DBL_MAX ? shape_record_find(st, P, D) : -1;
+		if (fastest_new_s == DBL_MAX || (tau_max_s >= 0 && fastest_new_s > tau_max_s)) {
+			st->skipped_shapes++;
+			return 0;
+		}
 	}
 	for (int k = 0; k < P; k++) {
 		int first = part->first[k], last = part->first[k + 1] - 1;
@@ -900,6 +975,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	int previous_tp[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES];
 	int have_previous = 0;
 	int limit = constrained ? THRESHOLDS_CONSTRAINED : THRESHOLDS_FOR_THROUGHPUT;
+	double tau_max_s = 0; /* the largest threshold considered (shape_record_add) */
 	for (int i = lo; i < tau_count && considered < limit; i++) {
 		if (!eligible_at(st, P, D, taus[i], fits, fastest_eligible_s, &rent_usd_per_s))
 			continue;
@@ -909,6 +985,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 		memcpy(previous_tp, in->tp_for, table);
 		have_previous = 1;
 		considered++;
+		tau_max_s = taus[i];
 		double time_lb_s = time_lower_bound(P, busiest_microbatches(st, mbs, D, nmb),
 						    fastest_eligible_s) + st->sync_lb_s;
 		if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
@@ -918,6 +995,8 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 		if ((rc = simulate_and_rank(st, err)))
 			return rc;
 	}
+	if (considered == limit)
+		shape_record_add(st, P, D, tau_max_s);
 	return 0;
 }
 
@@ -1075,8 +1154,10 @@ static int search_micro_batch(struct search_state *st, int mbs, struct sl_err *e
 	for (int P = 1; any && P <= max_stages && !rc; P++) {
 		int n = sl_partition_candidates(L, P, per_gpu, env->catalogue.gpu_count,
 						st->partitions, SL_PARTITION_MAX_CANDIDATES);
-		for (int i = 0; i < n && !rc; i++)
+		for (int i = 0; i < n && !rc; i++) {
+			st->partition_index = i;
 			rc = search_partition(st, &st->partitions[i], mbs, gpus, err);
+		}
 	}
 	return rc;
 }
@@ -1285,6 +1366,10 @@ struct search_pass {
 	/* the search with options after such a pass: skip what it covered */
 	int skip_unchanged_shapes;
 	enum sl_search_phase phase;  /* SL_PHASE_PLAIN or SL_PHASE_OPTIONS: the loop's stats */
+	/* per work item, the shapes the search without options took to its threshold limit:
+	 * written by that search (record), read by the one with options (skip_unchanged_shapes) */
+	struct shape_records *records;
+	int record;
 };
 
 /* One search of the space req describes, as pass says. */
@@ -1368,6 +1453,8 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 				if (st->type_gpus[g] > 0)
 					st->assign.types[st->assign.type_count++] = g;
 			}
+			st->record_into = pass->records && pass->record ? &pass->records[i] : NULL;
+			st->record_from = pass->records && !pass->record ? &pass->records[i] : NULL;
 			rcs[t] = search_micro_batch(st, w->mbs, &errs[t]);
 		}
 		for (int t = 0; t < threads && !rc; t++)
@@ -1428,7 +1515,7 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
  * the old search first is what guarantees the options never make a result worse.
  * The first search also simulates each of its plans with the options the second would give the
  * same replicas (ZeRO-1 wherever D > 1, recomputation where needed), so the second skips every
- * shape where the options change which replicas fit or how fast (options_change_nothing) and
+ * shape where the options change which replicas fit or how fast (fastest_changed_kind_s) and
  * searches only the rest, seeded with both rankings and pruning all that cannot beat them. */
 static int search_with_options(const struct sl_sim_env *env, const struct sl_pool *pool,
 			       const struct sl_search_request *req,
@@ -1442,9 +1529,18 @@ static int search_with_options(const struct sl_sim_env *env, const struct sl_poo
 	struct sl_search_outcome first, variants, seed;
 	sl_search_outcome_init(&variants);
 	sl_search_outcome_init(&seed);
+	/* one record list per work item (the same items in both searches) */
+	struct work_item *items = NULL;
+	long long global_batch = req->global_batch > 0 ? req->global_batch
+						       : env->model.default_global_batch;
+	int item_count = work_items(env, pool, global_batch, &items);
+	free(items);
+	struct shape_records *records =
+		item_count > 0 ? calloc((size_t)item_count, sizeof(*records)) : NULL;
 	int rc = search_once(env, pool, &without,
-			     &(struct search_pass){.variant_req = req, .variants = &variants}, &first,
-			     err);
+			     &(struct search_pass){.variant_req = req, .variants = &variants,
+						   .records = records, .record = 1},
+			     &first, err);
 	/* one seed of both: the plans without options and their variants, ranked as req ranks */
 	struct sl_ranking seed_rank;
 	if (!rc)
@@ -1457,9 +1553,12 @@ static int search_with_options(const struct sl_sim_env *env, const struct sl_poo
 		sl_ranking_finish(&seed_rank);
 		rc = search_once(env, pool, req,
 				 &(struct search_pass){.seed = &seed, .skip_unchanged_shapes = 1,
-						       .phase = SL_PHASE_OPTIONS},
+						       .phase = SL_PHASE_OPTIONS, .records = records},
 				 outcome, err);
 	}
+	for (int i = 0; records && i < item_count; i++)
+		free(records[i].v);
+	free(records);
 	stats_add(&outcome->stats, &first.stats);
 	stats_total(outcome);
 	sl_search_outcome_free(&first);
