@@ -6,6 +6,7 @@
 #include "search/search.h"
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdatomic.h>
@@ -84,6 +85,12 @@ struct search_state {
 	/* the current (shape, D)'s thresholds: the distinct fit times of the replica kinds that fit */
 	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
 	double taus_scratch[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
+	int tau_count;
+	unsigned taus_stamp;                 /* the partition taus etc. hold (0: none, see fit_kinds) */
+	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	long long need_per_pipeline[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS + 1];
+	int missing_stages[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS + 1];
+	double fastest_fit_s[SL_PLAN_MAX_STAGES], cheapest_fit_usd_per_s[SL_PLAN_MAX_STAGES];
 	struct sl_partition *partitions;     /* scratch: SL_PARTITION_MAX_CANDIDATES */
 	long long simulated;
 	/* per stage, per gpu, per tp slot: compute seconds per micro-batch (< 0: none) */
@@ -839,6 +846,119 @@ static double shape_record_find(const struct search_state *st, int P, int D)
 	return lo < r->count && r->v[lo].key == key ? r->v[lo].tau_max_s : -1;
 }
 
+/* search_thresholds' preparation for one (micro-batch, partition, D, nmb): which replica kinds
+ * fit (st->fits) and their times there (st->fit_time_s: with options at the least
+ * recomputation that fits); the candidate thresholds (st->taus: the eligible set changes only
+ * where tau crosses the fit time of a kind that fits, so those times, sorted and without
+ * repeats, are all the distinct sets there are); per threshold the GPUs a pipeline needs at
+ * least (st->need_per_pipeline, what enough_gpus counts, per pipeline; LLONG_MAX where some
+ * stage has no eligible kind); per stage the fastest fit time and the cheapest rent of the
+ * kinds that fit. Returns 0 when some stage has no kind that fits. */
+static int fit_kinds(struct search_state *st, const struct sl_partition *part, int mbs, int D,
+		     int nmb)
+{
+	const struct sl_assign_input *in = &st->assign;
+	int P = part->num_stages;
+	int (*fits)[SL_MAX_GPU_TYPES][TP_SLOTS] = st->fits;
+	for (int k = 0; k < P; k++) {
+		int first = part->first[k], last = part->first[k + 1] - 1;
+		int any = 0;
+		memset(fits[k], 0, sizeof(fits[k]));
+		st->fastest_fit_s[k] = DBL_MAX;
+		st->cheapest_fit_usd_per_s[k] = DBL_MAX;
+		for (int ti = 0; ti < in->type_count; ti++) {
+			int g = in->types[ti];
+			for (int t = 0; t < TP_SLOTS; t++) {
+				if (st->stage_time_s[k][g][t] < 0)
+					continue;
+				/* without options: whether it fits (level 0); with: the least
+				 * recomputation under which it fits, and its time there */
+				int level = kind_level(st, st->options_on, k, g, t, first, last, P,
+						       mbs, nmb, D);
+				fits[k][g][t] = level >= 0;
+				double c = level > 0 ? st->stage_time_rc_s[k][g][t][level]
+						     : st->stage_time_s[k][g][t];
+				st->fit_time_s[k][g][t] = c;
+				if (!fits[k][g][t])
+					continue;
+				any = 1;
+				/* as eligible_at computes them */
+				if (c < st->fastest_fit_s[k])
+					st->fastest_fit_s[k] = c;
+				double usd = tp_values[t] * in->usd_per_hour[g] / 3600.0;
+				if (usd < st->cheapest_fit_usd_per_s[k])
+					st->cheapest_fit_usd_per_s[k] = usd;
+			}
+		}
+		if (!any)
+			return 0;
+	}
+	int n = 0;
+	for (int k = 0; k < P; k++)
+		for (int ti = 0; ti < in->type_count; ti++)
+			for (int t = 0; t < TP_SLOTS; t++)
+				if (fits[k][in->types[ti]][t])
+					st->taus[n++] = st->fit_time_s[k][in->types[ti]][t];
+	n = st->tau_count = sort_unique(st->taus, n, st->taus_scratch);
+	/* enough_gpus at each threshold: stage k's replicas need at least the smallest TP degree
+	 * among its eligible kinds, which only falls as tau grows; summed over the stages through
+	 * its changes at the thresholds where a stage's least TP falls */
+	long long *need = st->need_per_pipeline;
+	int *missing = st->missing_stages;
+	for (int i = 0; i <= n; i++) {
+		need[i] = 0;
+		missing[i] = 0;
+	}
+	for (int k = 0; k < P; k++) {
+		int from[TP_SLOTS]; /* the first threshold at which TP slot t has an eligible kind */
+		for (int t = 0; t < TP_SLOTS; t++) {
+			from[t] = n;
+			for (int ti = 0; ti < in->type_count; ti++) {
+				int g = in->types[ti];
+				if (!fits[k][g][t])
+					continue;
+				double c = st->fit_time_s[k][g][t];
+				int lo = 0, hi = n - 1;
+				while (lo < hi) {
+					int mid = lo + (hi - lo) / 2;
+					if (st->taus[mid] < c)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				if (lo < from[t])
+					from[t] = lo;
+			}
+		}
+		/* the least TP as a step function of the threshold index */
+		int least = 0;
+		for (int i = 0;; i++) {
+			int next = n, tp = 0;
+			for (int t = 0; t < TP_SLOTS; t++)
+				if (from[t] >= i && from[t] < n && (!least || tp_values[t] < least) &&
+				    (from[t] < next || (from[t] == next && tp_values[t] < tp))) {
+					next = from[t];
+					tp = tp_values[t];
+				}
+			if (next == n)
+				break;
+			if (!least)
+				missing[next] -= 1;
+			need[next] += tp - least;
+			least = tp;
+			i = next;
+		}
+	}
+	long long sum = 0;
+	int lacking = P;
+	for (int i = 0; i < n; i++) {
+		sum += need[i];
+		lacking += missing[i];
+		need[i] = lacking > 0 ? LLONG_MAX : sum;
+	}
+	return 1;
+}
+
 /* For one (micro-batch, partition, D): the thresholds tau are the distinct per-stage times of
  * replicas that fit. A larger tau makes more replicas eligible, each with fewer GPUs, so whether
  * the pool can supply the plan is monotone in tau: a binary search finds the smallest feasible
@@ -848,7 +968,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 			     int D, int nmb, struct sl_err *err)
 {
 	int P = part->num_stages;
-	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	int (*fits)[SL_MAX_GPU_TYPES][TP_SLOTS] = st->fits;
 	struct sl_assign_input *in = &st->assign;
 	st->shapes++;
 	if (st->skip_unchanged_shapes) {
@@ -864,38 +984,19 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 			return 0;
 		}
 	}
-	for (int k = 0; k < P; k++) {
-		int first = part->first[k], last = part->first[k + 1] - 1;
-		int any = 0;
-		memset(fits[k], 0, sizeof(fits[k]));
-		for (int ti = 0; ti < in->type_count; ti++) {
-			int g = in->types[ti];
-			for (int t = 0; t < TP_SLOTS; t++) {
-				if (st->stage_time_s[k][g][t] < 0)
-					continue;
-				/* without options: whether it fits (level 0); with: the least
-				 * recomputation under which it fits, and its time there */
-				int level = kind_level(st, st->options_on, k, g, t, first, last, P,
-						       mbs, nmb, D);
-				fits[k][g][t] = level >= 0;
-				st->fit_time_s[k][g][t] = level > 0 ? st->stage_time_rc_s[k][g][t][level]
-								    : st->stage_time_s[k][g][t];
-				any |= fits[k][g][t];
-			}
-		}
-		if (!any)
+	/* Which kinds fit, their times, the thresholds and the GPUs they need depend on D and nmb
+	 * only through the memory: under sosp25 not at all, without options not once D > 1 and
+	 * every stage holds all the micro-batches it can (kind_level). There the previous D's are
+	 * reused (taus_stamp: the partition they belong to). */
+	int stable = st->cm == SL_COST_SOSP25 || (!st->options_on && D >= 2 && nmb >= P);
+	if (!(stable && st->taus_stamp == st->partition_stamp)) {
+		st->taus_stamp = 0;
+		if (!fit_kinds(st, part, mbs, D, nmb))
 			return 0;
+		if (stable)
+			st->taus_stamp = st->partition_stamp;
 	}
-	/* candidate thresholds: the eligible set changes only where tau crosses the fit time of a
-	 * replica kind that fits, so those times, sorted and without repeats, are all the distinct
-	 * sets there are (any other tau repeats the set of the next smaller one) */
-	int tau_count = 0;
-	for (int k = 0; k < P; k++)
-		for (int ti = 0; ti < in->type_count; ti++)
-			for (int t = 0; t < TP_SLOTS; t++)
-				if (fits[k][in->types[ti]][t])
-					st->taus[tau_count++] = st->fit_time_s[k][in->types[ti]][t];
-	tau_count = sort_unique(st->taus, tau_count, st->taus_scratch);
+	int tau_count = st->tau_count;
 	const double *taus = st->taus;
 
 	int rc = sl_plan_reserve(&st->plan, P, D, err);
@@ -917,12 +1018,16 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	 * kind no slower than tau_plan needs: so the pool's GPU count alone (enough_gpus, monotone
 	 * in tau) bounds tau_plan from below, and with it the iteration (the bottleneck runs all its
 	 * micro-batches), before any assignment; the rent at the cheapest kind that fits. Shapes
-	 * this prunes never reach the assignment's binary search below. */
+	 * this prunes never reach the assignment's search below. need_per_pipeline[i] (fit_kinds)
+	 * is what enough_gpus counts at taus[i], per pipeline. */
+	long long total = 0;
+	for (int ti = 0; ti < in->type_count; ti++)
+		for (int zi = 0; zi < in->zone_order_count; zi++)
+			total += in->avail[in->types[ti]][in->zone_order[zi]];
 	int lo = 0, hi = tau_count;
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
-		if (eligible_at(st, P, D, taus[mid], fits, fastest_eligible_s, &rent_usd_per_s) &&
-		    enough_gpus(in))
+		if (st->need_per_pipeline[mid] != LLONG_MAX && st->need_per_pipeline[mid] * D <= total)
 			hi = mid;
 		else
 			lo = mid + 1;
@@ -930,9 +1035,13 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	if (lo == tau_count)
 		return 0; /* too few GPUs for D replicas of every stage at any threshold */
 	double least_tau_s = taus[lo];
-	if (eligible_at(st, P, D, taus[tau_count - 1], fits, fastest_eligible_s, &rent_usd_per_s)) {
+	{
+		/* as eligible_at at the largest threshold: every kind that fits */
+		rent_usd_per_s = 0;
+		for (int k = 0; k < P; k++)
+			rent_usd_per_s += D * st->cheapest_fit_usd_per_s[k];
 		double busiest = busiest_microbatches(st, mbs, D, nmb);
-		double time_lb_s = time_lower_bound(P, busiest, fastest_eligible_s);
+		double time_lb_s = time_lower_bound(P, busiest, st->fastest_fit_s);
 		if (time_lb_s < busiest * least_tau_s)
 			time_lb_s = busiest * least_tau_s;
 		time_lb_s += st->sync_lb_s;
@@ -943,7 +1052,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	}
 	if (enumerate_small_shape(st, P, D, nmb, fits, &rc, err))
 		return rc;
-
+	
 	/* smallest feasible threshold: no smaller than the GPU count allows, and usually that one
 	 * or close above it, so searched from there in growing steps, then bisected */
 	hi = tau_count; /* answer in [lo, hi]; hi = tau_count means none */
