@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "util/json.h"
@@ -551,30 +550,10 @@ const struct sl_net_fit *sl_network_allreduce_fit(const struct sl_network *net, 
 	return NULL;
 }
 
-/* sl_net_fit_gbps's memo, per thread: the planner times the same few message sizes over the
- * same few links hundreds of thousands of times (its bounds and the simulator), and the log2
- * showed in its profiles. Keyed by the fit's coefficients and the size, so it is exact for any
- * fit of any network. */
-#define FIT_MEMO_SLOTS 1024
-struct fit_memo {
-	double a2, a1, a0, bytes, gbps;
-};
-static _Thread_local struct fit_memo fit_memo[FIT_MEMO_SLOTS];
-
 double sl_net_fit_gbps(const struct sl_net_fit *fit, double bytes)
 {
-	uint64_t bits, coeff;
-	memcpy(&bits, &bytes, sizeof(bits));
-	memcpy(&coeff, &fit->a0, sizeof(coeff));
-	uint64_t h = (bits ^ (coeff * 0x9E3779B97F4A7C15ull)) * 0xC2B2AE3D27D4EB4Full;
-	struct fit_memo *m = &fit_memo[(h >> 40) & (FIT_MEMO_SLOTS - 1)];
-	if (m->bytes == bytes && m->a0 == fit->a0 && m->a1 == fit->a1 && m->a2 == fit->a2 &&
-	    bytes > 0)
-		return m->gbps;
 	double x = log2(bytes / 1e6);
-	double gbps = fit->a2 * x * x + fit->a1 * x + fit->a0;
-	*m = (struct fit_memo){fit->a2, fit->a1, fit->a0, bytes, gbps};
-	return gbps;
+	return fit->a2 * x * x + fit->a1 * x + fit->a0;
 }
 
 double sl_net_send_time_s(const struct sl_net_fit *fit, double bytes)
