@@ -801,6 +801,35 @@ static double fastest_changed_kind_s(struct search_state *st, const struct sl_pa
 	return fastest_s;
 }
 
+/* Whether every replica kind with a time fits this partition without options whatever D and
+ * nmb: then at none of its shapes do the options let a kind fit that did not (the search with
+ * options would skip each, fastest_changed_kind_s). A replica needs the most memory without
+ * options once D > 1 (a data-parallel communicator) and its stage holds all the micro-batches
+ * it can (sim/memory.c), which kind_level's memo evaluates. */
+static int options_change_no_shape(struct search_state *st, const struct sl_partition *part,
+				   int mbs)
+{
+	const struct sl_sim_env *env = st->env;
+	const struct sl_assign_input *in = &st->assign;
+	int P = part->num_stages;
+	for (int k = 0; k < P; k++) {
+		int first = part->first[k], last = part->first[k + 1] - 1;
+		for (int ti = 0; ti < in->type_count; ti++)
+			for (int t = 0; t < TP_SLOTS; t++) {
+				int g = in->types[ti];
+				/* the kinds search_partition gives a time */
+				if (tp_values[t] > sl_sim_gpus_per_node(env, g) ||
+				    st->type_gpus[g] < tp_values[t] ||
+				    sl_sim_stage_compute_s(env, st->cm, g, mbs, tp_values[t], first,
+							   last) < 0)
+					continue;
+				if (kind_level(st, 0, k, g, t, first, last, P, mbs, P, 2) != 0)
+					return 0;
+			}
+	}
+	return 1;
+}
+
 /* Shapes the search without options took to its threshold limit (shape_record_add): the key
  * orders them as the loops visit them, so the search with options finds them by bisection. */
 static unsigned long long shape_key(int P, int partition, int D)
@@ -1115,6 +1144,8 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 	const struct sl_sim_env *env = st->env;
 	int P = part->num_stages;
 	st->partition_stamp++; /* kind_level's memo holds this partition's kinds from here */
+	if (st->skip_unchanged_shapes && options_change_no_shape(st, part, mbs))
+		return 0;
 	double fastest_s[SL_PLAN_MAX_STAGES];
 	double cheapest_usd_per_s[SL_PLAN_MAX_STAGES];
 	/* work of one micro-batch through every stage on its most efficient replica: GPU-seconds
