@@ -539,9 +539,10 @@ static int plan_prunable(const struct search_state *st, double time_lb_s, double
 	/* first the sync of these replicas after the bottleneck stage's micro-batches (the
 	 * pipeline cannot end before the slowest replica of the bottleneck stage has run all of
 	 * them; with the sailor model stage 0 then all-reduces, with sosp25 the slowest stage's
-	 * sync follows the pipeline): that alone prunes most plans, before any transfer is timed */
+	 * sync follows the pipeline): that alone prunes many plans, before any transfer is timed.
+	 * Not with uneven micro-batch counts, where that replica's pipeline may run fewer. */
 	double pipeline_lb_s = time_lb_s - st->sync_lb_s;
-	if (sync_s > st->sync_lb_s &&
+	if (sync_s > st->sync_lb_s && !st->req->uneven_microbatches &&
 	    prunable(st, bottleneck_s + sync_s, rent_usd_per_s * (bottleneck_s + sync_s)))
 		return 1;
 	double plan_lb_s = sl_sim_plan_time_lower_bound_sync_s(st->env, st->cm, plan,
@@ -1071,7 +1072,9 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 			rent_usd_per_s += D * st->cheapest_fit_usd_per_s[k];
 		double busiest = busiest_microbatches(st, mbs, D, nmb);
 		double time_lb_s = time_lower_bound(P, busiest, st->fastest_fit_s);
-		if (time_lb_s < busiest * least_tau_s)
+		/* the slowest replica's pipeline runs busiest micro-batches only when they are
+		 * shared evenly (with uneven counts it gets fewer than the average) */
+		if (!st->req->uneven_microbatches && time_lb_s < busiest * least_tau_s)
 			time_lb_s = busiest * least_tau_s;
 		time_lb_s += st->sync_lb_s;
 		if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s)) {
