@@ -1118,7 +1118,9 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	int limit = constrained ? THRESHOLDS_CONSTRAINED : THRESHOLDS_FOR_THROUGHPUT;
 	double tau_max_s = 0; /* the largest threshold considered (shape_record_add) */
 	for (int i = lo; i < tau_count && considered < limit; i++) {
-		if (!eligible_at(st, P, D, taus[i], fits, fastest_eligible_s, &rent_usd_per_s))
+		/* the feasible probe held was the last to set the eligible replicas */
+		if (i != held &&
+		    !eligible_at(st, P, D, taus[i], fits, fastest_eligible_s, &rent_usd_per_s))
 			continue;
 		size_t table = sizeof(previous_tp[0]) * (size_t)P;
 		if (have_previous && !memcmp(previous_tp, in->tp_for, table))
