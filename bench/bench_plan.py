@@ -269,7 +269,8 @@ def main():
     parser.add_argument("--sailor", default=os.environ.get("SAILOR", os.path.join(ROOT, "sailor")))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--baseline", help="an older sailor binary to time beside --sailor")
-    parser.add_argument("--speed-only", action="store_true", help="sections 3 and 4 only")
+    parser.add_argument("--speed-only", action="store_true",
+                        help="the timings only (sections 3 to 5), not the plan quality")
     args = parser.parse_args()
     scenarios = json.load(open(SCENARIOS))["scenarios"]
     print(f"# bench_plan.py, {time.strftime('%Y-%m-%d %H:%M')}; {os.cpu_count()} cores, load average "
@@ -279,8 +280,7 @@ def main():
         quality(args.sailor, scenarios)
     speed(args.sailor, scenarios, args.repeats, args.baseline)
     scale(args.sailor, args.repeats, args.baseline)
-    if not args.speed_only:
-        growth(args.sailor, max(1, args.repeats // 2))
+    growth(args.sailor, args.repeats)
 
 
 if __name__ == "__main__":
