@@ -3,16 +3,24 @@
 large pools, and how search time grows with pool size and number of GPU types.
 
 Prints figures; never fails on speed (only on a broken run). Run from the repository root:
-    python3 bench/bench_plan.py [--sailor ./sailor] [--repeats 5]
+    python3 bench/bench_plan.py [--sailor ./sailor] [--repeats 3] [--baseline OLD_SAILOR]
+                                [--speed-only]
+With --baseline, sections 3 and 4 time that binary too ("before"), interleaved with --sailor
+("after") in the same loop, so both see the same load on a shared machine: report their ratio,
+not absolute times alone. Build a baseline from a commit without touching the work tree:
+    mkdir /tmp/old && git archive COMMIT | tar -x -C /tmp/old && make -C /tmp/old
 
 Figures:
   1. per scenario step, with --cost-model sosp25: our plan's throughput (or $/iter for the cost
      scenario) by that model against the SOSP'25 planner's recorded result;
   2. with the default (sailor) cost model: our plan against the SOSP'25 plan re-simulated by our
      model;
-  3. the whole `sailor plan` process per scenario trace (median of --repeats runs) against that
-     planner's recorded start-up plus search time;
-  4. scale: 3 GPU types x 256 GPUs in one zone, and spread over 5 zones in 2 regions;
+  3. per scenario and cost model (memory options on, the default): the whole `sailor plan`
+     process over the scenario's trace (median of --repeats runs) against that planner's
+     recorded start-up plus search time, the plans simulated, and the time by phase (start-up:
+     the process less its searches; the searches' phases from `sailor plan --json`);
+  4. scale: 3 GPU types x 256 GPUs in one zone, and spread over 5 zones in 2 regions, the same
+     figures;
   5. search time versus pool size and number of GPU types.
 """
 import argparse
@@ -102,15 +110,97 @@ def quality(sailor, scenarios):
     print(f"\nsteps where ours is at least as good under both models: {wins} of {total}\n")
 
 
-def speed(sailor, scenarios, repeats):
-    print("## 3. Whole `sailor plan` process per scenario trace (median of %d runs)" % repeats)
-    print("| scenario | steps | SOSP'25 start-up + search (s) | ours, whole process (s) | ratio |")
-    print("|---|---|---|---|---|")
+PHASES = ("plain", "variants", "options", "refine", "uneven", "relaxed")
+
+
+def plan_figures(binary, args):
+    """One `sailor plan --json` run: wall seconds, plans simulated, and seconds by phase
+    (start-up = wall less the searches; phases absent from older binaries are None)."""
+    doc, wall = plan_json(binary, args)
+    steps = doc["steps"]
+    search = sum(st.get("search_time_s", 0.0) for st in steps)
+    phases = {"start-up": wall - search}
+    for ph in PHASES:
+        if all("search_phases" in st for st in steps):
+            phases[ph] = sum(st["search_phases"][ph]["time_s"] for st in steps)
+        else:
+            phases[ph] = None
+    return wall, sum(st.get("plans_simulated", 0) for st in steps), phases
+
+
+def timed(binaries, args, repeats):
+    """Interleaved runs of each binary: per binary the median wall time, the plans simulated
+    (the last run's: with several threads the count varies a little from run to run) and the
+    median seconds of each phase."""
+    runs = {b: [] for b in binaries}
+    for _ in range(repeats):
+        for b in binaries:
+            runs[b].append(plan_figures(b, args))
+    out = {}
+    for b, rs in runs.items():
+        phases = {}
+        for key in rs[0][2]:
+            values = [r[2][key] for r in rs if r[2][key] is not None]
+            phases[key] = statistics.median(values) if values else None
+        out[b] = (statistics.median(r[0] for r in rs), rs[-1][1], phases)
+    return out
+
+
+def phase_text(phases):
+    shown = [(k, v) for k, v in phases.items() if v is not None and (k == "start-up" or v >= 0.0005)]
+    return ", ".join(f"{k} {v * 1000:.0f}" for k, v in shown) if shown else "-"
+
+
+def speed_rows(label, args, repeats, sailor, baseline, theirs):
+    binaries = [baseline, sailor] if baseline else [sailor]
+    got = timed(binaries, args, repeats)
+    after = got[sailor]
+    cells = [label]
+    if theirs is not None:
+        cells.append(f"{theirs:.2f}")
+    if baseline:
+        before = got[baseline]
+        cells += [f"{before[0]:.3f}", f"{after[0]:.3f}", f"{after[0] / before[0]:.2f}"]
+        if theirs is not None:
+            cells += [f"{theirs / before[0]:.0f}x", f"{theirs / after[0]:.0f}x"]
+        cells += [f"{before[1]}", f"{after[1]}"]
+    else:
+        cells.append(f"{after[0]:.3f}")
+        if theirs is not None:
+            cells.append(f"{theirs / after[0]:.0f}x")
+        cells.append(f"{after[1]}")
+    cells.append(phase_text(after[2]))
+    print("| " + " | ".join(cells) + " |", flush=True)
+
+
+def speed_header(baseline, with_theirs):
+    cols = ["case"]
+    if with_theirs:
+        cols.append("SOSP'25 start-up + search (s)")
+    if baseline:
+        cols += ["before (s)", "after (s)", "after/before"]
+        if with_theirs:
+            cols += ["SOSP'25/before", "SOSP'25/after"]
+        cols += ["plans simulated before", "after"]
+    else:
+        cols.append("whole process (s)")
+        if with_theirs:
+            cols.append("SOSP'25/ours")
+        cols.append("plans simulated")
+    cols.append("after: ms by phase")
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+
+
+def speed(sailor, scenarios, repeats, baseline=None):
+    print("## 3. Whole `sailor plan` process per scenario trace and cost model (median of %d runs%s)"
+          % (repeats, ", interleaved with the baseline" if baseline else ""))
+    speed_header(baseline, True)
     for name, s in scenarios.items():
         theirs = s["planner_startup_ms"][0] / 1000 + sum(st["search_time"] for st in s["steps"])
-        times = [plan_json(sailor, scenario_args(s) + ["--cost-model", "sosp25"])[1] for _ in range(repeats)]
-        ours = statistics.median(times)
-        print(f"| {name} | {len(s['steps'])} | {theirs:.2f} | {ours:.4f} | 1/{theirs / ours:.0f} |")
+        for cm in ("sailor", "sosp25"):
+            speed_rows(f"{name}, {cm}", scenario_args(s) + ["--cost-model", cm], repeats, sailor,
+                       baseline, theirs)
     print()
 
 
@@ -138,10 +228,10 @@ TYPES = ["A100-40", "V100-16", "GH-96"]
 ZONES = ["us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f", "us-west1-b"]
 
 
-def scale(sailor, repeats):
-    print("## 4. Scale (OPT-350, sailor cost model, median of %d runs)" % repeats)
-    print("| pool | GPUs | whole process (s) | search (s) | plans simulated | it/s |")
-    print("|---|---|---|---|---|---|")
+def scale(sailor, repeats, baseline=None):
+    print("## 4. Scale (OPT-350, sailor cost model, median of %d runs%s)"
+          % (repeats, ", interleaved with the baseline" if baseline else ""))
+    speed_header(baseline, False)
     one_zone = [(g, "us-central1-a", 256) for g in TYPES]
     spread = []
     for g in TYPES:
@@ -150,8 +240,12 @@ def scale(sailor, repeats):
             spread.append((g, z, base + (1 if i < extra else 0)))
     for label, spec in (("3 types x 256, one zone", one_zone),
                         ("3 types x 256, 5 zones in 2 regions", spread)):
-        wall, search, thr, sims = timed_plan(sailor, spec, repeats)
-        print(f"| {label} | {sum(n for _, _, n in spec)} | {wall:.3f} | {search:.3f} | {sims} | {thr:.3f} |")
+        path = pool_file(spec)
+        try:
+            speed_rows(label, ["--model", "OPT-350", "--pool", path], repeats, sailor, baseline,
+                       None)
+        finally:
+            os.unlink(path)
     print()
 
 
@@ -173,13 +267,20 @@ def growth(sailor, repeats):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sailor", default=os.environ.get("SAILOR", os.path.join(ROOT, "sailor")))
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--baseline", help="an older sailor binary to time beside --sailor")
+    parser.add_argument("--speed-only", action="store_true",
+                        help="the timings only (sections 3 to 5), not the plan quality")
     args = parser.parse_args()
     scenarios = json.load(open(SCENARIOS))["scenarios"]
-    quality(args.sailor, scenarios)
-    speed(args.sailor, scenarios, args.repeats)
-    scale(args.sailor, max(1, args.repeats // 2))
-    growth(args.sailor, max(1, args.repeats // 2))
+    print(f"# bench_plan.py, {time.strftime('%Y-%m-%d %H:%M')}; {os.cpu_count()} cores, load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the start")
+    print(f"# after: {args.sailor}" + (f"; before: {args.baseline}" if args.baseline else "") + "\n")
+    if not args.speed_only:
+        quality(args.sailor, scenarios)
+    speed(args.sailor, scenarios, args.repeats, args.baseline)
+    scale(args.sailor, args.repeats, args.baseline)
+    growth(args.sailor, args.repeats)
 
 
 if __name__ == "__main__":

@@ -237,6 +237,17 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 		json_object_set_new(s, "pool", sl_pool_to_json(pool, &env->catalogue));
 		json_object_set_new(s, "search_time_s", json_real(out.search_time_s));
 		json_object_set_new(s, "plans_simulated", json_integer(out.plans_simulated));
+		json_t *phases = json_object();
+		for (int ph = 0; ph < SL_SEARCH_PHASES; ph++) {
+			json_t *p = json_object();
+			json_object_set_new(p, "simulated", json_integer(out.stats.simulated[ph]));
+			json_object_set_new(p, "time_s", json_real(out.stats.time_s[ph]));
+			json_object_set_new(phases, sl_search_phase_name(ph), p);
+		}
+		json_object_set_new(s, "search_phases", phases);
+		json_object_set_new(s, "shapes", json_integer(out.stats.shapes));
+		json_object_set_new(s, "shapes_skipped", json_integer(out.stats.skipped_shapes));
+		json_object_set_new(s, "shapes_pruned_by_gpus", json_integer(out.stats.gpu_pruned_shapes));
 		if (out.count) {
 			json_object_set_new(s, "plan", sl_plan_to_json(&out.best[0].plan, &env->catalogue));
 			json_object_set_new(s, "estimate", sl_sim_result_to_json(env, &out.best[0].plan,

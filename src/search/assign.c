@@ -27,7 +27,7 @@ static int prefer(const struct sl_assign_input *in, int k, int a, int b)
 	return a < b;
 }
 
-int sl_assign_replicas(const struct sl_assign_input *in, struct sl_plan *plan)
+int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *res)
 {
 	int P = in->num_stages, D = in->num_pipelines;
 	int zone_left[SL_MAX_GPU_TYPES][SL_MAX_ZONES];
@@ -35,6 +35,8 @@ int sl_assign_replicas(const struct sl_assign_input *in, struct sl_plan *plan)
 	static_assert(SL_MAX_GPU_TYPES * SL_MAX_ZONES <= 4096, "count table stays small");
 	int count[SL_MAX_GPU_TYPES][SL_MAX_ZONES];
 	memset(count, 0, sizeof(count));
+	/* stage k's groups at k * stride, whatever order the stages choose in */
+	int stride = in->zone_order_count * in->type_count;
 
 	/* stages by fewest eligible types first (stable by index) */
 	int order[SL_PLAN_MAX_STAGES], eligible[SL_PLAN_MAX_STAGES];
@@ -77,21 +79,44 @@ int sl_assign_replicas(const struct sl_assign_input *in, struct sl_plan *plan)
 		}
 		if (placed < D)
 			return -1;
-		/* written in the canonical (zone rank, gpu, tp) order, the zone rank being the fill
-		 * order: no sort needed afterwards */
-		int j = 0;
+		/* in the canonical (zone rank, gpu, tp) order, the zone rank being the fill order */
+		int used = res->begin[k] = k * stride;
 		for (int zi = 0; zi < in->zone_order_count; zi++)
 			for (int ti = 0, z = in->zone_order[zi]; ti < in->type_count; ti++) {
 				int g = in->types[ti];
-				for (int c = 0; c < count[g][z]; c++) {
-					struct sl_replica *r = sl_plan_replica(plan, k, j++);
-					r->gpu = (short)g;
-					r->zone = (short)z;
-					r->tp = (short)in->tp_for[k][g];
-					r->pad = 0;
-				}
+				if (count[g][z])
+					res->groups[used++] = (struct sl_assign_group){
+						(short)g, (short)z, (short)in->tp_for[k][g], count[g][z]};
 				count[g][z] = 0;
 			}
+		res->end[k] = used;
 	}
+	return 0;
+}
+
+void sl_assign_write(const struct sl_assign_input *in, const struct sl_assign_result *res,
+		     struct sl_plan *plan)
+{
+	for (int k = 0; k < in->num_stages; k++) {
+		int j = 0;
+		for (int i = res->begin[k]; i < res->end[k]; i++) {
+			const struct sl_assign_group *grp = &res->groups[i];
+			for (int c = 0; c < grp->count; c++) {
+				struct sl_replica *r = sl_plan_replica(plan, k, j++);
+				r->gpu = grp->gpu;
+				r->zone = grp->zone;
+				r->tp = grp->tp;
+				r->pad = 0;
+			}
+		}
+	}
+}
+
+int sl_assign_replicas(const struct sl_assign_input *in, struct sl_assign_result *res,
+		       struct sl_plan *plan)
+{
+	if (sl_assign_count(in, res))
+		return -1;
+	sl_assign_write(in, res, plan);
 	return 0;
 }

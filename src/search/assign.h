@@ -29,8 +29,32 @@ struct sl_assign_input {
 	int prefer_cost;                                      /* 1: fewest dollars per replica */
 };
 
-/* Fills plan->replicas (plan already reserved for num_stages x num_pipelines) and returns 0, or
- * -1 when the pool cannot supply D eligible replicas to every stage. */
-int sl_assign_replicas(const struct sl_assign_input *in, struct sl_plan *plan);
+/* The assignment without the plan: per stage, groups of replicas of one (gpu, zone) in the
+ * canonical (zone rank, gpu) order the plan is written in. Enough to tell whether the pool can
+ * supply the replicas, and for the bounds on the plan (search.c), at a cost that does not grow
+ * with D: the threshold search asks it several times per shape, and writes a plan only for the
+ * shapes its bounds leave. */
+struct sl_assign_group {
+	short gpu, zone, tp;
+	int count;
+};
+
+struct sl_assign_result {
+	int begin[SL_PLAN_MAX_STAGES], end[SL_PLAN_MAX_STAGES]; /* stage k's: groups[begin, end) */
+	struct sl_assign_group groups[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * SL_MAX_ZONES];
+};
+
+/* Fills res and returns 0, or -1 when the pool cannot supply D eligible replicas to every
+ * stage. */
+int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *res);
+
+/* Writes res's replicas into plan (reserved for num_stages x num_pipelines). */
+void sl_assign_write(const struct sl_assign_input *in, const struct sl_assign_result *res,
+		     struct sl_plan *plan);
+
+/* Both: fills plan->replicas (plan already reserved for num_stages x num_pipelines) and returns
+ * 0, or -1 when the pool cannot supply D eligible replicas to every stage. res is scratch. */
+int sl_assign_replicas(const struct sl_assign_input *in, struct sl_assign_result *res,
+		       struct sl_plan *plan);
 
 #endif

@@ -6,6 +6,7 @@
 #include "search/search.h"
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdatomic.h>
@@ -37,6 +38,33 @@ static const int tp_values[TP_SLOTS] = {1, 2, 4, 8};
 
 struct enumeration;
 
+/* search_thresholds' record of a shape of one work item in the search without options */
+struct shape_record {
+	unsigned long long key;  /* shape_key */
+	double tau_max_s;        /* the largest threshold it considered */
+};
+
+struct shape_records {
+	struct shape_record *v;
+	int count, capacity;
+	int failed;              /* out of memory: no record is trusted */
+};
+
+/* A replica kind's memory at one recomputation level with D > 1 and as many micro-batches in
+ * flight as its stage can hold (sim/memory.c), by the parts that do not depend on D; see
+ * kind_level. */
+struct kind_memory {
+	double params_grads, optimizer_full, activations, buffers, runtime, capacity;
+};
+
+/* sync_lower_bound's memo: entries of the current work item (stamp) by (stage layers, D) */
+#define SYNC_MEMO_SLOTS 4096
+struct sync_memo {
+	unsigned long long key;
+	unsigned stamp;
+	double value;
+};
+
 struct search_state {
 	const struct sl_sim_env *env;
 	const struct sl_search_request *req;
@@ -47,6 +75,7 @@ struct search_state {
 	struct sl_plan uneven_plan;          /* scratch: plan with uneven micro-batch counts */
 	struct sl_sim_result result;         /* scratch result */
 	struct sl_assign_input assign;
+	struct sl_assign_result *assigned;   /* scratch for sl_assign_count */
 	long long enumerate_max;             /* shapes with at most this many assignments: all */
 	struct enumeration *enumeration;     /* scratch for enumerate_small_shape */
 	double *layer_time_storage;          /* [gpu][layer] scratch for partition candidates */
@@ -55,6 +84,13 @@ struct search_state {
 	long long type_gpus[SL_MAX_GPU_TYPES]; /* GPUs of each type in the zones searched */
 	/* the current (shape, D)'s thresholds: the distinct fit times of the replica kinds that fit */
 	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
+	double taus_scratch[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
+	int tau_count;
+	unsigned taus_stamp;                 /* the partition taus etc. hold (0: none, see fit_kinds) */
+	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	long long need_per_pipeline[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS + 1];
+	int missing_stages[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS + 1];
+	double fastest_fit_s[SL_PLAN_MAX_STAGES], cheapest_fit_usd_per_s[SL_PLAN_MAX_STAGES];
 	struct sl_partition *partitions;     /* scratch: SL_PARTITION_MAX_CANDIDATES */
 	long long simulated;
 	/* per stage, per gpu, per tp slot: compute seconds per micro-batch (< 0: none) */
@@ -74,6 +110,18 @@ struct search_state {
 	struct search_state *variant;
 	/* the search with options, after that: skip shapes where the options change nothing */
 	int skip_unchanged_shapes;
+	long long shapes, skipped_shapes, gpu_pruned_shapes; /* sl_search_stats */
+	struct sync_memo *sync_memo;         /* [SYNC_MEMO_SLOTS] */
+	/* kind_level's memo for the current partition (entries of other partitions: older stamp) */
+	struct kind_memory (*kind_mem)[SL_MAX_GPU_TYPES][TP_SLOTS][SL_SEARCH_RECOMPUTE_LEVELS];
+	unsigned kind_mem_stamp[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	signed char kind_mem_levels[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	signed char sosp25_fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	unsigned partition_stamp;
+	int partition_index;                 /* the partition's index among its depth's candidates */
+	struct shape_records *record_into;   /* the work item's records (search without options) */
+	const struct shape_records *record_from; /* and the search with options reading them */
+	unsigned item_stamp;                 /* the work item being searched (from 1) */
 };
 
 /* GPUs of type g in the zones being searched. */
@@ -262,9 +310,20 @@ static double busiest_microbatches(const struct search_state *st, int mbs, long 
 	return (double)st->global_batch / ((double)mbs * (double)D);
 }
 
-/* Sorts values[0..n) ascending and drops repeats; returns how many remain. Insertion sort: the
- * arrays are a few dozen values, and qsort's call overhead showed in profiles. */
-static int sort_unique(double *values, int n)
+/* Micro-batches the bounds may charge to the slowest replica of a stage: under the planner's
+ * split (plan/microbatch_share.h) its pipeline may get the fewest, floor(G / (b·D)), where D
+ * pipelines do not share the G / b micro-batches evenly. The sosp25 model times every stage with
+ * the busiest pipeline's count whichever pipeline its slowest replica is in (time_sosp25.c), so
+ * there it is nmb. */
+static double fewest_microbatches(const struct search_state *st, int mbs, long long D,
+				  long long nmb)
+{
+	long long M = st->global_batch / mbs;
+	return M % D && st->cm != SL_COST_SOSP25 ? (double)(M / D) : (double)nmb;
+}
+
+/* Insertion sort of values[0..n), ascending. */
+static void insertion_sort(double *values, int n)
 {
 	for (int i = 1; i < n; i++) {
 		double v = values[i];
@@ -273,6 +332,36 @@ static int sort_unique(double *values, int n)
 			values[j] = values[j - 1];
 		values[j] = v;
 	}
+}
+
+/* Sorts values[0..n) ascending and drops repeats; returns how many remain; scratch holds n values.
+ * Runs of 16 by insertion sort, then merged bottom-up: the arrays hold up to P x types x 4 values
+ * (hundreds for deep pipelines, where a plain insertion sort was a tenth of the whole search),
+ * and qsort's call overhead showed in profiles for the short ones. */
+static int sort_unique(double *values, int n, double *scratch)
+{
+	enum { RUN = 16 };
+	for (int i = 0; i < n; i += RUN)
+		insertion_sort(values + i, n - i < RUN ? n - i : RUN);
+	double *from = values, *to = scratch;
+	for (int width = RUN; width < n; width *= 2) {
+		for (int lo = 0; lo < n; lo += 2 * width) {
+			int mid = lo + width < n ? lo + width : n;
+			int hi = lo + 2 * width < n ? lo + 2 * width : n;
+			int a = lo, b = mid, o = lo;
+			while (a < mid && b < hi)
+				to[o++] = from[b] < from[a] ? from[b++] : from[a++];
+			while (a < mid)
+				to[o++] = from[a++];
+			while (b < hi)
+				to[o++] = from[b++];
+		}
+		double *swap = from;
+		from = to;
+		to = swap;
+	}
+	if (from != values)
+		memcpy(values, from, sizeof(*values) * (size_t)n);
 	int unique = 0;
 	for (int i = 0; i < n; i++)
 		if (!unique || values[i] != values[unique - 1])
@@ -322,8 +411,8 @@ static int prunable(const struct search_state *st, double time_lb_s, double cost
 /* The gradient synchronisation any plan of this shape pays after its pipeline (sim.h,
  * sl_sim_sync_lower_bound_s): sosp25 adds the slowest stage's sync, bounded here by the stage with
  * the most parameters; sailor exposes at least stage 0's (it finishes last). */
-static double sync_lower_bound(const struct search_state *st, const struct sl_partition *part,
-			       int D)
+static double sync_lower_bound_uncached(const struct search_state *st,
+					const struct sl_partition *part, int D)
 {
 	const struct sl_sim_env *env = st->env;
 	int k = 0;
@@ -341,6 +430,42 @@ static double sync_lower_bound(const struct search_state *st, const struct sl_pa
 					 (const int(*)[SL_MAX_ZONES])st->assign.avail);
 }
 
+/* sync_lower_bound_uncached, memoised per work item: it depends only on the bounding stage's
+ * layers, D and the GPUs of the zones searched, and evaluates every (GPU type, TP, zone pair)
+ * hop, a tenth of the search's time when it was asked anew for every partition and D. */
+static double sync_lower_bound(struct search_state *st, const struct sl_partition *part, int D)
+{
+	int first = 0, last = part->first[1] - 1;
+	if (st->cm == SL_COST_SOSP25) {
+		/* the stage with the most parameters, as sync_lower_bound_uncached picks it */
+		double most = -1;
+		for (int i = 0; i < part->num_stages; i++) {
+			double w = sl_sim_stage_params_bytes(st->env, part->first[i],
+							     part->first[i + 1] - 1);
+			if (w > most) {
+				most = w;
+				first = part->first[i];
+				last = part->first[i + 1] - 1;
+			}
+		}
+	}
+	unsigned long long key = ((unsigned long long)first << 40) |
+				 ((unsigned long long)last << 20) | (unsigned long long)D;
+	unsigned slot = (unsigned)((key * 0x9E3779B97F4A7C15ull) >> 52) & (SYNC_MEMO_SLOTS - 1);
+	for (int probe = 0; probe < 8; probe++) {
+		struct sync_memo *m = &st->sync_memo[(slot + (unsigned)probe) & (SYNC_MEMO_SLOTS - 1)];
+		if (m->stamp == st->item_stamp && m->key == key)
+			return m->value;
+		if (m->stamp != st->item_stamp) {
+			m->stamp = st->item_stamp;
+			m->key = key;
+			m->value = sync_lower_bound_uncached(st, part, D);
+			return m->value;
+		}
+	}
+	return sync_lower_bound_uncached(st, part, D);
+}
+
 static int tp_slot(int tp)
 {
 	return tp >= 8 ? 3 : tp >= 4 ? 2 : tp >= 2 ? 1 : 0;
@@ -349,34 +474,120 @@ static int tp_slot(int tp)
 /* The bounds again, now from the replicas actually assigned: each stage is as slow as its slowest
  * replica, and the rent is exact. Tighter than the bounds before assignment, and cheap next to a
  * simulation. */
+static int plan_prunable(const struct search_state *st, double time_lb_s, double bottleneck_s,
+			 double rent_usd_per_s);
+
+/* The first of those bounds, from the stage times and rent of the replicas; *time_lb_s gets it.
+ * slow_count[k]: how many of stage k's D replicas take stage_s[k]. Under the planner's split the
+ * r = M mod D pipelines with one micro-batch more hold, by pigeonhole, one of those replicas when
+ * more than D - r of them are slow: then the stage is charged the busiest count, else the
+ * fewest (fewest_microbatches). */
+static int replicas_prunable(const struct search_state *st, int P, int D, int mbs, long long nmb,
+			     const double *stage_s, const int *slow_count, double rent_usd_per_s,
+			     double *time_lb_s, double *bottleneck_s)
+{
+	double busiest = busiest_microbatches(st, mbs, D, nmb);
+	double fewest = st->req->uneven_microbatches ? busiest
+						      : fewest_microbatches(st, mbs, D, nmb);
+	int with_more = (int)((st->global_batch / mbs) % D);
+	*bottleneck_s = 0;
+	double bound = 0, before = 0;
+	for (int k = 0; k < P; k++) {
+		double n = fewest != busiest && slow_count[k] > D - with_more ? busiest : fewest;
+		if (n * stage_s[k] > *bottleneck_s)
+			*bottleneck_s = n * stage_s[k];
+		/* time_lower_bound with the stage's own count */
+		if (n * stage_s[k] + before > bound)
+			bound = n * stage_s[k] + before;
+		before += stage_s[k];
+	}
+	*time_lb_s = bound + st->sync_lb_s;
+	return prunable(st, *time_lb_s, rent_usd_per_s * *time_lb_s);
+}
+
 static int assigned_prunable(const struct search_state *st, long long nmb)
 {
 	const struct sl_plan *plan = &st->plan;
 	double stage_s[SL_PLAN_MAX_STAGES], rent_usd_per_s = 0;
+	int slow_count[SL_PLAN_MAX_STAGES];
 	for (int k = 0; k < plan->num_stages; k++) {
 		stage_s[k] = 0;
+		slow_count[k] = 0;
 		for (int j = 0; j < plan->num_pipelines; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
 			/* the stage's recomputation is at least this replica's least */
 			double c = st->fit_time_s[k][r->gpu][tp_slot(r->tp)];
-			if (c > stage_s[k])
+			if (c > stage_s[k]) {
 				stage_s[k] = c;
+				slow_count[k] = 0;
+			}
+			slow_count[k] += c == stage_s[k];
 			rent_usd_per_s += r->tp * st->assign.usd_per_hour[r->gpu] / 3600.0;
 		}
 	}
-	/* stage_s[k] is the stage's slowest replica, whose pipeline may be one the split gave the
-	 * fewer micro-batches (uneven.c): bound with those */
-	double busiest = busiest_microbatches(st, plan->micro_batch, plan->num_pipelines, nmb);
-	if (!st->req->uneven_microbatches && plan->uneven_microbatches)
-		busiest = (double)(st->global_batch / plan->micro_batch / plan->num_pipelines);
-	double time_lb_s = time_lower_bound(plan->num_stages, busiest, stage_s) + st->sync_lb_s;
-	if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
+	double time_lb_s, bottleneck_s;
+	if (replicas_prunable(st, plan->num_stages, plan->num_pipelines, plan->micro_batch, nmb,
+			      stage_s, slow_count, rent_usd_per_s, &time_lb_s, &bottleneck_s))
 		return 1;
+	return plan_prunable(st, time_lb_s, bottleneck_s, rent_usd_per_s);
+}
+
+/* assigned_prunable from the assignment's groups before its plan is written (the same values,
+ * summed in the same order); writes the plan into st->plan when the first bound leaves it. */
+static int counted_prunable(struct search_state *st, long long nmb)
+{
+	const struct sl_assign_input *in = &st->assign;
+	const struct sl_assign_result *res = st->assigned;
+	double stage_s[SL_PLAN_MAX_STAGES], rent_usd_per_s = 0;
+	int slow_count[SL_PLAN_MAX_STAGES];
+	for (int k = 0; k < in->num_stages; k++) {
+		stage_s[k] = 0;
+		slow_count[k] = 0;
+		for (int i = res->begin[k]; i < res->end[k]; i++) {
+			const struct sl_assign_group *grp = &res->groups[i];
+			double c = st->fit_time_s[k][grp->gpu][tp_slot(grp->tp)];
+			if (c > stage_s[k]) {
+				stage_s[k] = c;
+				slow_count[k] = 0;
+			}
+			slow_count[k] += c == stage_s[k] ? grp->count : 0;
+			double usd = grp->tp * in->usd_per_hour[grp->gpu] / 3600.0;
+			for (int n = 0; n < grp->count; n++)
+				rent_usd_per_s += usd;
+		}
+	}
+	double time_lb_s, bottleneck_s;
+	if (replicas_prunable(st, in->num_stages, in->num_pipelines, st->plan.micro_batch, nmb,
+			      stage_s, slow_count, rent_usd_per_s, &time_lb_s, &bottleneck_s))
+		return 1;
+	sl_assign_write(in, res, &st->plan);
+	/* the plan's micro-batch split, before the bounds that read its pipelines' counts */
+	if (sl_search_share_microbatches(st->env, st->cm, &st->plan, st->global_batch))
+		return 1;
+	return plan_prunable(st, time_lb_s, bottleneck_s, rent_usd_per_s);
+}
+
+/* The bound from the replicas in st->plan: their links, zones crossed and TP degrees. */
+static int plan_prunable(const struct search_state *st, double time_lb_s, double bottleneck_s,
+			 double rent_usd_per_s)
+{
+	const struct sl_plan *plan = &st->plan;
 	/* now from these very replicas: their links, zones crossed and TP degrees (sync, and with
 	 * the sailor model the transfers that block each stage), still far cheaper than simulating */
-	double plan_lb_s = sl_sim_plan_time_lower_bound_s(st->env, st->cm, plan, st->global_batch);
+	double sync_s = sl_sim_plan_sync_lower_bound_s(st->env, st->cm, plan);
+	/* first the sync of these replicas after the bottleneck stage's micro-batches (the
+	 * pipeline cannot end before the slowest replica of the bottleneck stage has run all of
+	 * them; with the sailor model stage 0 then all-reduces, with sosp25 the slowest stage's
+	 * sync follows the pipeline): that alone prunes many plans, before any transfer is timed.
+	 * Not with uneven micro-batch counts, where that replica's pipeline may run fewer. */
+	double pipeline_lb_s = time_lb_s - st->sync_lb_s;
+	if (sync_s > st->sync_lb_s && !st->req->uneven_microbatches &&
+	    prunable(st, bottleneck_s + sync_s, rent_usd_per_s * (bottleneck_s + sync_s)))
+		return 1;
+	double plan_lb_s = sl_sim_plan_time_lower_bound_sync_s(st->env, st->cm, plan,
+								st->global_batch, sync_s);
 	if (st->cm == SL_COST_SOSP25)
-		plan_lb_s += time_lb_s - st->sync_lb_s; /* its bound is the sync alone */
+		plan_lb_s += pipeline_lb_s; /* its bound is the sync alone */
 	if (plan_lb_s > time_lb_s)
 		time_lb_s = plan_lb_s;
 	return prunable(st, time_lb_s, rent_usd_per_s * time_lb_s);
@@ -536,17 +747,110 @@ static int enough_gpus(const struct sl_assign_input *in)
 	return need <= total;
 }
 
-/* Whether, at this (micro-batch, partition, D), the replica kinds that fit and their times are
- * those of the search without options: every kind either fits without any option (so with
- * options at no recomputation too) or fits under none. The search with options then takes
- * exactly the steps the search without them took here, and that search already simulated each
- * of its plans with the options (simulate_variant), or pruned it by a bound that holds for them
- * too (the bounds count neither the optimizer nor recomputation, sim/bounds.c) and that its
- * result only lowers. Checked before the search's own fit levels, because it is cheaper: one
- * memory evaluation for each kind that fits without options. */
-static int options_change_nothing(const struct search_state *st, const struct sl_partition *part,
-				  int mbs, int D, int nmb)
+/* The least recomputation level (index into sl_search_recompute_order) under which replica kind
+ * (g, tp_values[t]) of stage k (layers [first, last] of P) fits with nmb micro-batches per
+ * pipeline and D pipelines, -1 if none: with options (ZeRO-1 when D > 1) as
+ * sl_search_least_level, without as sl_sim_replica_fits (0 or -1). Bit for bit what those give,
+ * memoised per partition: asked for every (kind, D) of every shape, they were a fifth of the
+ * search. Under sosp25 whether a replica fits depends on neither D nor nmb; under sailor, once
+ * D > 1 and the stage holds as many micro-batches in flight as it can (nmb >= P - k), only the
+ * optimizer state depends on D (ZeRO-1 divides it): the other parts are kept, and the total is
+ * summed in sim/memory.c's order. Other cases are computed directly. */
+static int kind_level(struct search_state *st, int options, int k, int g, int t, int first,
+		      int last, int P, int mbs, int nmb, int D)
 {
+	const struct sl_sim_env *env = st->env;
+	int tp = tp_values[t];
+	if (st->cm == SL_COST_SOSP25) {
+		if (st->kind_mem_stamp[k][g][t] != st->partition_stamp) {
+			st->kind_mem_stamp[k][g][t] = st->partition_stamp;
+			st->sosp25_fits[k][g][t] =
+				(signed char)sl_sim_replica_fits(env, st->cm, g, mbs, tp, first, last, k,
+								 P, nmb, D);
+		}
+		/* no options under sosp25 (sl_search_options_on) */
+		return st->sosp25_fits[k][g][t] ? 0 : -1;
+	}
+	if (D < 2 || nmb < P - k) {
+		if (options)
+			return sl_search_least_level(env, st->req, g, mbs, tp, first, last, k, P, nmb,
+						     D);
+		return sl_sim_replica_fits(env, st->cm, g, mbs, tp, first, last, k, P, nmb, D) ? 0
+											      : -1;
+	}
+	struct kind_memory *m = st->kind_mem[k][g][t];
+	if (st->kind_mem_stamp[k][g][t] != st->partition_stamp) {
+		st->kind_mem_stamp[k][g][t] = st->partition_stamp;
+		int levels = sl_sim_effective_recompute(env, first, last, SL_RECOMPUTE_FULL) !=
+					     SL_RECOMPUTE_NONE
+				     ? SL_SEARCH_RECOMPUTE_LEVELS
+				     : 1;
+		st->kind_mem_levels[k][g][t] = (signed char)levels;
+		for (int lv = 0; lv < levels; lv++) {
+			struct sl_sim_memory mem;
+			/* D = 2 without ZeRO-1: the full optimizer state, a data-parallel group */
+			sl_sim_replica_memory_opt(env, st->cm, g, mbs, tp, first, last, k, P, P - k, 2,
+						  sl_search_recompute_order[lv], 0, &mem);
+			m[lv] = (struct kind_memory){mem.params_bytes + mem.grads_bytes,
+						     mem.optimizer_bytes, mem.activations_bytes,
+						     mem.buffers_bytes, mem.runtime_bytes,
+						     mem.capacity_bytes};
+		}
+	}
+	int levels = options ? st->kind_mem_levels[k][g][t] : 1;
+	for (int lv = 0; lv < levels; lv++) {
+		double optimizer = options ? m[lv].optimizer_full / D : m[lv].optimizer_full;
+		double total = m[lv].params_grads + optimizer + m[lv].activations + m[lv].buffers +
+			       m[lv].runtime;
+		if (total <= m[lv].capacity)
+			return lv;
+	}
+	return -1;
+}
+
+/* The fastest fit time among the replica kinds that fit only with some option at this shape
+ * (DBL_MAX: none, the options change nothing). Cheap: kind_level is memoised.
+ * Where none does, the replica kinds that fit and their times are those of the search without
+ * options: every kind either fits without any option (so with options at no recomputation too)
+ * or fits under none. The search with options then takes exactly the steps the search without
+ * them took here, and that search already simulated each of its plans with the options
+ * (simulate_variant), or pruned it by a bound that holds for them too (the bounds count neither
+ * the optimizer nor recomputation, sim/bounds.c) and that its result only lowers. */
+static double fastest_changed_kind_s(struct search_state *st, const struct sl_partition *part,
+				     int mbs, int D, int nmb)
+{
+	const struct sl_assign_input *in = &st->assign;
+	int P = part->num_stages;
+	double fastest_s = DBL_MAX;
+	for (int k = 0; k < P; k++) {
+		int first = part->first[k], last = part->first[k + 1] - 1;
+		for (int ti = 0; ti < in->type_count; ti++)
+			for (int t = 0; t < TP_SLOTS; t++) {
+				int g = in->types[ti];
+				if (st->stage_time_s[k][g][t] < 0 ||
+				    kind_level(st, 0, k, g, t, first, last, P, mbs, nmb, D) == 0)
+					continue;
+				int level = kind_level(st, 1, k, g, t, first, last, P, mbs, nmb, D);
+				if (level < 0)
+					continue;
+				double c = level > 0 ? st->stage_time_rc_s[k][g][t][level]
+						     : st->stage_time_s[k][g][t];
+				if (c < fastest_s)
+					fastest_s = c;
+			}
+	}
+	return fastest_s;
+}
+
+/* Whether every replica kind with a time fits this partition without options whatever D and
+ * nmb: then at none of its shapes do the options let a kind fit that did not (the search with
+ * options would skip each, fastest_changed_kind_s). A replica needs the most memory without
+ * options once D > 1 (a data-parallel communicator) and its stage holds all the micro-batches
+ * it can (sim/memory.c), which kind_level's memo evaluates. */
+static int options_change_no_shape(struct search_state *st, const struct sl_partition *part,
+				   int mbs)
+{
+	const struct sl_sim_env *env = st->env;
 	const struct sl_assign_input *in = &st->assign;
 	int P = part->num_stages;
 	for (int k = 0; k < P; k++) {
@@ -554,14 +858,173 @@ static int options_change_nothing(const struct search_state *st, const struct sl
 		for (int ti = 0; ti < in->type_count; ti++)
 			for (int t = 0; t < TP_SLOTS; t++) {
 				int g = in->types[ti];
-				if (st->stage_time_s[k][g][t] < 0 ||
-				    sl_sim_replica_fits(st->env, st->cm, g, mbs, tp_values[t], first, last,
-							k, P, nmb, D))
+				/* the kinds search_partition gives a time */
+				if (tp_values[t] > sl_sim_gpus_per_node(env, g) ||
+				    st->type_gpus[g] < tp_values[t] ||
+				    sl_sim_stage_compute_s(env, st->cm, g, mbs, tp_values[t], first,
+							   last) < 0)
 					continue;
-				if (sl_search_least_level(st->env, st->req, g, mbs, tp_values[t], first,
-							  last, k, P, nmb, D) >= 0)
-					return 0; /* fits only with some option */
+				if (kind_level(st, 0, k, g, t, first, last, P, mbs, P, 2) != 0)
+					return 0;
 			}
+	}
+	return 1;
+}
+
+/* Shapes the search without options took to its threshold limit (shape_record_add): the key
+ * orders them as the loops visit them, so the search with options finds them by bisection. */
+static unsigned long long shape_key(int P, int partition, int D)
+{
+	return ((unsigned long long)P << 40) | ((unsigned long long)partition << 20) |
+	       (unsigned long long)(SL_PLAN_MAX_PIPELINES - D);
+}
+
+static void shape_record_add(struct search_state *st, int P, int D, double tau_max_s)
+{
+	struct shape_records *r = st->record_into;
+	if (!r || r->failed)
+		return;
+	if (r->count == r->capacity) {
+		int capacity = r->capacity ? 2 * r->capacity : 256;
+		struct shape_record *v = realloc(r->v, sizeof(*v) * (size_t)capacity);
+		if (!v) {
+			r->failed = 1; /* then the search with options searches this item's shapes */
+			return;
+		}
+		r->v = v;
+		r->capacity = capacity;
+	}
+	r->v[r->count++] = (struct shape_record){shape_key(P, st->partition_index, D), tau_max_s};
+}
+
+/* The largest threshold the search without options considered at this shape, if it went to its
+ * limit; -1 otherwise. */
+static double shape_record_find(const struct search_state *st, int P, int D)
+{
+	const struct shape_records *r = st->record_from;
+	if (!r || r->failed)
+		return -1;
+	unsigned long long key = shape_key(P, st->partition_index, D);
+	int lo = 0, hi = r->count;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (r->v[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->count && r->v[lo].key == key ? r->v[lo].tau_max_s : -1;
+}
+
+/* search_thresholds' preparation for one (micro-batch, partition, D, nmb): which replica kinds
+ * fit (st->fits) and their times there (st->fit_time_s: with options at the least
+ * recomputation that fits); the candidate thresholds (st->taus: the eligible set changes only
+ * where tau crosses the fit time of a kind that fits, so those times, sorted and without
+ * repeats, are all the distinct sets there are); per threshold the GPUs a pipeline needs at
+ * least (st->need_per_pipeline, what enough_gpus counts, per pipeline; LLONG_MAX where some
+ * stage has no eligible kind); per stage the fastest fit time and the cheapest rent of the
+ * kinds that fit. Returns 0 when some stage has no kind that fits. */
+static int fit_kinds(struct search_state *st, const struct sl_partition *part, int mbs, int D,
+		     int nmb)
+{
+	const struct sl_assign_input *in = &st->assign;
+	int P = part->num_stages;
+	int (*fits)[SL_MAX_GPU_TYPES][TP_SLOTS] = st->fits;
+	for (int k = 0; k < P; k++) {
+		int first = part->first[k], last = part->first[k + 1] - 1;
+		int any = 0;
+		memset(fits[k], 0, sizeof(fits[k]));
+		st->fastest_fit_s[k] = DBL_MAX;
+		st->cheapest_fit_usd_per_s[k] = DBL_MAX;
+		for (int ti = 0; ti < in->type_count; ti++) {
+			int g = in->types[ti];
+			for (int t = 0; t < TP_SLOTS; t++) {
+				if (st->stage_time_s[k][g][t] < 0)
+					continue;
+				/* without options: whether it fits (level 0); with: the least
+				 * recomputation under which it fits, and its time there */
+				int level = kind_level(st, st->options_on, k, g, t, first, last, P,
+						       mbs, nmb, D);
+				fits[k][g][t] = level >= 0;
+				double c = level > 0 ? st->stage_time_rc_s[k][g][t][level]
+						     : st->stage_time_s[k][g][t];
+				st->fit_time_s[k][g][t] = c;
+				if (!fits[k][g][t])
+					continue;
+				any = 1;
+				/* as eligible_at computes them */
+				if (c < st->fastest_fit_s[k])
+					st->fastest_fit_s[k] = c;
+				double usd = tp_values[t] * in->usd_per_hour[g] / 3600.0;
+				if (usd < st->cheapest_fit_usd_per_s[k])
+					st->cheapest_fit_usd_per_s[k] = usd;
+			}
+		}
+		if (!any)
+			return 0;
+	}
+	int n = 0;
+	for (int k = 0; k < P; k++)
+		for (int ti = 0; ti < in->type_count; ti++)
+			for (int t = 0; t < TP_SLOTS; t++)
+				if (fits[k][in->types[ti]][t])
+					st->taus[n++] = st->fit_time_s[k][in->types[ti]][t];
+	n = st->tau_count = sort_unique(st->taus, n, st->taus_scratch);
+	/* enough_gpus at each threshold: stage k's replicas need at least the smallest TP degree
+	 * among its eligible kinds, which only falls as tau grows; summed over the stages through
+	 * its changes at the thresholds where a stage's least TP falls */
+	long long *need = st->need_per_pipeline;
+	int *missing = st->missing_stages;
+	for (int i = 0; i <= n; i++) {
+		need[i] = 0;
+		missing[i] = 0;
+	}
+	for (int k = 0; k < P; k++) {
+		int from[TP_SLOTS]; /* the first threshold at which TP slot t has an eligible kind */
+		for (int t = 0; t < TP_SLOTS; t++) {
+			from[t] = n;
+			for (int ti = 0; ti < in->type_count; ti++) {
+				int g = in->types[ti];
+				if (!fits[k][g][t])
+					continue;
+				double c = st->fit_time_s[k][g][t];
+				int lo = 0, hi = n - 1;
+				while (lo < hi) {
+					int mid = lo + (hi - lo) / 2;
+					if (st->taus[mid] < c)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				if (lo < from[t])
+					from[t] = lo;
+			}
+		}
+		/* the least TP as a step function of the threshold index */
+		int least = 0;
+		for (int i = 0;; i++) {
+			int next = n, tp = 0;
+			for (int t = 0; t < TP_SLOTS; t++)
+				if (from[t] >= i && from[t] < n && (!least || tp_values[t] < least) &&
+				    (from[t] < next || (from[t] == next && tp_values[t] < tp))) {
+					next = from[t];
+					tp = tp_values[t];
+				}
+			if (next == n)
+				break;
+			if (!least)
+				missing[next] -= 1;
+			need[next] += tp - least;
+			least = tp;
+			i = next;
+		}
+	}
+	long long sum = 0;
+	int lacking = P;
+	for (int i = 0; i < n; i++) {
+		sum += need[i];
+		lacking += missing[i];
+		need[i] = lacking > 0 ? LLONG_MAX : sum;
 	}
 	return 1;
 }
@@ -574,44 +1037,36 @@ static int options_change_nothing(const struct search_state *st, const struct sl
 static int search_thresholds(struct search_state *st, const struct sl_partition *part, int mbs,
 			     int D, int nmb, struct sl_err *err)
 {
-	const struct sl_sim_env *env = st->env;
 	int P = part->num_stages;
-	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	int (*fits)[SL_MAX_GPU_TYPES][TP_SLOTS] = st->fits;
 	struct sl_assign_input *in = &st->assign;
-	if (st->skip_unchanged_shapes && options_change_nothing(st, part, mbs, D, nmb))
-		return 0;
-	for (int k = 0; k < P; k++) {
-		int first = part->first[k], last = part->first[k + 1] - 1;
-		int any = 0;
-		memset(fits[k], 0, sizeof(fits[k]));
-		for (int ti = 0; ti < in->type_count; ti++) {
-			int g = in->types[ti];
-			for (int t = 0; t < TP_SLOTS; t++) {
-				if (st->stage_time_s[k][g][t] < 0)
-					continue;
-				/* without options: whether it fits (level 0); with: the least
-				 * recomputation under which it fits, and its time there */
-				int level = sl_search_least_level(env, st->req, g, mbs, tp_values[t],
-								  first, last, k, P, nmb, D);
-				fits[k][g][t] = level >= 0;
-				st->fit_time_s[k][g][t] = level > 0 ? st->stage_time_rc_s[k][g][t][level]
-								    : st->stage_time_s[k][g][t];
-				any |= fits[k][g][t];
-			}
-		}
-		if (!any)
+	st->shapes++;
+	if (st->skip_unchanged_shapes) {
+		/* Where the options let more kinds fit, but all of them are slower than every
+		 * threshold the search without options considered here, and that search went to its
+		 * threshold limit: this search would consider exactly the same eligible sets (the
+		 * new kinds are eligible only above them), build the same plans, and that search
+		 * already ranked each with its options or pruned it (see fastest_changed_kind_s). */
+		double fastest_new_s = fastest_changed_kind_s(st, part, mbs, D, nmb);
+		double tau_max_s = fastest_new_s < DBL_MAX ? shape_record_find(st, P, D) : -1;
+		if (fastest_new_s == DBL_MAX || (tau_max_s >= 0 && fastest_new_s > tau_max_s)) {
+			st->skipped_shapes++;
 			return 0;
+		}
 	}
-	/* candidate thresholds: the eligible set changes only where tau crosses the fit time of a
-	 * replica kind that fits, so those times, sorted and without repeats, are all the distinct
-	 * sets there are (any other tau repeats the set of the next smaller one) */
-	int tau_count = 0;
-	for (int k = 0; k < P; k++)
-		for (int ti = 0; ti < in->type_count; ti++)
-			for (int t = 0; t < TP_SLOTS; t++)
-				if (fits[k][in->types[ti]][t])
-					st->taus[tau_count++] = st->fit_time_s[k][in->types[ti]][t];
-	tau_count = sort_unique(st->taus, tau_count);
+	/* Which kinds fit, their times, the thresholds and the GPUs they need depend on D and nmb
+	 * only through the memory: under sosp25 not at all, without options not once D > 1 and
+	 * every stage holds all the micro-batches it can (kind_level). There the previous D's are
+	 * reused (taus_stamp: the partition they belong to). */
+	int stable = st->cm == SL_COST_SOSP25 || (!st->options_on && D >= 2 && nmb >= P);
+	if (!(stable && st->taus_stamp == st->partition_stamp)) {
+		st->taus_stamp = 0;
+		if (!fit_kinds(st, part, mbs, D, nmb))
+			return 0;
+		if (stable)
+			st->taus_stamp = st->partition_stamp;
+	}
+	int tau_count = st->tau_count;
 	const double *taus = st->taus;
 
 	int rc = sl_plan_reserve(&st->plan, P, D, err);
@@ -624,19 +1079,73 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 		st->plan.stages[k] = (struct sl_plan_stage){.first_layer = part->first[k],
 							    .last_layer = part->first[k + 1] - 1};
 	}
-	if (enumerate_small_shape(st, P, D, nmb, fits, &rc, err))
-		return rc;
 	in->num_stages = P;
 	in->num_pipelines = D;
 	double fastest_eligible_s[SL_PLAN_MAX_STAGES], rent_usd_per_s;
 
-	/* smallest feasible threshold */
-	int lo = 0, hi = tau_count; /* answer in [lo, hi]; hi = tau_count means none */
+	/* Every plan of this shape, whichever replicas it takes, is as slow as its slowest
+	 * replica's fit time tau_plan, and uses at least D replicas per stage of the fewest GPUs a
+	 * kind no slower than tau_plan needs: so the pool's GPU count alone (enough_gpus, monotone
+	 * in tau) bounds tau_plan from below, and with it the iteration (the bottleneck runs all its
+	 * micro-batches), before any assignment; the rent at the cheapest kind that fits. Shapes
+	 * this prunes never reach the assignment's search below. need_per_pipeline[i] (fit_kinds)
+	 * is what enough_gpus counts at taus[i], per pipeline. */
+	long long total = 0;
+	for (int ti = 0; ti < in->type_count; ti++)
+		for (int zi = 0; zi < in->zone_order_count; zi++)
+			total += in->avail[in->types[ti]][in->zone_order[zi]];
+	int lo = 0, hi = tau_count;
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
-		if (eligible_at(st, P, D, taus[mid], fits, fastest_eligible_s, &rent_usd_per_s) &&
-		    enough_gpus(in) && !sl_assign_replicas(in, &st->plan))
+		if (st->need_per_pipeline[mid] != LLONG_MAX && st->need_per_pipeline[mid] * D <= total)
 			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo == tau_count)
+		return 0; /* too few GPUs for D replicas of every stage at any threshold */
+	double least_tau_s = taus[lo];
+	{
+		/* as eligible_at at the largest threshold: every kind that fits */
+		rent_usd_per_s = 0;
+		for (int k = 0; k < P; k++)
+			rent_usd_per_s += D * st->cheapest_fit_usd_per_s[k];
+		double busiest = busiest_microbatches(st, mbs, D, nmb);
+		double time_lb_s = time_lower_bound(P, busiest, st->fastest_fit_s);
+		/* the slowest replica's pipeline runs at least the fewest micro-batches of the
+		 * planner's split (with uneven counts it may get fewer than the average) */
+		double fewest = fewest_microbatches(st, mbs, D, nmb);
+		if (!st->req->uneven_microbatches && time_lb_s < fewest * least_tau_s)
+			time_lb_s = fewest * least_tau_s;
+		time_lb_s += st->sync_lb_s;
+		if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s)) {
+			st->gpu_pruned_shapes++;
+			return 0;
+		}
+	}
+	if (enumerate_small_shape(st, P, D, nmb, fits, &rc, err))
+		return rc;
+	
+	/* smallest feasible threshold: no smaller than the GPU count allows, and usually that one
+	 * or close above it, so searched from there in growing steps, then bisected */
+	hi = tau_count; /* answer in [lo, hi]; hi = tau_count means none */
+	int held = -1;  /* the threshold whose assignment st->assigned holds (its last probe) */
+	for (int step = 1, probe = lo; probe < hi; step *= 2) {
+		held = -1;
+		if (eligible_at(st, P, D, taus[probe], fits, fastest_eligible_s, &rent_usd_per_s) &&
+		    enough_gpus(in) && !sl_assign_count(in, st->assigned)) {
+			hi = held = probe;
+			break;
+		}
+		lo = probe + 1;
+		probe = lo + step;
+	}
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		held = -1;
+		if (eligible_at(st, P, D, taus[mid], fits, fastest_eligible_s, &rent_usd_per_s) &&
+		    enough_gpus(in) && !sl_assign_count(in, st->assigned))
+			hi = held = mid;
 		else
 			lo = mid + 1;
 	}
@@ -648,8 +1157,11 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	int previous_tp[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES];
 	int have_previous = 0;
 	int limit = constrained ? THRESHOLDS_CONSTRAINED : THRESHOLDS_FOR_THROUGHPUT;
+	double tau_max_s = 0; /* the largest threshold considered (shape_record_add) */
 	for (int i = lo; i < tau_count && considered < limit; i++) {
-		if (!eligible_at(st, P, D, taus[i], fits, fastest_eligible_s, &rent_usd_per_s))
+		/* the feasible probe held was the last to set the eligible replicas */
+		if (i != held &&
+		    !eligible_at(st, P, D, taus[i], fits, fastest_eligible_s, &rent_usd_per_s))
 			continue;
 		size_t table = sizeof(previous_tp[0]) * (size_t)P;
 		if (have_previous && !memcmp(previous_tp, in->tp_for, table))
@@ -657,17 +1169,18 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 		memcpy(previous_tp, in->tp_for, table);
 		have_previous = 1;
 		considered++;
+		tau_max_s = taus[i];
 		double time_lb_s = time_lower_bound(P, busiest_microbatches(st, mbs, D, nmb),
 						    fastest_eligible_s) + st->sync_lb_s;
 		if (prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
 			continue;
-		if (sl_assign_replicas(in, &st->plan) ||
-		    sl_search_share_microbatches(st->env, st->cm, &st->plan, st->global_batch) ||
-		    assigned_prunable(st, nmb))
+		if ((i != held && sl_assign_count(in, st->assigned)) || counted_prunable(st, nmb))
 			continue;
 		if ((rc = simulate_and_rank(st, err)))
 			return rc;
 	}
+	if (considered == limit)
+		shape_record_add(st, P, D, tau_max_s);
 	return 0;
 }
 
@@ -676,6 +1189,9 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 {
 	const struct sl_sim_env *env = st->env;
 	int P = part->num_stages;
+	st->partition_stamp++; /* kind_level's memo holds this partition's kinds from here */
+	if (st->skip_unchanged_shapes && options_change_no_shape(st, part, mbs))
+		return 0;
 	double fastest_s[SL_PLAN_MAX_STAGES];
 	double cheapest_usd_per_s[SL_PLAN_MAX_STAGES];
 	/* work of one micro-batch through every stage on its most efficient replica: GPU-seconds
@@ -824,8 +1340,10 @@ static int search_micro_batch(struct search_state *st, int mbs, struct sl_err *e
 	for (int P = 1; any && P <= max_stages && !rc; P++) {
 		int n = sl_partition_candidates(L, P, per_gpu, env->catalogue.gpu_count,
 						st->partitions, SL_PARTITION_MAX_CANDIDATES);
-		for (int i = 0; i < n && !rc; i++)
+		for (int i = 0; i < n && !rc; i++) {
+			st->partition_index = i;
 			rc = search_partition(st, &st->partitions[i], mbs, gpus, err);
+		}
 	}
 	return rc;
 }
@@ -920,6 +1438,9 @@ static void state_free(struct search_state *st)
 	free(st->enumeration);
 	free(st->layer_time_storage);
 	free(st->partitions);
+	free(st->assigned);
+	free(st->sync_memo);
+	free(st->kind_mem);
 	free(st);
 }
 
@@ -933,8 +1454,12 @@ static struct search_state *state_new(const struct sl_sim_env *env,
 		st->layer_time_storage =
 			malloc(sizeof(double) * (size_t)env->num_layers * SL_MAX_GPU_TYPES);
 		st->partitions = malloc(sizeof(*st->partitions) * SL_PARTITION_MAX_CANDIDATES);
+		st->assigned = malloc(sizeof(*st->assigned));
+		st->sync_memo = calloc(SYNC_MEMO_SLOTS, sizeof(*st->sync_memo));
+		st->kind_mem = malloc(sizeof(*st->kind_mem) * SL_PLAN_MAX_STAGES);
 	}
-	if (!st || !st->enumeration || !st->layer_time_storage || !st->partitions) {
+	if (!st || !st->enumeration || !st->layer_time_storage || !st->partitions ||
+	    !st->assigned || !st->sync_memo || !st->kind_mem) {
 		state_free(st);
 		sl_err_set(err, SL_ENOMEM, "out of memory for the search state");
 		return NULL;
@@ -991,6 +1516,31 @@ static void bound_from(_Atomic double *bound, const struct sl_search_request *re
 						  : outcome->best[0].result.iteration_time_s);
 }
 
+const char *sl_search_phase_name(enum sl_search_phase phase)
+{
+	static const char *const names[SL_SEARCH_PHASES] = {"plain", "variants", "options", "refine",
+							    "uneven", "relaxed"};
+	return phase >= 0 && phase < SL_SEARCH_PHASES ? names[phase] : "?";
+}
+
+static void stats_add(struct sl_search_stats *into, const struct sl_search_stats *from)
+{
+	for (int ph = 0; ph < SL_SEARCH_PHASES; ph++) {
+		into->simulated[ph] += from->simulated[ph];
+		into->time_s[ph] += from->time_s[ph];
+	}
+	into->shapes += from->shapes;
+	into->skipped_shapes += from->skipped_shapes;
+	into->gpu_pruned_shapes += from->gpu_pruned_shapes;
+}
+
+static void stats_total(struct sl_search_outcome *outcome)
+{
+	outcome->plans_simulated = 0;
+	for (int ph = 0; ph < SL_SEARCH_PHASES; ph++)
+		outcome->plans_simulated += outcome->stats.simulated[ph];
+}
+
 /* How search_once is run within search_with_options (all NULL/0: a plain search). */
 struct search_pass {
 	/* plans found before, by the search without memory options: every thread's ranking starts
@@ -1003,6 +1553,11 @@ struct search_pass {
 	struct sl_search_outcome *variants;
 	/* the search with options after such a pass: skip what it covered */
 	int skip_unchanged_shapes;
+	enum sl_search_phase phase;  /* SL_PHASE_PLAIN or SL_PHASE_OPTIONS: the loop's stats */
+	/* per work item, the shapes the search without options took to its threshold limit:
+	 * written by that search (record), read by the one with options (skip_unchanged_shapes) */
+	struct shape_records *records;
+	int record;
 };
 
 /* One search of the space req describes, as pass says. */
@@ -1011,7 +1566,9 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 		       struct sl_search_outcome *outcome, struct sl_err *err)
 {
 	const struct sl_search_outcome *seed = pass->seed;
+	double start_s = now_s();
 	sl_search_outcome_init(outcome);
+	struct sl_search_stats *stats = &outcome->stats;
 	if (sl_pool_total(pool) <= 0)
 		return sl_err_set(err, SL_EINPUT, "the pool has no GPUs: give at least one GPU type "
 						  "and zone with a positive count");
@@ -1069,6 +1626,7 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 			if (rcs[t])
 				continue;
 			const struct work_item *w = &items[i];
+			st->item_stamp++; /* a new work item: other GPUs, other syncs */
 			memset(st->assign.avail, 0, sizeof(st->assign.avail));
 			st->assign.zone_order_count = w->zone_count;
 			for (int zi = 0; zi < w->zone_count; zi++) {
@@ -1083,6 +1641,8 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 				if (st->type_gpus[g] > 0)
 					st->assign.types[st->assign.type_count++] = g;
 			}
+			st->record_into = pass->records && pass->record ? &pass->records[i] : NULL;
+			st->record_from = pass->records && !pass->record ? &pass->records[i] : NULL;
 			rcs[t] = search_micro_batch(st, w->mbs, &errs[t]);
 		}
 		for (int t = 0; t < threads && !rc; t++)
@@ -1093,22 +1653,27 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 			}
 	}
 	free(items);
+	double loop_end_s = now_s();
+	stats->time_s[pass->phase] += loop_end_s - start_s;
 	struct search_state *final = rc ? NULL : state_new(env, req, outcome, err);
 	if (!rc && !final)
 		rc = SL_ENOMEM;
 	struct sl_ranking variant_rank;
 	if (!rc && pass->variants)
 		rc = sl_ranking_init(&variant_rank, pass->variant_req, pass->variants, err);
-	long long simulated = 0;
 	for (int t = 0; t < threads; t++) {
 		if (!rc && states[t])
 			rc = merge(&final->rank, &partial[t], err);
 		if (!rc && variant_states[t])
 			rc = merge(&variant_rank, &variant_partial[t], err);
-		if (states[t])
-			simulated += states[t]->simulated;
+		if (states[t]) {
+			stats->simulated[pass->phase] += states[t]->simulated;
+			stats->shapes += states[t]->shapes;
+			stats->skipped_shapes += states[t]->skipped_shapes;
+			stats->gpu_pruned_shapes += states[t]->gpu_pruned_shapes;
+		}
 		if (variant_states[t])
-			simulated += variant_states[t]->simulated;
+			stats->simulated[SL_PHASE_VARIANTS] += variant_states[t]->simulated;
 		state_free(states[t]);
 		state_free(variant_states[t]);
 		sl_search_outcome_free(&partial[t]);
@@ -1116,13 +1681,18 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	}
 	if (!rc && pass->variants)
 		sl_ranking_finish(&variant_rank);
+	double refine_start_s = now_s();
 	if (!rc)
-		rc = sl_search_refine(env, pool, &final->rank, &simulated, err);
+		rc = sl_search_refine(env, pool, &final->rank, &stats->simulated[SL_PHASE_REFINE], err);
+	double uneven_start_s = now_s();
+	stats->time_s[SL_PHASE_REFINE] += uneven_start_s - refine_start_s;
 	if (!rc && req->uneven_microbatches)
-		rc = sl_search_try_uneven(env, &final->rank, global_batch, &simulated, err);
+		rc = sl_search_try_uneven(env, &final->rank, global_batch,
+					  &stats->simulated[SL_PHASE_UNEVEN], err);
+	stats->time_s[SL_PHASE_UNEVEN] += now_s() - uneven_start_s;
 	if (!rc)
 		sl_ranking_finish(&final->rank);
-	outcome->plans_simulated = simulated;
+	stats_total(outcome);
 	state_free(final);
 	return rc;
 }
@@ -1133,7 +1703,7 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
  * the old search first is what guarantees the options never make a result worse.
  * The first search also simulates each of its plans with the options the second would give the
  * same replicas (ZeRO-1 wherever D > 1, recomputation where needed), so the second skips every
- * shape where the options change which replicas fit or how fast (options_change_nothing) and
+ * shape where the options change which replicas fit or how fast (fastest_changed_kind_s) and
  * searches only the rest, seeded with both rankings and pruning all that cannot beat them. */
 static int search_with_options(const struct sl_sim_env *env, const struct sl_pool *pool,
 			       const struct sl_search_request *req,
@@ -1147,9 +1717,18 @@ static int search_with_options(const struct sl_sim_env *env, const struct sl_poo
 	struct sl_search_outcome first, variants, seed;
 	sl_search_outcome_init(&variants);
 	sl_search_outcome_init(&seed);
+	/* one record list per work item (the same items in both searches) */
+	struct work_item *items = NULL;
+	long long global_batch = req->global_batch > 0 ? req->global_batch
+						       : env->model.default_global_batch;
+	int item_count = work_items(env, pool, global_batch, &items);
+	free(items);
+	struct shape_records *records =
+		item_count > 0 ? calloc((size_t)item_count, sizeof(*records)) : NULL;
 	int rc = search_once(env, pool, &without,
-			     &(struct search_pass){.variant_req = req, .variants = &variants}, &first,
-			     err);
+			     &(struct search_pass){.variant_req = req, .variants = &variants,
+						   .records = records, .record = 1},
+			     &first, err);
 	/* one seed of both: the plans without options and their variants, ranked as req ranks */
 	struct sl_ranking seed_rank;
 	if (!rc)
@@ -1161,10 +1740,15 @@ static int search_with_options(const struct sl_sim_env *env, const struct sl_poo
 	if (!rc) {
 		sl_ranking_finish(&seed_rank);
 		rc = search_once(env, pool, req,
-				 &(struct search_pass){.seed = &seed, .skip_unchanged_shapes = 1},
+				 &(struct search_pass){.seed = &seed, .skip_unchanged_shapes = 1,
+						       .phase = SL_PHASE_OPTIONS, .records = records},
 				 outcome, err);
 	}
-	outcome->plans_simulated += first.plans_simulated;
+	for (int i = 0; records && i < item_count; i++)
+		free(records[i].v);
+	free(records);
+	stats_add(&outcome->stats, &first.stats);
+	stats_total(outcome);
 	sl_search_outcome_free(&first);
 	sl_search_outcome_free(&variants);
 	sl_search_outcome_free(&seed);
@@ -1201,7 +1785,16 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 			else
 				outcome->has_fastest = !rc;
 		}
-		outcome->plans_simulated += other.plans_simulated;
+		for (int ph = 0; ph < SL_SEARCH_PHASES; ph++) {
+			outcome->stats.simulated[SL_PHASE_RELAXED] += other.stats.simulated[ph];
+			if (ph != SL_PHASE_RELAXED)
+				outcome->stats.time_s[SL_PHASE_RELAXED] += other.stats.time_s[ph];
+		}
+		outcome->stats.time_s[SL_PHASE_RELAXED] += other.stats.time_s[SL_PHASE_RELAXED];
+		outcome->stats.shapes += other.stats.shapes;
+		outcome->stats.skipped_shapes += other.stats.skipped_shapes;
+		outcome->stats.gpu_pruned_shapes += other.stats.gpu_pruned_shapes;
+		stats_total(outcome);
 		sl_search_outcome_free(&other);
 	}
 	outcome->search_time_s = now_s() - start_s;

@@ -60,6 +60,30 @@ struct sl_search_candidate {
 	struct sl_sim_result result;
 };
 
+/* Where a search spends its work (sl_search_outcome.stats): simulations and wall time per phase.
+ * The simulation counts are deterministic (independent of threads and machine): tests hold them
+ * under bounds (tests/unit/test_search_budget.c). */
+enum sl_search_phase {
+	SL_PHASE_PLAIN = 0,   /* the search without memory options (with options on: its first pass) */
+	SL_PHASE_VARIANTS,    /* within it, each plan's variant with the options (counts only: its
+			       * time is in SL_PHASE_PLAIN) */
+	SL_PHASE_OPTIONS,     /* the search with the options, seeded by the first */
+	SL_PHASE_REFINE,      /* local search around the best plans */
+	SL_PHASE_UNEVEN,      /* uneven micro-batch counts on the best plans */
+	SL_PHASE_RELAXED,     /* nothing met the constraints: the searches for what is possible */
+	SL_SEARCH_PHASES
+};
+
+const char *sl_search_phase_name(enum sl_search_phase phase);
+
+struct sl_search_stats {
+	long long simulated[SL_SEARCH_PHASES];
+	double time_s[SL_SEARCH_PHASES];
+	long long shapes;       /* (micro-batch, partition, D) that reached the replica choice */
+	long long skipped_shapes; /* of those, skipped by the search with options (unchanged fit) */
+	long long gpu_pruned_shapes; /* of those, pruned by the bound from the pool's GPU count */
+};
+
 struct sl_search_outcome {
 	int count;                              /* plans meeting the constraints, best first */
 	struct sl_search_candidate *best;       /* [count], at most top_k */
@@ -70,8 +94,9 @@ struct sl_search_outcome {
 	struct sl_search_candidate cheapest, fastest;
 	int pareto_count;                       /* frontier, by throughput descending */
 	struct sl_search_candidate *pareto;
-	long long plans_simulated;
+	long long plans_simulated;              /* the sum of stats.simulated */
 	double search_time_s;
+	struct sl_search_stats stats;
 };
 
 void sl_search_outcome_init(struct sl_search_outcome *outcome);

@@ -125,7 +125,14 @@ double sl_sim_plan_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost
 double sl_sim_plan_time_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm,
 				      const struct sl_plan *plan, long long global_batch)
 {
-	double sync = sl_sim_plan_sync_lower_bound_s(env, cm, plan);
+	return sl_sim_plan_time_lower_bound_sync_s(env, cm, plan, global_batch,
+						   sl_sim_plan_sync_lower_bound_s(env, cm, plan));
+}
+
+double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+					   const struct sl_plan *plan, long long global_batch,
+					   double sync)
+{
 	if (cm == SL_COST_SOSP25)
 		return sync; /* its pipeline term is cheap to simulate; the sync is what prunes */
 	/* sailor: every transfer occupies sender and receiver (schedule.c), so stage k of pipeline

@@ -276,6 +276,12 @@ double sl_sim_plan_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost
 double sl_sim_plan_time_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm,
 				      const struct sl_plan *plan, long long global_batch);
 
+/* The same, given the plan's sl_sim_plan_sync_lower_bound_s (the planner asks that first: it
+ * alone prunes most plans, without the transfers). */
+double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+					   const struct sl_plan *plan, long long global_batch,
+					   double sync_s);
+
 /* Bytes of the unsharded fp32 parameters of layers [first, last] (TP 1). */
 double sl_sim_stage_params_bytes(const struct sl_sim_env *env, int first, int last);
 
