@@ -463,6 +463,38 @@ int sl_slurm_load_pool(const char *partition, const struct sl_catalogue *cat,
 	return rc;
 }
 
+int sl_slurm_usable_cluster(const char *partition, const struct sl_catalogue *cat,
+			    struct sl_cluster *out, struct sl_err *err)
+{
+	struct sl_pool pool;
+	char line[1024];
+	int rc = sl_slurm_load_pool(partition, cat, &pool, out, line, sizeof(line), err);
+	if (rc)
+		return rc;
+	struct sl_slurm_nodes nodes; /* again, for the states: a second query is cheap */
+	rc = sl_slurm_query(partition, &nodes, err);
+	if (rc) {
+		sl_cluster_free(out);
+		return rc;
+	}
+	int kept = 0;
+	for (int h = 0; h < out->host_count; h++) {
+		int usable = 0;
+		for (int i = 0; i < nodes.count; i++)
+			if (!strcmp(nodes.nodes[i].name, out->hosts[h].name))
+				usable = nodes.nodes[i].usable;
+		if (usable)
+			out->hosts[kept++] = out->hosts[h];
+	}
+	out->host_count = kept;
+	sl_slurm_nodes_free(&nodes);
+	if (!kept) {
+		sl_cluster_free(out);
+		return sl_err_set(err, SL_EINFEASIBLE, "slurm: no usable node: %s", line);
+	}
+	return 0;
+}
+
 int sl_slurm_cancel_name(const char *name, const char *signal, struct sl_err *err)
 {
 	char opt_name[300], opt_sig[64];

@@ -75,6 +75,10 @@ int sl_slurm_load_pool(const char *partition, const struct sl_catalogue *cat,
 		       struct sl_pool *pool, struct sl_cluster *cluster, char *describe,
 		       size_t size, struct sl_err *err);
 
+/* The usable nodes only, as a cluster (the hosts a job may be placed on now). */
+int sl_slurm_usable_cluster(const char *partition, const struct sl_catalogue *cat,
+			    struct sl_cluster *out, struct sl_err *err);
+
 /* That line for nodes already queried. */
 void sl_slurm_describe(const struct sl_slurm_nodes *nodes, char *buf, size_t size);
 
