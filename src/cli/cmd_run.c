@@ -378,10 +378,15 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 		fclose(f);
 	}
 	struct watch w = {.last_step = -1, .dead_rank = -1};
-	if (o->slurm)
+	if (o->slurm) {
 		slurm_job = job_name;
+		prctl(PR_SET_CHILD_SUBREAPER, 1); /* srun's helper comes back to us, not init */
+	}
 	int status = start_and_watch(&cmd, &w, &err);
 	if (o->slurm) {
+		int killed = sl_launch_slurm_reap_children(3.0);
+		if (killed)
+			sl_log_warn("%d of srun's processes did not end within 3 s: killed", killed);
 		/* srun has ended; whatever of its job is left (a step on a node that stopped
 		 * answering) goes with it */
 		struct sl_err e = {0};

@@ -1,18 +1,100 @@
 /* srun command and placement check (launch_slurm.h). */
 #include "runtime/launch_slurm.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "cluster/slurm.h"
 
 #define NAME_BYTES 256 /* a node name as the ranks exchange it (SL_CLUSTER_NAME_MAX fits) */
 
 void sl_launch_slurm_job_name(int launcher_pid, char *buf, size_t size)
 {
 	snprintf(buf, size, "sailor-run-%d", launcher_pid);
+}
+
+int sl_launch_slurm_end(const char *job_name, double timeout_s, struct sl_err *err)
+{
+	int rc = sl_slurm_cancel_name(job_name, NULL, err);
+	if (rc)
+		return rc;
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int left = sl_slurm_jobs_named(job_name);
+		if (left == 0)
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) >
+		    timeout_s)
+			return sl_err_set(err, SL_ETIMEOUT, "slurm: job '%s' is still in squeue %.0f "
+					  "s after scancel%s", job_name, timeout_s,
+					  left < 0 ? " (squeue fails)" : "");
+		struct timespec ts = {0, 200 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Children of this process, from /proc (at most max). */
+static int children(pid_t *out, int max)
+{
+	int n = 0;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	pid_t self = getpid();
+	for (struct dirent *e; n < max && (e = readdir(d));) {
+		int pid = atoi(e->d_name);
+		if (pid <= 0)
+			continue;
+		char path[64], buf[512];
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t got = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[got] = 0;
+		const char *p = strrchr(buf, ')');
+		int ppid;
+		if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == self)
+			out[n++] = pid;
+	}
+	closedir(d);
+	return n;
+}
+
+int sl_launch_slurm_reap_children(double timeout_s)
+{
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		pid_t left[64];
+		int n = children(left, 64);
+		if (n == 0)
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) >
+		    timeout_s) {
+			for (int i = 0; i < n; i++) {
+				kill(left[i], SIGKILL);
+				waitpid(left[i], NULL, 0);
+			}
+			return n;
+		}
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
 }
 
 static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

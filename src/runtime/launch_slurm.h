@@ -40,6 +40,16 @@ struct sl_launch_slurm_opts {
  * the generation it started). */
 void sl_launch_slurm_job_name(int launcher_pid, char *buf, size_t size);
 
+/* Ends what is left of the job named job_name (scancel --name) and waits, up to timeout_s,
+ * until squeue no longer lists it. SL_ETIMEOUT when it is still listed then. */
+int sl_launch_slurm_end(const char *job_name, double timeout_s, struct sl_err *err);
+
+/* srun forks a helper that can outlive it by a moment. A launcher that made itself a child
+ * subreaper (PR_SET_CHILD_SUBREAPER) before starting srun calls this after srun ended: it reaps
+ * its children as they end, up to timeout_s, then kills (SIGKILL) and reaps those left. Returns
+ * how many it had to kill. */
+int sl_launch_slurm_reap_children(double timeout_s);
+
 int sl_launch_slurm_build(const struct sl_role_table *table, const struct sl_cluster *cluster,
 			  const struct sl_launch_slurm_opts *opts, const char *const *worker_argv,
 			  struct sl_launch_cmd *out, struct sl_err *err);
