@@ -94,6 +94,7 @@ static const char *host_name(const struct sl_cluster *cluster, int host)
 struct watch {
 	long long last_step;
 	int dead_rank, dead_signal, dead_exit;
+	char failed_node[256];   /* srun: "Node failure on NODE" (srun may still exit 0) */
 	char line[2][4096];
 	size_t used[2];
 };
@@ -120,6 +121,9 @@ static void scan_line(struct watch *w, const char *line)
 	}
 	/* srun: "srun: error: NODE: task 2: Killed", "srun: error: NODE: tasks 2-3: Exited with
 	 * exit code 1"; the first one names the rank that failed first */
+	p = strstr(line, "srun: error: Node failure on ");
+	if (p && !w->failed_node[0])
+		sscanf(p + 29, "%255s", w->failed_node);
 	p = strstr(line, "srun: error: ");
 	if (p && w->dead_rank < 0) {
 		char node[256];
@@ -394,6 +398,18 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 			sl_log_warn("%s", e.msg);
 		slurm_job = NULL;
 	}
+	if (w.failed_node[0]) {
+		/* Slurm lost a node of the job: a failure even when srun exits 0; the first rank
+		 * placed there is named (the controller takes the host from that line) */
+		for (int r = 0; r < table.world_size && have_cluster; r++)
+			if (!strcmp(cluster.hosts[table.roles[r].host].name, w.failed_node)) {
+				w.dead_rank = r;
+				w.dead_signal = 0;
+				break;
+			}
+		if (status == 0)
+			status = 1;
+	}
 	if (status < 0) {
 		sl_log_error("%s", err.msg);
 		rc = status;
@@ -402,7 +418,9 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 		if (w.dead_rank >= 0 && w.dead_rank < table.world_size) {
 			const struct sl_role *x = &table.roles[w.dead_rank];
 			char how[64] = "failed";
-			if (w.dead_signal > 0)
+			if (w.failed_node[0])
+				snprintf(how, sizeof(how), "died (Slurm: node failure)");
+			else if (w.dead_signal > 0)
 				snprintf(how, sizeof(how), "died (signal %d, %s)", w.dead_signal,
 					 strsignal(w.dead_signal));
 			sl_log_error("rank %d (stage %d, pipeline %d, tp rank %d of %d, layers %d-%d, %s "
