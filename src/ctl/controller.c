@@ -941,6 +941,12 @@ static int loop(struct ctl *c, struct sl_err *err)
 {
 	pool_event(c, "pool");
 	int rc = maybe_start(c, err);
+	if (!rc && c->o->slurm && c->waiting && !c->gen_count)
+		/* Slurm: a job that cannot start on the nodes there are is bad input, not a wait */
+		return sl_err_set(err, SL_EINFEASIBLE, "slurm: no plan is possible on the nodes Slurm "
+				  "offers now (%lld GPUs; the reason is above); add or resume nodes, or "
+				  "ask for less (--global-batch, --max-cost, --min-throughput)",
+				  sl_pool_total(&c->pool.current));
 	while (!rc) {
 		double now = sl_ctl_now_s();
 		if (c->running) {
