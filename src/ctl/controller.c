@@ -1114,6 +1114,13 @@ int sl_ctl_run(const struct sl_ctl_options *o, struct sl_err *err)
 			if (sl_ctl_now_s() - t0 > o->stop_timeout_s)
 				sl_ctl_gen_kill(&c->gen);
 		sl_ctl_gen_close(&c->gen);
+		if (o->slurm) { /* Slurm: nor its job */
+			char job[64];
+			struct sl_err e = {0};
+			sl_launch_slurm_job_name((int)c->gen.pid, job, sizeof(job));
+			if (sl_launch_slurm_end(job, 30, &e))
+				sl_log_warn("%s", e.msg);
+		}
 	}
 	if (c->http) {
 		publish(c);

@@ -19,6 +19,7 @@ export SAILOR_TESTBED_STATE=$work/state
 desc=$work/testbed.json
 ctl=""
 slurm_cleanup() {
+	set +e  # every step runs, whatever the one before it returned
 	if [ -n "$ctl" ]; then kill -9 "$ctl" 2>/dev/null; wait "$ctl" 2>/dev/null; fi
 	[ -f "$SLURM_CONF" ] && timeout 20 scancel -p "$TB" 2>/dev/null
 	timeout 60 scripts/testbed down "$desc" >/dev/null 2>&1
