@@ -27,7 +27,7 @@ ctl=$!
 wait_for 60 test -s "$work/run/gen-1/stdout.jsonl"
 wait_for 60 eval '[ "$(last_step)" -ge 40 ]'
 used=$(squeue -h -p $TB -o '%N')
-node=$(scontrol show hostnames "$used" | head -n 1)
+node=$(scontrol show hostnames "$used" | sed -n 1p)
 [ -n "$node" ] || { echo "FAIL: no job of generation 1 in squeue"; exit 1; }
 echo "generation 1 runs on $used; draining $node"
 gens_before=$(ev generation_start)
@@ -43,7 +43,7 @@ fi
 wait_for 60 grep -q '"event":"step"' "$work/run/gen-$gen_after_drain/stdout.jsonl"
 # first step of that generation as the controller recorded it (t_s is since its start)
 start_t=$(jq -r 'select(.event == "start") | .time' "$work/run/events.jsonl")
-first_t=$(grep "\"generation\":$gen_after_drain" "$work/run/steps.jsonl" | head -n 1 | jq -r '.t_s')
+first_t=$(grep -m 1 "\"generation\":$gen_after_drain," "$work/run/steps.jsonl" | jq -r '.t_s')
 echo "seconds from 'scontrol update nodename=$node state=drain' to the first step of generation $gen_after_drain: $(awk -v a="$t_drain" -v s="$start_t" -v f="$first_t" 'BEGIN { printf "%.2f", s + f - a }')"
 
 # resume it: a re-plan with it

@@ -29,6 +29,7 @@ node=$(scontrol show hostnames "$used" | tail -n 1)
 [ -n "$node" ] || { echo "FAIL: no job of generation 1 in squeue"; exit 1; }
 pids=$(ip netns pids "sailor-$TB-$node")
 echo "generation 1 runs on $used; killing node $node (pids $(echo $pids)) after step $(last_step)"
+t_kill=$(date +%s.%N)
 for p in $pids; do kill -9 "$p" 2>/dev/null || true; done
 status=0
 wait "$ctl" || status=$?
@@ -38,7 +39,7 @@ grep -v '"event":"checkpoint"' "$work/run/events.jsonl" | cut -c 1-220
 expect_nothing_queued
 left=$(pgrep -f -- "--data $work/tokens.bin" || true)
 [ -z "$left" ] || { echo "FAIL: processes left: $left"; exit 1; }
-failure=$(grep '"event":"failure"' "$work/run/events.jsonl" | head -n 1)
+failure=$(grep -m 1 '"event":"failure"' "$work/run/events.jsonl" || true)
 [ -n "$failure" ] || { echo "FAIL: the node's death is not in the event log as a failure"; exit 1; }
 echo "$failure" | grep -q "\"host\":\"$node\"" || { echo "FAIL: the failure does not name node $node: $failure"; exit 1; }
 lost=$(echo "$failure" | grep -o '"lost_steps":[0-9]*' | grep -o '[0-9]*$')
@@ -49,5 +50,10 @@ if grep -q "\"name\": \"$node\"" "$work/run/gen-$last_gen/cluster.json"; then
   echo "FAIL: the last generation still lists dead node $node"; exit 1
 fi
 [ "$(ev done)" -eq 1 ] || { echo "FAIL: no done event"; exit 1; }
+start_t=$(jq -r 'select(.event == "start") | .time' "$work/run/events.jsonl")
+seen_t=$(grep -m 1 '"event":"pool_change"' "$work/run/events.jsonl" | jq -r '.t_s')
+gen2_t=$(grep -m 1 '"generation":2,' "$work/run/steps.jsonl" | jq -r '.t_s')
+awk -v k="$t_kill" -v s="$start_t" -v a="$seen_t" -v b="$gen2_t" 'BEGIN {
+  printf "seconds from the kill: %.1f until Slurm reports the node (pool change), %.1f to the first step of generation 2\n", s + a - k, s + b - k }'
 "$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
   --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt"
