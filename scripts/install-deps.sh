@@ -9,7 +9,9 @@ set -euo pipefail
 
 packages=(build-essential pkg-config libjansson-dev libcmocka-dev libopenblas-dev
           openmpi-bin libopenmpi-dev libmicrohttpd-dev gnuplot-nox
-          jq iproute2)  # jq, iproute2: scripts/testbed (JSON descriptions; ip netns, tc)
+          jq iproute2   # jq, iproute2: scripts/testbed (JSON descriptions; ip netns, tc)
+          slurm-wlm munge)  # scripts/testbed up --slurm and the --slurm tests (a real slurmctld/slurmd;
+                            # srun --mpi=pmix dlopens libpmix.so, from libpmix-dev via libopenmpi-dev)
 for arg in "$@"; do
   case "$arg" in
     --with-torch) packages+=(python3 python3-torch python3-numpy) ;;

@@ -8,6 +8,7 @@
 
 #include "cli/options.h"
 #include "util/limits.h"
+#include "cluster/cluster_file.h"
 #include "ctl/controller.h"
 #include "sim/sim.h"
 #include "util/log.h"
@@ -19,7 +20,8 @@ enum {
 	OPT_RUN_DIR, OPT_STEPS, OPT_GLOBAL_BATCH, OPT_SEQ_LEN, OPT_SEED, OPT_CKPT_EVERY,
 	OPT_THREADS, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT, OPT_COST_MODEL,
 	OPT_MAX_STAGES, OPT_PROFILES, OPT_HTTP, OPT_JSON, OPT_STOP_TIMEOUT, OPT_HANG_TIMEOUT,
-	OPT_EXCLUDE_AFTER, OPT_MAX_FAILURES, OPT_SYNC_CKPT,
+	OPT_EXCLUDE_AFTER, OPT_MAX_FAILURES, OPT_SYNC_CKPT, OPT_SLURM, OPT_PARTITION, OPT_GPUS,
+	OPT_NETWORK,
 };
 
 static const struct sl_cli_option options[] = {
@@ -50,12 +52,17 @@ static const struct sl_cli_option options[] = {
 	[OPT_EXCLUDE_AFTER] = {"exclude-after", 0, "F", "leave a host out after F failures, until the pool changes", "2"},
 	[OPT_MAX_FAILURES] = {"max-failures", 0, "F", "give up after F generations in a row fail before their first step", "3"},
 	[OPT_SYNC_CKPT] = {"sync-checkpoints", 0, NULL, "write checkpoints synchronously (for comparison)", NULL},
+	[OPT_SLURM] = {"slurm", 0, NULL, "hosts and pool from Slurm's nodes (Features: GPU type and zone; Gres=gpu:N), polled every 0.5 s; each generation a Slurm job (srun --mpi=pmix), ended with scancel; instead of --cluster and --pool/--trace", NULL},
+	[OPT_PARTITION] = {"partition", 0, "P", "with --slurm: the nodes of this partition only", "every node"},
+	[OPT_GPUS] = {"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
+	[OPT_NETWORK] = {"network", 0, "FILE", SL_CLI_NETWORK_HELP, "none"},
 };
 
 const struct sl_cli_command sl_cmd_control = {
 	.name = "control",
-	.synopsis = "--model M --data T.bin --cluster C.json (--pool P.json | --trace T.csv) "
-		    "--ckpt-dir D --steps N [options] [-- sailor-run-options]",
+	.synopsis = "--model M --data T.bin (--cluster C.json (--pool P.json | --trace T.csv) | "
+		    "--slurm [--partition P]) --ckpt-dir D --steps N [options] "
+		    "[-- sailor-run-options]",
 	.summary = "elastic training: re-plan and resume when the pool changes or a worker dies",
 	.description =
 		"Plans on the GPUs the pool offers (and the cluster file has hosts for), runs the plan\n"
@@ -95,6 +102,23 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 		case OPT_HTTP: o->http = parser.arg; break;
 		case OPT_JSON: o->json = 1; break;
 		case OPT_SYNC_CKPT: o->sync_checkpoints = 1; break;
+		case OPT_SLURM: o->slurm = 1; break;
+		case OPT_PARTITION: o->partition = parser.arg; break;
+		case OPT_GPUS:
+			if (sl_catalogue_set_overlay(parser.arg, &err)) {
+				sl_log_error("%s", err.msg);
+				return 1;
+			}
+			break;
+		case OPT_NETWORK: {
+			struct sl_cluster none;
+			int have = 0;
+			if (sl_cli_load_environment_files(parser.arg, NULL, &none, &have, &err)) {
+				sl_log_error("%s", err.msg);
+				return 1;
+			}
+			break;
+		}
 		case OPT_TIME_SCALE:
 			if (sl_cli_parse_double(cmd, "time-scale", parser.arg, 1e-9, 1e9, &o->time_scale))
 				return 2;
@@ -166,7 +190,7 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 		static const char *const owned[] = {"--plan", "--cluster", "--model", "--data",
 						    "--steps", "--global-batch", "--ckpt-dir",
 						    "--ckpt-every", "--resume", "--json",
-						    "--events-file"};
+						    "--events-file", "--slurm", "--partition", "--gpus"};
 		for (size_t k = 0; k < sizeof(owned) / sizeof(owned[0]); k++)
 			if (!strncmp(o->extra[i], owned[k], strlen(owned[k])) &&
 			    (o->extra[i][strlen(owned[k])] == 0 || o->extra[i][strlen(owned[k])] == '='))
@@ -174,10 +198,15 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 							  "for every generation (use its own option)",
 							  o->extra[i]);
 	}
-	if (!o->model || !o->data || !o->cluster || !o->ckpt_dir || !o->steps)
-		return sl_cli_usage_error(cmd, "--model, --data, --cluster, --ckpt-dir and --steps "
-					  "are required");
-	if (!o->pool == !o->trace)
+	if (o->slurm && (o->cluster || o->pool || o->trace))
+		return sl_cli_usage_error(cmd, "--slurm takes hosts and pool from Slurm: give no "
+					  "--cluster, --pool or --trace with it");
+	if (o->partition && !o->slurm)
+		return sl_cli_usage_error(cmd, "--partition applies to --slurm only");
+	if (!o->model || !o->data || (!o->cluster && !o->slurm) || !o->ckpt_dir || !o->steps)
+		return sl_cli_usage_error(cmd, "--model, --data, --cluster (or --slurm), --ckpt-dir "
+					  "and --steps are required");
+	if (!o->slurm && !o->pool == !o->trace)
 		return sl_cli_usage_error(cmd, "give exactly one of --pool FILE or --trace CSV");
 	if (o->time_scale != 1.0 && !o->trace)
 		return sl_cli_usage_error(cmd, "--time-scale applies to --trace only");

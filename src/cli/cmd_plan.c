@@ -8,6 +8,7 @@
 #include "cluster/cluster_file.h"
 #include "cluster/catalogue.h"
 #include "cluster/pool.h"
+#include "cluster/slurm.h"
 #include "search/search.h"
 #include "sim/sim.h"
 #include "util/json.h"
@@ -19,7 +20,7 @@ enum {
 	OPT_MODEL, OPT_POOL, OPT_TRACE, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT,
 	OPT_GLOBAL_BATCH, OPT_TOP, OPT_PARETO, OPT_COST_MODEL, OPT_MAX_STAGES, OPT_UNEVEN, OPT_JSON,
 	OPT_OUTPUT, OPT_PROFILES, OPT_GPUS, OPT_NETWORK, OPT_CLUSTER,
-	OPT_MEMORY_OPTIONS,
+	OPT_MEMORY_OPTIONS, OPT_SLURM, OPT_PARTITION,
 };
 
 static const struct sl_cli_option plan_options[] = {
@@ -42,11 +43,13 @@ static const struct sl_cli_option plan_options[] = {
 	[OPT_NETWORK] = {"network", 0, "FILE", SL_CLI_NETWORK_HELP, "none"},
 	[OPT_CLUSTER] = {"cluster", 0, "FILE", SL_CLI_CLUSTER_HELP, "none"},
 	[OPT_MEMORY_OPTIONS] = {"memory-options", 0, "on|off", "also search, per stage, activation recomputation and ZeRO-1 (sailor cost model; off: plans without them, the search as before)", "on"},
+	[OPT_SLURM] = {"slurm", 0, NULL, "the pool is what Slurm offers: the GPUs (Gres=gpu:N) of nodes neither drained nor down, by the GPU type and zone their Features name (SLURM_CONF is honoured)", NULL},
+	[OPT_PARTITION] = {"partition", 0, "P", "with --slurm: only the nodes of this partition", "every node"},
 };
 
 const struct sl_cli_command sl_cmd_plan = {
 	.name = "plan",
-	.synopsis = "--model M (--pool FILE | --trace CSV) [options]",
+	.synopsis = "--model M (--pool FILE | --trace CSV | --slurm [--partition P]) [options]",
 	.summary = "find the best plan for a GPU pool (or each step of a trace)",
 	.description =
 		"Searches which GPUs to use and how to split the job (pipeline depth, layer split,\n"
@@ -67,6 +70,8 @@ struct plan_args {
 	const char *model, *pool, *trace, *output, *profiles, *network, *cluster;
 	struct sl_search_request req;
 	int json;
+	int slurm;               /* the pool from Slurm */
+	const char *partition;
 };
 
 static void print_replica_groups(const struct sl_sim_env *env, const struct sl_plan *plan, int k)
@@ -326,6 +331,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			}
 			break;
 		case OPT_JSON: a->json = 1; break;
+		case OPT_SLURM: a->slurm = 1; break;
+		case OPT_PARTITION: a->partition = parser.arg; break;
 		case OPT_PARETO: a->req.pareto = 1; break;
 		case OPT_UNEVEN: a->req.uneven_microbatches = 1; break;
 		case OPT_MEMORY_OPTIONS:
@@ -384,8 +391,11 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 					  argv[parser.next_index]);
 	if (!a->model)
 		return sl_cli_usage_error(&sl_cmd_plan, "--model is required");
-	if (!a->pool == !a->trace)
-		return sl_cli_usage_error(&sl_cmd_plan, "give exactly one of --pool FILE or --trace CSV");
+	if ((a->pool != NULL) + (a->trace != NULL) + a->slurm != 1)
+		return sl_cli_usage_error(&sl_cmd_plan, "give exactly one of --pool FILE, --trace CSV "
+					  "or --slurm");
+	if (a->partition && !a->slurm)
+		return sl_cli_usage_error(&sl_cmd_plan, "--partition applies to --slurm only");
 	return 0;
 }
 
@@ -409,11 +419,16 @@ static int run_plan(int argc, char **argv)
 	if (have_cluster)
 		sl_sim_env_set_cluster(env, &cluster);
 	struct sl_pool_trace trace = {0};
-	if (a.pool) {
+	if (a.pool || a.slurm) {
 		trace.steps = calloc(1, sizeof(*trace.steps));
 		trace.step_count = 1;
-		rc = trace.steps ? sl_pool_load(a.pool, &env->catalogue, &trace.steps[0], &err)
-				 : sl_err_set(&err, SL_ENOMEM, "out of memory");
+		char nodes[1024] = "";
+		rc = !trace.steps ? sl_err_set(&err, SL_ENOMEM, "out of memory")
+		     : a.pool ? sl_pool_load(a.pool, &env->catalogue, &trace.steps[0], &err)
+		     : sl_slurm_load_pool(a.partition, &env->catalogue, &trace.steps[0], NULL, nodes,
+					  sizeof(nodes), &err);
+		if (!rc && a.slurm)
+			fprintf(stderr, "sailor plan: slurm %s\n", nodes);
 	} else {
 		rc = sl_trace_load_csv(a.trace, &env->catalogue, &trace, &err);
 	}

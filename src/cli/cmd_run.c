@@ -24,11 +24,14 @@
 #include "cli/train_options.h"
 #include "cluster/catalogue.h"
 #include "cluster/cluster_file.h"
+#include "cluster/slurm.h"
 #include "runtime/comm.h"
 #include "runtime/launch.h"
+#include "runtime/launch_slurm.h"
 #include "runtime/placement.h"
 #include "runtime/roles.h"
 #include "runtime/runner.h"
+#include "train/progress.h"
 #include "util/limits.h"
 #include "util/log.h"
 
@@ -36,7 +39,7 @@ static int run_run(int argc, char **argv);
 
 enum {
 	OPT_PLAN = SL_TOPT_COUNT, OPT_CLUSTER, OPT_THREADS_PER_RANK, OPT_DRY_RUN, OPT_GPUS,
-	OPT_EVENTS_FILE
+	OPT_EVENTS_FILE, OPT_SLURM, OPT_PARTITION
 };
 
 static const struct sl_cli_option options[] = {
@@ -53,6 +56,12 @@ static const struct sl_cli_option options[] = {
 	[OPT_GPUS] = {"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
 	[OPT_EVENTS_FILE] = {"events-file", 0, "FILE", "rank 0 also appends each step line it "
 			     "prints, as JSON, to FILE (on its host; flushed per line)", "none"},
+	[OPT_SLURM] = {"slurm", 0, NULL, "start the ranks with srun --mpi=pmix as one Slurm job on "
+		       "the nodes the placement chose (hosts: Slurm's usable nodes, or --cluster); "
+		       "under srun, every rank checks it runs on a node of its replica's GPU type "
+		       "and zone", NULL},
+	[OPT_PARTITION] = {"partition", 0, "P", "with --slurm: the Slurm partition", "Slurm's "
+			   "default"},
 };
 
 const struct sl_cli_command sl_cmd_run = {
@@ -85,6 +94,7 @@ static const char *host_name(const struct sl_cluster *cluster, int host)
 struct watch {
 	long long last_step;
 	int dead_rank, dead_signal, dead_exit;
+	char failed_node[256];   /* srun: "Node failure on NODE" (srun may still exit 0) */
 	char line[2][4096];
 	size_t used[2];
 };
@@ -107,6 +117,21 @@ static void scan_line(struct watch *w, const char *line)
 			w->dead_rank = rank;
 			if (on && sscanf(on, "exited on signal %d", &sig) == 1)
 				w->dead_signal = sig;
+		}
+	}
+	/* srun: "srun: error: NODE: task 2: Killed", "srun: error: NODE: tasks 2-3: Exited with
+	 * exit code 1"; the first one names the rank that failed first */
+	p = strstr(line, "srun: error: Node failure on ");
+	if (p && !w->failed_node[0])
+		sscanf(p + 29, "%255s", w->failed_node);
+	p = strstr(line, "srun: error: ");
+	if (p && w->dead_rank < 0) {
+		char node[256];
+		if (sscanf(p + 13, "%255[^:]: task %d", node, &rank) == 2 ||
+		    sscanf(p + 13, "%255[^:]: tasks %d", node, &rank) == 2) {
+			w->dead_rank = rank;
+			if (strstr(p, ": Killed"))
+				w->dead_signal = SIGKILL;
 		}
 	}
 	/* "Primary job terminated normally, but 1 process returned a non-zero exit code" comes with
@@ -136,6 +161,9 @@ static void pass_through(struct watch *w, int which, const char *buf, size_t n, 
 }
 
 static volatile sig_atomic_t launcher_signal;
+/* Under Slurm: the job's name; a SIGTERM/SIGINT goes to its tasks with scancel --signal (srun,
+ * given SIGTERM, cancels the step before any rank could checkpoint: launch_slurm.h) */
+static const char *slurm_job;
 static void on_launcher_signal(int sig) { launcher_signal = sig; }
 
 /* The liveness probe of `sailor control` (ctl/generation.h): SIGUSR1 to the launcher goes on to
@@ -214,9 +242,17 @@ static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, str
 	sigaction(SIGTERM, &sa, &old_term);
 	struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
 	int open_count = 2, forwarded = 0;
+	double forwarded_s = 0;
 	char buf[8192];
 	while (open_count > 0) {
-		if (launcher_signal && !forwarded) {
+		if (launcher_signal && slurm_job && (!forwarded || sl_now_s() - forwarded_s > 5)) {
+			/* again every 5 s: tasks not started yet when it was sent did not get it */
+			struct sl_err e = {0};
+			if (sl_slurm_cancel_name(slurm_job, "TERM", &e))
+				sl_log_warn("%s", e.msg);
+			forwarded = 1;
+			forwarded_s = sl_now_s();
+		} else if (launcher_signal && !forwarded) {
 			kill(pid, SIGTERM); /* mpirun forwards it to every rank */
 			forwarded = 1;
 		}
@@ -238,7 +274,7 @@ static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, str
 	}
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		if (launcher_signal && !forwarded) {
+		if (launcher_signal && !forwarded && !slurm_job) {
 			kill(pid, SIGTERM);
 			forwarded = 1;
 		}
@@ -267,13 +303,17 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 		sl_cli_error(&sl_cmd_run, "%s", err.msg);
 		return 1;
 	}
+	int have_cluster = o->cluster || o->slurm;
+	char job_name[64] = "";
 	if (o->cluster)
 		rc = sl_cluster_load(o->cluster, &cat, &cluster, &err);
+	else if (o->slurm)
+		rc = sl_slurm_usable_cluster(o->partition, &cat, &cluster, &err);
 	else
 		sl_log_note("no --cluster: all %d ranks run on this host", table.world_size);
 	if (!rc)
-		rc = sl_place_roles(&table, o->cluster ? &cluster : NULL, &cat, &err);
-	if (!rc)
+		rc = sl_place_roles(&table, have_cluster ? &cluster : NULL, &cat, &err);
+	if (!rc && !o->slurm)
 		rc = sl_launch_find_mpirun(mpirun, sizeof(mpirun), &err);
 	/* each rank runs this same command line, from this binary */
 	char self[PATH_MAX];
@@ -290,11 +330,18 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 		for (int i = 0; i < argc; i++)
 			worker[i + 1] = argv[i];
 		/* the hostfile and rankfile of a cluster run live in a folder of their own */
-		if (o->cluster && !(made_rundir = mkdtemp(rundir) != NULL))
+		if (have_cluster && !(made_rundir = mkdtemp(rundir) != NULL))
 			rc = sl_err_set(&err, SL_EIO, "cannot create '%s': %s", rundir,
 					strerror(errno));
 	}
-	if (!rc) {
+	if (!rc && o->slurm) {
+		sl_launch_slurm_job_name((int)getpid(), job_name, sizeof(job_name));
+		struct sl_launch_slurm_opts so = {.dir = rundir, .job_name = job_name,
+						  .partition = o->partition,
+						  .threads_per_rank = o->threads_per_rank};
+		rc = sl_launch_slurm_build(&table, &cluster, &so, (const char *const *)worker, &cmd,
+					   &err);
+	} else if (!rc) {
 		struct sl_launch_opts lo = {.mpirun = mpirun,
 					    .dir = o->cluster ? rundir : NULL,
 					    .threads_per_rank = o->threads_per_rank > 0
@@ -313,8 +360,10 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 			printf("  rank %-4d stage %d pipeline %d tp %d/%d layers %d-%d %s %s %s\n", r,
 			       x->stage, x->pipeline, x->tp_rank, x->tp, x->first_layer,
 			       x->last_layer, cat.gpus[x->gpu].name, cat.zones[x->zone].name,
-			       host_name(o->cluster ? &cluster : NULL, x->host));
+			       host_name(have_cluster ? &cluster : NULL, x->host));
 		}
+		if (o->slurm)
+			printf("environment: %s\n", cmd.env[0]);
 		printf("command:");
 		for (int i = 0; i < cmd.argc; i++)
 			printf(" %s", cmd.argv[i]);
@@ -333,7 +382,34 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 		fclose(f);
 	}
 	struct watch w = {.last_step = -1, .dead_rank = -1};
+	if (o->slurm) {
+		slurm_job = job_name;
+		prctl(PR_SET_CHILD_SUBREAPER, 1); /* srun's helper comes back to us, not init */
+	}
 	int status = start_and_watch(&cmd, &w, &err);
+	if (o->slurm) {
+		int killed = sl_launch_slurm_reap_children(3.0);
+		if (killed)
+			sl_log_warn("%d of srun's processes did not end within 3 s: killed", killed);
+		/* srun has ended; whatever of its job is left (a step on a node that stopped
+		 * answering) goes with it */
+		struct sl_err e = {0};
+		if (sl_slurm_cancel_name(job_name, NULL, &e))
+			sl_log_warn("%s", e.msg);
+		slurm_job = NULL;
+	}
+	if (w.failed_node[0]) {
+		/* Slurm lost a node of the job: a failure even when srun exits 0; the first rank
+		 * placed there is named (the controller takes the host from that line) */
+		for (int r = 0; r < table.world_size && have_cluster; r++)
+			if (!strcmp(cluster.hosts[table.roles[r].host].name, w.failed_node)) {
+				w.dead_rank = r;
+				w.dead_signal = 0;
+				break;
+			}
+		if (status == 0)
+			status = 1;
+	}
 	if (status < 0) {
 		sl_cli_error(&sl_cmd_run, "%s", err.msg);
 		rc = status;
@@ -342,7 +418,9 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 		if (w.dead_rank >= 0 && w.dead_rank < table.world_size) {
 			const struct sl_role *x = &table.roles[w.dead_rank];
 			char how[64] = "failed";
-			if (w.dead_signal > 0)
+			if (w.failed_node[0])
+				snprintf(how, sizeof(how), "died (Slurm: node failure)");
+			else if (w.dead_signal > 0)
 				snprintf(how, sizeof(how), "died (signal %d, %s)", w.dead_signal,
 					 strsignal(w.dead_signal));
 			sl_cli_error(&sl_cmd_run, "rank %d (stage %d, pipeline %d, tp rank %d of %d, layers %d-%d, %s "
@@ -350,7 +428,7 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 				     w.dead_rank, x->stage, x->pipeline, x->tp_rank, x->tp,
 				     x->first_layer, x->last_layer, cat.gpus[x->gpu].name,
 				     cat.zones[x->zone].name,
-				     host_name(o->cluster ? &cluster : NULL, x->host), how,
+				     host_name(have_cluster ? &cluster : NULL, x->host), how,
 				     w.last_step + 1 > 0 ? w.last_step + 1 : 1,
 				     o->train.ckpt_dir ? "; resume from the newest checkpoint with "
 							 "--resume --ckpt-dir "
@@ -371,7 +449,7 @@ out:
 		rmdir(rundir);
 	free(worker);
 	sl_launch_cmd_free(&cmd);
-	if (o->cluster)
+	if (have_cluster)
 		sl_cluster_free(&cluster);
 	sl_role_table_free(&table);
 	return sl_err_exit_status(rc);
@@ -389,6 +467,33 @@ static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 	if (rc) {
 		sl_cli_error(&sl_cmd_run, "%s", err.msg);
 		return 1;
+	}
+	/* under Slurm: the allocation must be the plan's (launch_slurm.h) before the first step;
+	 * every rank reaches the same verdict, rank 0 says it */
+	if (o->slurm || (o->cluster && getenv("SLURM_STEP_ID"))) {
+		struct sl_role_table table;
+		struct sl_catalogue cat;
+		struct sl_cluster cluster;
+		memset(&table, 0, sizeof(table));
+		memset(&cluster, 0, sizeof(cluster));
+		struct sl_slurm_nodes nodes = {0};
+		rc = sl_dist_validate(o, &table, &cat, &err);
+		if (!rc && o->cluster)
+			rc = sl_cluster_load(o->cluster, &cat, &cluster, &err);
+		else if (!rc && !(rc = sl_slurm_query(o->partition, &nodes, &err)))
+			rc = sl_slurm_to_cluster(&nodes, &cat, &cluster, &err);
+		if (!rc)
+			rc = sl_placement_check(&table, &cluster, &cat, &comm, &err);
+		sl_slurm_nodes_free(&nodes);
+		sl_cluster_free(&cluster);
+		sl_role_table_free(&table);
+		if (rc) {
+			if (comm.rank == 0)
+				sl_log_error("%s", err.msg);
+			fflush(stderr);
+			sl_comm_finalize(&comm);
+			return 1;
+		}
 	}
 	rc = sl_dist_worker_run(o, &comm, stdout, &err);
 	if (rc) {
@@ -437,6 +542,10 @@ static int run_run(int argc, char **argv)
 			dry_run = 1;
 		else if (idx == OPT_EVENTS_FILE)
 			o.events_file = parser.arg;
+		else if (idx == OPT_SLURM)
+			o.slurm = 1;
+		else if (idx == OPT_PARTITION)
+			o.partition = parser.arg;
 		else if (idx == OPT_GPUS) {
 			struct sl_err err = {0};
 			if (sl_catalogue_set_overlay(parser.arg, &err)) {
@@ -454,6 +563,8 @@ static int run_run(int argc, char **argv)
 	if (!o.plan)
 		return sl_cli_usage_error(&sl_cmd_run, "--plan is required (a plan file, e.g. from "
 					  "'sailor plan -o plan.json')");
+	if (o.partition && !o.slurm)
+		return sl_cli_usage_error(&sl_cmd_run, "--partition applies to --slurm only");
 	int rc = sl_cli_train_options_check(&sl_cmd_run, &o.train, 0);
 	if (rc)
 		return rc;

@@ -16,8 +16,8 @@
  * fast unwinder stops at OpenMPI's first frame without a frame pointer, and the plugins are
  * unloaded, nameless, by exit); the full unwinder would reach the libraries but made ranks 3
  * times slower, enough to break the timing of the controller's tests. So ranks (OpenMPI sets
- * OMPI_COMM_WORLD_SIZE before it starts them) run without leak detection; every other command,
- * `sailor train` on the same layers included, keeps it. */
+ * OMPI_COMM_WORLD_SIZE before it starts them; srun --mpi=pmix, PMIX_RANK) run without leak
+ * detection; every other command, `sailor train` on the same layers included, keeps it. */
 
 /* Whether the environment holds OMPI_COMM_WORLD_SIZE. Called while the sanitizer starts, before
  * libc's getenv can see the environment and before the shadow memory exists: raw system calls
@@ -25,7 +25,8 @@
 __attribute__((no_sanitize("address", "undefined"))) static int in_mpi_rank(void)
 {
 	static char env[1 << 16];
-	static const char key[] = "OMPI_COMM_WORLD_SIZE=";
+	/* mpirun's ranks; srun --mpi=pmix's tasks (Slurm's PMIx plugin sets PMIX_RANK) */
+	static const char *const keys[] = {"OMPI_COMM_WORLD_SIZE=", "PMIX_RANK="};
 	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/environ", O_RDONLY);
 	if (fd < 0)
 		return 0;
@@ -34,11 +35,14 @@ __attribute__((no_sanitize("address", "undefined"))) static int in_mpi_rank(void
 	for (long i = 0; i < n; i++) {
 		if (i > 0 && env[i - 1] != '\0')
 			continue;
-		long k = 0;
-		while (key[k] && i + k < n && env[i + k] == key[k])
-			k++;
-		if (!key[k])
-			return 1;
+		for (int j = 0; j < 2; j++) {
+			const char *key = keys[j];
+			long k = 0;
+			while (key[k] && i + k < n && env[i + k] == key[k])
+				k++;
+			if (!key[k])
+				return 1;
+		}
 	}
 	return 0;
 }

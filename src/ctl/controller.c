@@ -22,6 +22,7 @@
 #include "ctl/status_http.h"
 #include "ctl/steps_file.h"
 #include "cluster/cluster_file.h"
+#include "runtime/launch_slurm.h"
 #include "runtime/placement.h"
 #include "runtime/roles.h"
 #include "runtime/runner.h"
@@ -120,7 +121,8 @@ static int filtered_cluster(const struct ctl *c, struct sl_cluster *out)
 		return SL_ENOMEM;
 	out->host_count = 0;
 	for (int h = 0; h < c->cluster.host_count; h++)
-		if (!c->hosts.excluded[h])
+		if (!c->hosts.excluded[h] &&
+		    sl_ctl_pool_watch_host_usable(&c->pool, h)) /* Slurm: not drained or down */
 			out->hosts[out->host_count++] = c->cluster.hosts[h];
 	return 0;
 }
@@ -289,7 +291,8 @@ static int write_cluster_file(const struct ctl *c, const char *path, struct sl_e
 		const char *name = json_string_value(json_object_get(h, "name"));
 		int skip = 0;
 		for (int k = 0; k < c->cluster.host_count; k++)
-			if (c->hosts.excluded[k] && name && !strcmp(c->cluster.hosts[k].name, name))
+			if ((c->hosts.excluded[k] || !sl_ctl_pool_watch_host_usable(&c->pool, k)) &&
+			    name && !strcmp(c->cluster.hosts[k].name, name))
 				skip = 1;
 		if (!skip)
 			json_array_append(kept, h);
@@ -356,7 +359,7 @@ static int start_generation(struct ctl *c, struct sl_err *err)
 			       every, "--threads-per-rank", threads, "--json", "--events-file",
 			       c->gen_steps_path};
 	int nfixed = (int)(sizeof(fixed) / sizeof(fixed[0]));
-	char **argv = calloc((size_t)(nfixed + 8 + c->o->extra_count), sizeof(char *));
+	char **argv = calloc((size_t)(nfixed + 16 + c->o->extra_count), sizeof(char *));
 	if (!argv)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	int n = 0;
@@ -372,6 +375,17 @@ static int start_generation(struct ctl *c, struct sl_err *err)
 	}
 	if (resume >= 0)
 		argv[n++] = "--resume";
+	/* Slurm: the generation is a Slurm job on the cluster file's (usable) nodes */
+	if (c->o->slurm)
+		argv[n++] = "--slurm";
+	if (c->o->slurm && c->o->partition) {
+		argv[n++] = "--partition";
+		argv[n++] = (char *)c->o->partition;
+	}
+	if (sl_catalogue_overlay()) { /* --gpus: the ranks plan-check with the same types */
+		argv[n++] = "--gpus";
+		argv[n++] = (char *)sl_catalogue_overlay();
+	}
 	for (int i = 0; i < c->o->extra_count; i++)
 		argv[n++] = c->o->extra[i];
 	argv[n] = NULL;
@@ -659,6 +673,14 @@ static int generation_ended(struct ctl *c)
 	int orphans = sl_ctl_reap_orphans();
 	if (orphans)
 		sl_log_warn("generation %d left %d processes behind: killed", c->gen.index, orphans);
+	if (c->o->slurm) {
+		/* Slurm: nothing of the generation's job stays queued or running */
+		char job[64];
+		struct sl_err e = {0};
+		sl_launch_slurm_job_name((int)c->gen.pid, job, sizeof(job));
+		if (sl_launch_slurm_end(job, 30, &e))
+			sl_log_warn("generation %d: %s", c->gen.index, e.msg);
+	}
 	/* nothing writes the generation's file any more: take the steps the pipe lost, before
 	 * anything is judged on the newest step */
 	recover_steps(c);
@@ -843,13 +865,21 @@ static int setup(struct ctl *c, struct sl_err *err)
 	int rc = sl_sim_env_load_overlaid(o->model, NULL, o->profiles, &c->env, err);
 	if (rc)
 		return rc;
-	if ((rc = sl_cluster_load(o->cluster, &c->env->catalogue, &c->cluster, err)))
+	if (o->slurm) {
+		/* Slurm: the hosts are the partition's nodes, and it is the pool source too */
+		if ((rc = sl_ctl_pool_watch_init_slurm(&c->pool, o->partition, &c->env->catalogue,
+						       &c->cluster, &c->cluster_json, c->start_s,
+						       err)))
+			return rc;
+	} else if ((rc = sl_cluster_load(o->cluster, &c->env->catalogue, &c->cluster, err))) {
 		return rc;
+	}
 	if (c->cluster.host_count > SL_CTL_MAX_HOSTS)
-		return sl_err_set(err, SL_EINPUT, "cluster file '%s': at most %d hosts", o->cluster,
-				  SL_CTL_MAX_HOSTS);
+		return sl_err_set(err, SL_EINPUT, "cluster file '%s': at most %d hosts",
+				  o->slurm ? c->cluster.path : o->cluster, SL_CTL_MAX_HOSTS);
 	sl_ctl_hosts_init(&c->hosts, c->cluster.host_count);
-	c->cluster_json = sl_json_load_file(o->cluster, "cluster file", err);
+	if (!o->slurm)
+		c->cluster_json = sl_json_load_file(o->cluster, "cluster file", err);
 	if (!c->cluster_json)
 		return SL_EINPUT;
 	if (mkdir(o->run_dir, 0777) && errno != EEXIST)
@@ -865,8 +895,8 @@ static int setup(struct ctl *c, struct sl_err *err)
 		return sl_err_set(err, SL_EIO, "cannot write '%s': %s", path, strerror(errno));
 	if ((rc = parse_drop_steps(c, err)))
 		return rc;
-	if ((rc = sl_ctl_pool_watch_init(&c->pool, o->pool, o->trace, o->time_scale,
-					 &c->env->catalogue, c->start_s, err)))
+	if (!o->slurm && (rc = sl_ctl_pool_watch_init(&c->pool, o->pool, o->trace, o->time_scale,
+						      &c->env->catalogue, c->start_s, err)))
 		return rc;
 	/* the generations' data and model must be usable before anything starts */
 	json_t *f = json_object();
@@ -876,7 +906,8 @@ static int setup(struct ctl *c, struct sl_err *err)
 	json_object_set_new(f, "ckpt_dir", json_string(o->ckpt_dir));
 	json_object_set_new(f, "ckpt_every", json_integer(o->ckpt_every));
 	json_object_set_new(f, "run_dir", json_string(o->run_dir));
-	json_object_set_new(f, "pool_source", json_string(o->pool ? o->pool : o->trace));
+	json_object_set_new(f, "pool_source", json_string(o->slurm ? "slurm" : o->pool ? o->pool :
+							   o->trace));
 	json_object_set_new(f, "time_scale", json_real(o->time_scale));
 	json_object_set_new(f, "sync_checkpoints", json_boolean(o->sync_checkpoints));
 	sl_ctl_event(&c->ev, "start", f);
@@ -922,6 +953,12 @@ static int loop(struct ctl *c, struct sl_err *err)
 {
 	pool_event(c, "pool");
 	int rc = maybe_start(c, err);
+	if (!rc && c->o->slurm && c->waiting && !c->gen_count)
+		/* Slurm: a job that cannot start on the nodes there are is bad input, not a wait */
+		return sl_err_set(err, SL_EINFEASIBLE, "slurm: no plan is possible on the nodes Slurm "
+				  "offers now (%lld GPUs; the reason is above); add or resume nodes, or "
+				  "ask for less (--global-batch, --max-cost, --min-throughput)",
+				  sl_pool_total(&c->pool.current));
 	while (!rc) {
 		double now = sl_ctl_now_s();
 		if (c->running) {
@@ -1026,7 +1063,8 @@ static int loop(struct ctl *c, struct sl_err *err)
 			char why[SL_ERR_MSG_MAX + 128] = "";
 			double t0 = sl_ctl_now_s();
 			plan_now(c, &p, why, sizeof(why));
-			int same = c->running && p.valid && c->cur.valid && !strcmp(p.key, c->cur.key);
+			int same = c->running && p.valid && c->cur.valid && !strcmp(p.key, c->cur.key) &&
+				   !sl_ctl_pool_watch_hosts_lost(&c->pool, c->rank_host, c->world);
 			log_plan(c, &p, why, same);
 			switch (sl_ctl_decide_pool_change(c->running, c->stop, p.valid, same)) {
 			case SL_CTL_STOP_FOR_PLAN:
@@ -1088,6 +1126,13 @@ int sl_ctl_run(const struct sl_ctl_options *o, struct sl_err *err)
 			if (sl_ctl_now_s() - t0 > o->stop_timeout_s)
 				sl_ctl_gen_kill(&c->gen);
 		sl_ctl_gen_close(&c->gen);
+		if (o->slurm) { /* Slurm: nor its job */
+			char job[64];
+			struct sl_err e = {0};
+			sl_launch_slurm_job_name((int)c->gen.pid, job, sizeof(job));
+			if (sl_launch_slurm_end(job, 30, &e))
+				sl_log_warn("%s", e.msg);
+		}
 	}
 	if (c->http) {
 		publish(c);

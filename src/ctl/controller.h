@@ -45,6 +45,10 @@ struct sl_ctl_options {
 	int sync_checkpoints;        /* SAILOR_SYNC_CHECKPOINTS=1 for the generations */
 	char **extra;                /* more `sailor run` options (after --) */
 	int extra_count;
+	/* Slurm (--slurm): hosts and pool from Slurm's nodes (pool_watch.h), each generation a
+	 * Slurm job (`sailor run --slurm`, runtime/launch_slurm.h) ended with scancel */
+	int slurm;
+	const char *partition;       /* NULL: every node */
 };
 
 /* Runs the whole job. 0: step N reached; SL_EINFEASIBLE: gave up after repeated failures;

@@ -47,6 +47,8 @@ int sl_ctl_pool_watch_init(struct sl_ctl_pool_watch *w, const char *pool_path,
 
 int sl_ctl_pool_watch_poll(struct sl_ctl_pool_watch *w, double now_s, struct sl_err *err)
 {
+	if (w->slurm)
+		return sl_ctl_pool_watch_poll_slurm(w, now_s, err);
 	if (w->pool_path) {
 		struct stat st;
 		if (stat(w->pool_path, &st))
@@ -91,7 +93,9 @@ int sl_ctl_pool_watch_poll(struct sl_ctl_pool_watch *w, double now_s, struct sl_
 
 void sl_ctl_pool_watch_describe(const struct sl_ctl_pool_watch *w, char *buf, size_t size)
 {
-	if (w->pool_path)
+	if (w->slurm)
+		sl_ctl_pool_watch_describe_slurm(w, buf, size);
+	else if (w->pool_path)
 		snprintf(buf, size, "pool file '%s'", w->pool_path);
 	else
 		snprintf(buf, size, "trace step %d of %d", w->trace_step + 1, w->trace.step_count);
@@ -100,4 +104,5 @@ void sl_ctl_pool_watch_describe(const struct sl_ctl_pool_watch *w, char *buf, si
 void sl_ctl_pool_watch_free(struct sl_ctl_pool_watch *w)
 {
 	sl_pool_trace_free(&w->trace);
+	sl_ctl_pool_watch_free_slurm(w);
 }

@@ -6,6 +6,12 @@
  *              A file that does not parse keeps the previous pool and is reported once.
  *   trace      SOSP'25 CSV (cluster/pool.h): step i starts time_scale x (the durations of steps
  *              0..i-1) seconds after the start; the last step lasts for ever.
+ *   Slurm      the nodes of a partition (cluster/slurm.h), polled with `scontrol show node`
+ *              every SL_CTL_SLURM_POLL_S (pool_watch_slurm.c says why polling); the pool is the
+ *              GPUs of the usable nodes. The hosts are the nodes the partition had at the start
+ *              (a node added to Slurm later is not seen); a node drained, down or not
+ *              responding is not usable, and the controller neither places ranks on it nor
+ *              keeps a generation running there.
  *
  * Invariant: `current` is always a valid pool (the last one read). Ownership: the struct owns the
  * trace (sl_ctl_pool_watch_free).
@@ -15,6 +21,8 @@
 
 #include <sys/types.h>
 #include <time.h>
+
+#include <jansson.h>
 
 #include "cluster/pool.h"
 
@@ -30,7 +38,10 @@ struct sl_ctl_pool_watch {
 	double time_scale;
 	double start_s;                 /* monotonic time of step 0 */
 	struct sl_pool current;
+	struct sl_ctl_slurm_source *slurm; /* the Slurm source (pool_watch_slurm.c), or NULL */
 };
+
+#define SL_CTL_SLURM_POLL_S 0.5
 
 /* Reads the first pool. */
 int sl_ctl_pool_watch_init(struct sl_ctl_pool_watch *w, const char *pool_path,
@@ -45,5 +56,29 @@ int sl_ctl_pool_watch_poll(struct sl_ctl_pool_watch *w, double now_s, struct sl_
 void sl_ctl_pool_watch_describe(const struct sl_ctl_pool_watch *w, char *buf, size_t size);
 
 void sl_ctl_pool_watch_free(struct sl_ctl_pool_watch *w);
+
+/* ---- Slurm (pool_watch_slurm.c) ---- */
+
+struct sl_cluster;
+
+/* Slurm as the source (sailor control --slurm): reads the nodes of partition (NULL: every node)
+ * and fills cluster (every node, in Slurm's order, as sl_slurm_to_cluster) and cluster_json
+ * (the same hosts as a sailor.cluster/1 document, for the generations' cluster files). The
+ * caller owns both; the watch keeps a pointer to cluster. */
+int sl_ctl_pool_watch_init_slurm(struct sl_ctl_pool_watch *w, const char *partition,
+				 const struct sl_catalogue *cat, struct sl_cluster *cluster,
+				 json_t **cluster_json, double now_s, struct sl_err *err);
+
+/* Whether host h (an index of that cluster) is usable now; always 1 for the other sources. */
+int sl_ctl_pool_watch_host_usable(const struct sl_ctl_pool_watch *w, int h);
+
+/* Whether one of the n hosts in rank_host (cluster indices) is no longer usable: a running
+ * generation there must stop even if the plan stays the same. 0 for the other sources. */
+int sl_ctl_pool_watch_hosts_lost(const struct sl_ctl_pool_watch *w, const int *rank_host, int n);
+
+/* Internal to pool_watch.c: the Slurm source's poll, description and free. */
+int sl_ctl_pool_watch_poll_slurm(struct sl_ctl_pool_watch *w, double now_s, struct sl_err *err);
+void sl_ctl_pool_watch_describe_slurm(const struct sl_ctl_pool_watch *w, char *buf, size_t size);
+void sl_ctl_pool_watch_free_slurm(struct sl_ctl_pool_watch *w);
 
 #endif

@@ -37,6 +37,9 @@ struct sl_run_options {
 	int threads_per_rank;           /* CPU threads of each rank (0: 1) */
 	int micro_batch_given;          /* --micro-batch was on the command line */
 	const char *events_file;        /* rank 0 appends its step lines here (NULL: no file) */
+	int slurm;                      /* launch with srun (launch_slurm.h); hosts from Slurm
+					 * unless cluster is given */
+	const char *partition;          /* with slurm: the partition (NULL: Slurm's default) */
 };
 
 /* Runs rank comm->rank of the job. Every rank must call it with the same options. Returns 0 or a

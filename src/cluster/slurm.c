@@ -1,0 +1,534 @@
+/* Nodes, cluster and pool from Slurm (slurm.h). The text parsed is scontrol's --oneliner form:
+ * one node a line, "Key=value" fields separated by blanks; only OS= and Reason= values hold
+ * blanks, and none of the keys read here follows them, so a key is found as the first
+ * " Key=" (or "Key=" at the line's start) and its value runs to the next blank. */
+#include "cluster/slurm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OUT_MAX (8 << 20) /* scontrol's text for a few thousand nodes is well below this */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int sl_slurm_exec(char *const argv[], double timeout_s, char **out, int *status,
+		  struct sl_err *err)
+{
+	*out = NULL;
+	*status = -1;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC))
+		return sl_err_set(err, SL_EIO, "cannot create a pipe: %s", strerror(errno));
+	int ready[2]; /* the child says why exec failed through this one (empty: it ran) */
+	if (pipe2(ready, O_CLOEXEC)) {
+		close(p[0]);
+		close(p[1]);
+		return sl_err_set(err, SL_EIO, "cannot create a pipe: %s", strerror(errno));
+	}
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		close(ready[0]);
+		close(ready[1]);
+		return sl_err_set(err, SL_EIO, "cannot fork '%s': %s", argv[0], strerror(e));
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		dup2(p[1], STDOUT_FILENO);
+		dup2(p[1], STDERR_FILENO);
+		int devnull = open("/dev/null", O_RDONLY);
+		if (devnull >= 0)
+			dup2(devnull, STDIN_FILENO);
+		execvp(argv[0], argv);
+		int e = errno;
+		if (write(ready[1], &e, sizeof(e)) < 0) {
+			/* the parent sees an empty pipe and a 127 */
+		}
+		_exit(127);
+	}
+	close(p[1]);
+	close(ready[1]);
+	int exec_errno = 0;
+	ssize_t got_e = read(ready[0], &exec_errno, sizeof(exec_errno));
+	close(ready[0]);
+	size_t used = 0, cap = 4096;
+	char *buf = malloc(cap);
+	double deadline = now_s() + timeout_s;
+	int timed_out = 0;
+	for (;;) {
+		double left = deadline - now_s();
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			timed_out = 1;
+			break;
+		}
+		struct pollfd fd = {p[0], POLLIN, 0};
+		int n = poll(&fd, 1, (int)(left * 1000) + 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			continue;
+		if (buf && used + 4096 > cap && cap < OUT_MAX) {
+			char *grown = realloc(buf, cap * 2);
+			if (grown) {
+				buf = grown;
+				cap *= 2;
+			}
+		}
+		char sink[4096];
+		char *into = buf && used + 4096 <= cap ? buf + used : sink;
+		ssize_t r = read(p[0], into, 4096);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (into != sink)
+			used += (size_t)r;
+	}
+	close(p[0]);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!buf)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	buf[used < cap ? used : cap - 1] = 0;
+	if (got_e == (ssize_t)sizeof(exec_errno) && exec_errno) {
+		free(buf);
+		return sl_err_set(err, SL_ENOTFOUND, "cannot run '%s': %s; install Slurm's "
+				  "commands (Debian: apt-get install slurm-client, or slurm-wlm) "
+				  "or add them to PATH", argv[0], strerror(exec_errno));
+	}
+	*out = buf;
+	*status = timed_out ? 124 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return 0;
+}
+
+/* The first line of text, at most size - 1 characters, for messages. */
+static const char *first_line(const char *text, char *buf, size_t size)
+{
+	size_t n = strcspn(text, "\n");
+	if (n >= size)
+		n = size - 1;
+	memcpy(buf, text, n);
+	buf[n] = 0;
+	return buf;
+}
+
+/* The value of key in a --oneliner line into buf ("" when absent). */
+static void field(const char *line, const char *end, const char *key, char *buf, size_t size)
+{
+	size_t klen = strlen(key);
+	buf[0] = 0;
+	for (const char *p = line; p && p < end; p = strchr(p + 1, ' ')) {
+		const char *k = p == line ? p : p + 1;
+		if (k + klen + 1 <= end && !strncmp(k, key, klen) && k[klen] == '=') {
+			const char *v = k + klen + 1;
+			size_t n = strcspn(v, " \n");
+			if (v + n > end)
+				n = (size_t)(end - v);
+			if (n >= size)
+				n = size - 1;
+			memcpy(buf, v, n);
+			buf[n] = 0;
+			return;
+		}
+	}
+}
+
+/* Whether comma-separated list has item. */
+static int list_has(const char *list, const char *item)
+{
+	size_t n = strlen(item);
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		if (len == n && !strncmp(p, item, n))
+			return 1;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+/* GPUs of a Gres field: "gpu:4", "gpu:a100:4(S:0-1)", "gpu:2,mps:100", "(null)". */
+static int gres_gpus(const char *gres)
+{
+	int total = 0;
+	for (const char *p = gres; *p;) {
+		size_t len = strcspn(p, ",");
+		if (!strncmp(p, "gpu:", 4)) {
+			/* the count is the last ':' field before a '(' */
+			char item[128];
+			size_t n = len < sizeof(item) ? len : sizeof(item) - 1;
+			memcpy(item, p, n);
+			item[n] = 0;
+			char *paren = strchr(item, '(');
+			if (paren)
+				*paren = 0;
+			char *colon = strrchr(item, ':');
+			if (colon)
+				total += atoi(colon + 1);
+		}
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return total;
+}
+
+/* A state such as "IDLE", "MIXED+DRAIN", "DOWN*", "IDLE+NOT_RESPONDING": see slurm.h. */
+static int state_usable(const char *state)
+{
+	if (strchr(state, '*'))
+		return 0; /* not responding */
+	static const char *const bad[] = {"DRAIN", "FAIL", "MAINT", "REBOOT", "POWER", "DOWN",
+					  "NOT_RESPONDING", "INVAL", "FUTURE", "UNKNOWN"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (strstr(state, bad[i]))
+			return 0;
+	static const char *const good[] = {"IDLE", "MIXED", "ALLOCATED", "COMPLETING"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (!strncmp(state, good[i], strlen(good[i])))
+			return 1;
+	return 0;
+}
+
+int sl_slurm_parse_nodes(const char *text, const char *partition, struct sl_slurm_nodes *out,
+			 struct sl_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	snprintf(out->partition, sizeof(out->partition), "%s", partition ? partition : "");
+	int cap = 0;
+	for (const char *line = text; *line;) {
+		const char *end = line + strcspn(line, "\n");
+		char name[SL_CLUSTER_NAME_MAX], parts[1024];
+		field(line, end, "NodeName", name, sizeof(name));
+		field(line, end, "Partitions", parts, sizeof(parts));
+		if (name[0] && (!partition || list_has(parts, partition))) {
+			if (out->count == cap) {
+				cap = cap ? 2 * cap : 16;
+				struct sl_slurm_node *grown = realloc(out->nodes,
+								      (size_t)cap * sizeof(*grown));
+				if (!grown) {
+					sl_slurm_nodes_free(out);
+					return sl_err_set(err, SL_ENOMEM, "out of memory");
+				}
+				out->nodes = grown;
+			}
+			struct sl_slurm_node *n = &out->nodes[out->count++];
+			memset(n, 0, sizeof(*n));
+			snprintf(n->name, sizeof(n->name), "%s", name);
+			field(line, end, "NodeAddr", n->address, sizeof(n->address));
+			if (!n->address[0])
+				snprintf(n->address, sizeof(n->address), "%s", name);
+			field(line, end, "AvailableFeatures", n->features, sizeof(n->features));
+			if (!strcmp(n->features, "(null)"))
+				n->features[0] = 0;
+			field(line, end, "State", n->state, sizeof(n->state));
+			char gres[512];
+			field(line, end, "Gres", gres, sizeof(gres));
+			n->gpus = gres_gpus(gres);
+			n->usable = state_usable(n->state);
+		}
+		line = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+void sl_slurm_nodes_free(struct sl_slurm_nodes *nodes)
+{
+	free(nodes->nodes);
+	memset(nodes, 0, sizeof(*nodes));
+}
+
+/* Why scontrol failed, with what to do about it. */
+static int scontrol_failed(const char *what, const char *text, int status, struct sl_err *err)
+{
+	char line[300];
+	first_line(text, line, sizeof(line));
+	if (status == 124)
+		return sl_err_set(err, SL_EIO, "slurm: '%s' did not answer within 30 s (it said: "
+				  "%s): is slurmctld running and reachable? (check SLURM_CONF and "
+				  "'scontrol ping')", what, line[0] ? line : "nothing");
+	return sl_err_set(err, SL_EIO, "slurm: cannot reach slurmctld ('%s' said: %s); start "
+			  "Slurm, or point SLURM_CONF at your cluster's slurm.conf", what,
+			  line[0] ? line : "nothing");
+}
+
+int sl_slurm_query(const char *partition, struct sl_slurm_nodes *out, struct sl_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	char *text = NULL;
+	int status = 0, rc;
+	/* scontrol retries a missing slurm.conf for a minute before it says so */
+	const char *conf = getenv("SLURM_CONF");
+	if (conf && conf[0] && access(conf, R_OK))
+		return sl_err_set(err, SL_EINPUT, "slurm: SLURM_CONF '%s': %s; point it at your "
+				  "cluster's slurm.conf (or unset it for /etc/slurm/slurm.conf)",
+				  conf, strerror(errno));
+	if (partition) {
+		char part[160];
+		snprintf(part, sizeof(part), "%s", partition);
+		char *argv[] = {"scontrol", "--oneliner", "show", "partition", part, NULL};
+		if ((rc = sl_slurm_exec(argv, 30, &text, &status, err)))
+			return rc;
+		if (status != 0 && strstr(text, "not found")) {
+			free(text);
+			char *all[] = {"scontrol", "--oneliner", "show", "partition", NULL};
+			char names[512] = "";
+			if (!sl_slurm_exec(all, 30, &text, &status, err) && status == 0) {
+				for (const char *l = text; *l;) {
+					const char *end = l + strcspn(l, "\n");
+					char n[128];
+					field(l, end, "PartitionName", n, sizeof(n));
+					if (n[0])
+						snprintf(names + strlen(names),
+							 sizeof(names) - strlen(names), "%s%s",
+							 names[0] ? ", " : "", n);
+					l = *end ? end + 1 : end;
+				}
+			}
+			free(text);
+			return sl_err_set(err, SL_ENOTFOUND, "slurm: no partition '%s' (partitions: "
+					  "%s); give one of them with --partition, or none for "
+					  "every node", partition, names[0] ? names : "none");
+		}
+		if (status != 0) {
+			rc = scontrol_failed("scontrol show partition", text, status, err);
+			free(text);
+			return rc;
+		}
+		free(text);
+	}
+	char *argv[] = {"scontrol", "--oneliner", "show", "node", NULL};
+	if ((rc = sl_slurm_exec(argv, 30, &text, &status, err)))
+		return rc;
+	if (status != 0) {
+		rc = scontrol_failed("scontrol show node", text, status, err);
+		free(text);
+		return rc;
+	}
+	rc = sl_slurm_parse_nodes(text, partition, out, err);
+	free(text);
+	if (!rc && out->count == 0) {
+		sl_slurm_nodes_free(out);
+		rc = partition ? sl_err_set(err, SL_EINPUT, "slurm: partition '%s' has no nodes; "
+					    "add nodes to it (slurm.conf) or choose another "
+					    "--partition", partition)
+			       : sl_err_set(err, SL_EINPUT, "slurm: the cluster has no nodes");
+	}
+	return rc;
+}
+
+int sl_slurm_to_cluster(const struct sl_slurm_nodes *nodes, const struct sl_catalogue *cat,
+			struct sl_cluster *out, struct sl_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (nodes->count < 1 || nodes->count > SL_CLUSTER_MAX_HOSTS)
+		return sl_err_set(err, SL_EINPUT, "slurm: %d nodes; sailor takes 1 to %d",
+				  nodes->count, SL_CLUSTER_MAX_HOSTS);
+	out->hosts = calloc((size_t)nodes->count, sizeof(*out->hosts));
+	if (!out->hosts)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	snprintf(out->path, sizeof(out->path), "slurm%s%s", nodes->partition[0] ? " partition " : "",
+		 nodes->partition);
+	char known[1024];
+	for (int i = 0; i < nodes->count; i++) {
+		const struct sl_slurm_node *n = &nodes->nodes[i];
+		int gpu = -1, zone = -1, rc = 0;
+		for (const char *p = n->features; *p && !rc;) {
+			size_t len = strcspn(p, ",");
+			char f[128];
+			snprintf(f, sizeof(f), "%.*s", (int)(len < sizeof(f) ? len : sizeof(f) - 1), p);
+			int g = sl_catalogue_gpu_index(cat, f), z = sl_catalogue_zone_index(cat, f);
+			if (g >= 0 && gpu >= 0)
+				rc = sl_err_set(err, SL_EINPUT, "slurm: node '%s': features '%s' name "
+						"two GPU types ('%s' and '%s'); give each node one",
+						n->name, n->features, cat->gpus[gpu].name, f);
+			else if (z >= 0 && zone >= 0)
+				rc = sl_err_set(err, SL_EINPUT, "slurm: node '%s': features '%s' name "
+						"two zones ('%s' and '%s'); give each node one",
+						n->name, n->features, cat->zones[zone].name, f);
+			if (g >= 0)
+				gpu = g;
+			if (z >= 0)
+				zone = z;
+			p += len;
+			if (*p == ',')
+				p++;
+		}
+		if (!rc && gpu < 0)
+			rc = sl_err_set(err, SL_EINPUT, "slurm: node '%s': no feature names a GPU type "
+					"sailor knows (features: '%s'; known types: %s); add the "
+					"node's type to its Features in slurm.conf, or describe a new "
+					"type in a sailor.gpus/1 file and pass it with --gpus", n->name,
+					n->features, sl_catalogue_gpu_names(cat, known, sizeof(known)));
+		if (!rc && zone < 0)
+			rc = sl_err_set(err, SL_EINPUT, "slurm: node '%s': no feature names a zone "
+					"sailor knows (features: '%s'; known zones: %s); add the "
+					"node's zone to its Features in slurm.conf", n->name,
+					n->features, sl_catalogue_zone_names(cat, known, sizeof(known)));
+		if (!rc && (n->gpus < 1 || n->gpus > SL_CLUSTER_MAX_SLOTS))
+			rc = sl_err_set(err, SL_EINPUT, "slurm: node '%s': %d GPUs in its Gres; give "
+					"it Gres=gpu:<count> (1 to %d) in slurm.conf", n->name,
+					n->gpus, SL_CLUSTER_MAX_SLOTS);
+		if (rc) {
+			sl_cluster_free(out);
+			return rc;
+		}
+		struct sl_host *h = &out->hosts[out->host_count++];
+		snprintf(h->name, sizeof(h->name), "%s", n->name);
+		snprintf(h->address, sizeof(h->address), "%s", n->address);
+		h->gpu = gpu;
+		h->zone = zone;
+		h->slots = n->gpus;
+	}
+	return 0;
+}
+
+void sl_slurm_pool(const struct sl_slurm_nodes *nodes, const struct sl_cluster *cluster,
+		   struct sl_pool *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < nodes->count && i < cluster->host_count; i++)
+		if (nodes->nodes[i].usable)
+			out->counts[cluster->hosts[i].gpu][cluster->hosts[i].zone] +=
+				cluster->hosts[i].slots;
+}
+
+void sl_slurm_describe(const struct sl_slurm_nodes *nodes, char *buf, size_t size)
+{
+	int usable = 0;
+	for (int i = 0; i < nodes->count; i++)
+		usable += nodes->nodes[i].usable;
+	int n = snprintf(buf, size, "%s%s%s: %d node%s, %d usable", nodes->partition[0] ?
+			 "partition '" : "every partition", nodes->partition,
+			 nodes->partition[0] ? "'" : "", nodes->count, nodes->count == 1 ? "" : "s",
+			 usable);
+	const char *sep = " (left out:";
+	for (int i = 0; i < nodes->count && n > 0 && (size_t)n < size; i++)
+		if (!nodes->nodes[i].usable) {
+			n += snprintf(buf + n, size - (size_t)n, "%s %s %s", sep,
+				      nodes->nodes[i].name, nodes->nodes[i].state);
+			sep = ",";
+		}
+	if (usable < nodes->count && n > 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, ")");
+}
+
+int sl_slurm_load_pool(const char *partition, const struct sl_catalogue *cat,
+		       struct sl_pool *pool, struct sl_cluster *cluster, char *describe,
+		       size_t size, struct sl_err *err)
+{
+	struct sl_slurm_nodes nodes;
+	struct sl_cluster own;
+	struct sl_cluster *c = cluster ? cluster : &own;
+	int rc = sl_slurm_query(partition, &nodes, err);
+	if (rc)
+		return rc;
+	rc = sl_slurm_to_cluster(&nodes, cat, c, err);
+	if (!rc) {
+		sl_slurm_pool(&nodes, c, pool);
+		char line[1024];
+		sl_slurm_describe(&nodes, line, sizeof(line));
+		if (describe)
+			snprintf(describe, size, "%s", line);
+		if (sl_pool_total(pool) == 0)
+			rc = sl_err_set(err, SL_EINFEASIBLE, "slurm: no usable node: %s; resume "
+					"them (scontrol update nodename=... state=resume) or start "
+					"their slurmd", line);
+	}
+	if (rc || !cluster)
+		sl_cluster_free(c);
+	sl_slurm_nodes_free(&nodes);
+	return rc;
+}
+
+int sl_slurm_usable_cluster(const char *partition, const struct sl_catalogue *cat,
+			    struct sl_cluster *out, struct sl_err *err)
+{
+	struct sl_pool pool;
+	char line[1024];
+	int rc = sl_slurm_load_pool(partition, cat, &pool, out, line, sizeof(line), err);
+	if (rc)
+		return rc;
+	struct sl_slurm_nodes nodes; /* again, for the states: a second query is cheap */
+	rc = sl_slurm_query(partition, &nodes, err);
+	if (rc) {
+		sl_cluster_free(out);
+		return rc;
+	}
+	int kept = 0;
+	for (int h = 0; h < out->host_count; h++) {
+		int usable = 0;
+		for (int i = 0; i < nodes.count; i++)
+			if (!strcmp(nodes.nodes[i].name, out->hosts[h].name))
+				usable = nodes.nodes[i].usable;
+		if (usable)
+			out->hosts[kept++] = out->hosts[h];
+	}
+	out->host_count = kept;
+	sl_slurm_nodes_free(&nodes);
+	if (!kept) {
+		sl_cluster_free(out);
+		return sl_err_set(err, SL_EINFEASIBLE, "slurm: no usable node: %s", line);
+	}
+	return 0;
+}
+
+int sl_slurm_cancel_name(const char *name, const char *signal, struct sl_err *err)
+{
+	char opt_name[300], opt_sig[64];
+	snprintf(opt_name, sizeof(opt_name), "--name=%s", name);
+	snprintf(opt_sig, sizeof(opt_sig), "--signal=%s", signal ? signal : "");
+	char *argv[] = {"scancel", opt_name, signal ? opt_sig : NULL, NULL};
+	char *text = NULL;
+	int status = 0;
+	int rc = sl_slurm_exec(argv, 30, &text, &status, err);
+	if (!rc && status != 0) {
+		char line[300];
+		rc = sl_err_set(err, SL_EIO, "slurm: scancel --name=%s failed: %s", name,
+				first_line(text, line, sizeof(line)));
+	}
+	free(text);
+	return rc;
+}
+
+int sl_slurm_jobs_named(const char *name)
+{
+	char opt_name[300];
+	snprintf(opt_name, sizeof(opt_name), "--name=%s", name);
+	char *argv[] = {"squeue", "-h", "-o", "%i", opt_name, NULL};
+	char *text = NULL;
+	int status = 0;
+	struct sl_err err = {0};
+	if (sl_slurm_exec(argv, 30, &text, &status, &err) || status != 0) {
+		free(text);
+		return -1;
+	}
+	int n = 0;
+	for (const char *p = text; *p; p++)
+		if (*p == '\n')
+			n++;
+	free(text);
+	return n;
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `sailor control --slurm`: a node of the running generation dies (every process in its
+# namespace killed: slurmd, slurmstepd, the ranks). Slurm marks it not responding, srun reports
+# the node failure, the controller records a failure naming the node, and the next generation
+# resumes from the newest checkpoint on the nodes left: at most one checkpoint interval lost,
+# step N reached with the losses and final weights of `sailor train` (1e-5), nothing left in
+# squeue, no process of the run left.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TB=sldeath NET=95
+source tests/lib/slurm_setup.sh
+N=500
+K=10
+common=(--model gpt2-tiny --data "$work/tokens.bin" --seq-len 32 --steps $N --seed 7)
+# lr 2e-4: see slurm_control_drain.sh
+"$SAILOR" train "${common[@]}" --micro-batch 8 --global-batch 8 --threads 1 --lr 2e-4 --json \
+  --ckpt-dir "$work/ref" >"$work/ref.jsonl"
+
+# --stop-timeout above srun's own wait for a lost node (SlurmdTimeout 10 s + its 20 s): the
+# ranks left cannot checkpoint without the dead ones, and srun's report names the node
+timeout 300 "$SAILOR" control "${common[@]}" --global-batch 8 --slurm --partition $TB \
+  "${PLAN_ENV[@]}" --ckpt-dir "$work/ckpt" --run-dir "$work/run" --ckpt-every $K \
+  --stop-timeout 60 -- --lr 2e-4 >"$work/out" 2>"$work/err" &
+ctl=$!
+wait_for 60 test -s "$work/run/gen-1/stdout.jsonl"
+wait_for 60 eval '[ "$(last_step)" -ge 60 ]'
+used=$(squeue -h -p $TB -o '%N')
+node=$(scontrol show hostnames "$used" | tail -n 1)
+[ -n "$node" ] || { echo "FAIL: no job of generation 1 in squeue"; exit 1; }
+pids=$(ip netns pids "sailor-$TB-$node")
+echo "generation 1 runs on $used; killing node $node (pids $(echo $pids)) after step $(last_step)"
+t_kill=$(date +%s.%N)
+for p in $pids; do kill -9 "$p" 2>/dev/null || true; done
+status=0
+wait "$ctl" || status=$?
+ctl=""
+[ "$status" -eq 0 ] || { echo "FAIL: sailor control exited $status"; tail -n 30 "$work/err"; exit 1; }
+grep -v '"event":"checkpoint"' "$work/run/events.jsonl" | cut -c 1-220
+expect_nothing_queued
+left=$(pgrep -f -- "--data $work/tokens.bin" || true)
+[ -z "$left" ] || { echo "FAIL: processes left: $left"; exit 1; }
+failure=$(grep -m 1 '"event":"failure"' "$work/run/events.jsonl" || true)
+[ -n "$failure" ] || { echo "FAIL: the node's death is not in the event log as a failure"; exit 1; }
+echo "$failure" | grep -q "\"host\":\"$node\"" || { echo "FAIL: the failure does not name node $node: $failure"; exit 1; }
+lost=$(echo "$failure" | grep -o '"lost_steps":[0-9]*' | grep -o '[0-9]*$')
+echo "work lost: $lost steps (checkpoint every $K)"
+[ "$lost" -le "$K" ] || { echo "FAIL: lost $lost steps, more than one checkpoint interval"; exit 1; }
+last_gen=$(ev generation_start)
+if grep -q "\"name\": \"$node\"" "$work/run/gen-$last_gen/cluster.json"; then
+  echo "FAIL: the last generation still lists dead node $node"; exit 1
+fi
+[ "$(ev done)" -eq 1 ] || { echo "FAIL: no done event"; exit 1; }
+start_t=$(jq -r 'select(.event == "start") | .time' "$work/run/events.jsonl")
+seen_t=$(grep -m 1 '"event":"pool_change"' "$work/run/events.jsonl" | jq -r '.t_s')
+gen2_t=$(grep -m 1 '"generation":2,' "$work/run/steps.jsonl" | jq -r '.t_s')
+awk -v k="$t_kill" -v s="$start_t" -v a="$seen_t" -v b="$gen2_t" 'BEGIN {
+  printf "seconds from the kill: %.1f until Slurm reports the node (pool change), %.1f to the first step of generation 2\n", s + a - k, s + b - k }'
+"$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
+  --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt"

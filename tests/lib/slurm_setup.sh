@@ -1,0 +1,77 @@
+# The set-up the Slurm tests (tests/integration/slurm_*.sh) share; source it from the repository
+# root after setting TB (testbed name, 1-8 of [a-z0-9]) and NET (the second octet of its /16,
+# unique among the tests). It skips (exit 77) only when not root; everything else it needs
+# (slurm-wlm, munge, ip, tc, jq, mpirun, python3-numpy) scripts/install-deps.sh installs, and a
+# missing one fails the test. It brings up testbed $TB as a Slurm cluster of three hosts:
+#   fa0, fa1  cpu-fast in us-central1-a, two devices each
+#   sb0       cpu-slow in us-central1-b, two devices
+# with its state (Slurm's too) under $work, exports SLURM_CONF, makes $work/tokens.bin, and at
+# exit kills the controller ($ctl, if set), cancels every job of the partition, takes the
+# testbed down (daemons, namespaces, cgroups) and removes $work.
+: "${SAILOR:?set SAILOR to the sailor binary}"
+: "${TB:?set TB}" "${NET:?set NET}"
+[ "$(id -u)" -eq 0 ] || { echo "needs root (network namespaces, cgroups, slurmd)"; exit 77; }
+PY=/usr/bin/python3
+"$PY" -c 'import numpy' 2>/dev/null || { echo "FAIL: python3-numpy is missing (scripts/install-deps.sh --with-torch)"; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+work=$(mktemp -d)
+export SAILOR_TESTBED_STATE=$work/state
+desc=$work/testbed.json
+ctl=""
+slurm_cleanup() {
+	set +e  # every step runs, whatever the one before it returned
+	if [ -n "$ctl" ]; then kill -9 "$ctl" 2>/dev/null; wait "$ctl" 2>/dev/null; fi
+	[ -f "$SLURM_CONF" ] && timeout 20 scancel -p "$TB" 2>/dev/null
+	timeout 60 scripts/testbed down "$desc" >/dev/null 2>&1
+	# never remove through a mount the testbed made, should `down` have failed
+	if mountpoint -q "$work/state/$TB/cgroup" || mountpoint -q "$work/state/$TB/slurm/sys-cgroup"; then
+		echo "WARNING: testbed mounts left under $work/state"
+	else
+		rm -rf --one-file-system "$work"
+	fi
+}
+trap 'slurm_cleanup' EXIT
+cat >"$desc" <<JSON
+{"schema": "sailor.testbed/1", "name": "$TB", "subnet": "10.$NET.0.0/16",
+ "classes": {"cpu-fast": {"cpu_cores": 0.25}, "cpu-slow": {"cpu_cores": 0.125}},
+ "links": {"zone": {"bandwidth_mbit": 800, "latency_ms": 0.1}, "region": {"bandwidth_mbit": 200, "latency_ms": 2},
+           "world": {"bandwidth_mbit": 50, "latency_ms": 10}},
+ "zones": [{"name": "us-central1-a", "hosts": [{"name": "fa0", "class": "cpu-fast", "slots": 2},
+                                               {"name": "fa1", "class": "cpu-fast", "slots": 2}]},
+           {"name": "us-central1-b", "hosts": [{"name": "sb0", "class": "cpu-slow", "slots": 2}]}]}
+JSON
+export SLURM_CONF=$work/state/$TB/slurm/slurm.conf
+timeout 120 scripts/testbed up "$desc" --slurm >"$work/up.log" 2>&1 || { echo "FAIL: testbed up --slurm"; cat "$work/up.log"; exit 1; }
+"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+# the testbed's device types and what was measured on such a testbed (profiles, network)
+ENV=data/validation/testbed-geo3-gpt2tiny/env
+PLAN_ENV=(--gpus "$ENV/gpus.json" --profiles "$ENV/profiles" --network "$ENV/network.json")
+
+# wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds; fails the test after
+# SECONDS
+wait_for() {
+	local limit=$1 i
+	shift
+	for ((i = 0; i < limit * 10; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	echo "FAIL: waited ${limit} s for: $*"
+	[ -f "$work/err" ] && tail -n 20 "$work/err"
+	exit 1
+}
+
+# the newest step the controller recorded (0 before the first)
+last_step() {
+	local s
+	s=$(tail -n 1 "$work/run/steps.jsonl" 2>/dev/null | grep -o '"step":[0-9]*' | grep -o '[0-9]*$')
+	echo "${s:-0}"
+}
+
+ev() { grep -c "\"event\":\"$1\"" "$work/run/events.jsonl" 2>/dev/null || true; }
+
+expect_nothing_queued() {
+	local q
+	q=$(squeue -h -p "$TB" -o '%i %j %T' 2>&1)
+	[ -z "$q" ] || { echo "FAIL: jobs left in squeue: $q"; exit 1; }
+}

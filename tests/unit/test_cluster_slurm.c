@@ -1,0 +1,132 @@
+/* Unit tests for Slurm's nodes as hosts and pool (cluster/slurm.h), on scontrol --oneliner text
+ * as Slurm 22.05 prints it (no slurmctld needed). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cluster/catalogue.h"
+#include "cluster/slurm.h"
+
+static struct sl_catalogue cat;
+
+static int setup(void **state)
+{
+	(void)state;
+	struct sl_err err = {0};
+	if (sl_catalogue_load("data", &cat, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* three nodes as scontrol prints them: OS= and Reason= hold blanks */
+static const char *const text =
+	"NodeName=n1 Arch=x86_64 CoresPerSocket=1  CPUAlloc=0 CPUEfctv=4 CPUTot=4 CPULoad=0.10 "
+	"AvailableFeatures=A100-40,us-central1-a,ib ActiveFeatures=A100-40,us-central1-a,ib "
+	"Gres=gpu:a100:4(S:0-1) NodeAddr=10.0.0.1 NodeHostName=n1 Version=22.05.8 OS=Linux 6.1 #1 "
+	"SMP PREEMPT_DYNAMIC  RealMemory=1000 AllocMem=0 State=MIXED ThreadsPerCore=1 "
+	"Partitions=gpu,debug BootTime=2026-11-25T10:59:53\n"
+	"NodeName=n2 Arch=x86_64 AvailableFeatures=V100-16,us-central1-b "
+	"ActiveFeatures=V100-16,us-central1-b Gres=gpu:2,mps:100 NodeAddr=n2 NodeHostName=n2 "
+	"OS=Linux 6.1 #1 SMP State=IDLE+DRAIN Partitions=gpu Reason=bad fan State=IDLE "
+	"[root@2026-11-25T11:07:00]\n"
+	"NodeName=n3 Arch=x86_64 AvailableFeatures=A100-40,us-central1-a Gres=gpu:4 "
+	"NodeAddr=10.0.0.3 State=DOWN* Partitions=debug Reason=Not responding\n";
+
+static void parses_nodes_and_states(void **state)
+{
+	(void)state;
+	struct sl_slurm_nodes nodes;
+	struct sl_err err = {0};
+	assert_int_equal(sl_slurm_parse_nodes(text, NULL, &nodes, &err), 0);
+	assert_int_equal(nodes.count, 3);
+	assert_string_equal(nodes.nodes[0].name, "n1");
+	assert_string_equal(nodes.nodes[0].address, "10.0.0.1");
+	assert_string_equal(nodes.nodes[0].features, "A100-40,us-central1-a,ib");
+	assert_int_equal(nodes.nodes[0].gpus, 4);        /* gpu:a100:4(S:0-1) */
+	assert_true(nodes.nodes[0].usable);               /* MIXED */
+	assert_int_equal(nodes.nodes[1].gpus, 2);        /* gpu:2,mps:100 */
+	assert_string_equal(nodes.nodes[1].state, "IDLE+DRAIN"); /* not the Reason's "State=" */
+	assert_false(nodes.nodes[1].usable);
+	assert_false(nodes.nodes[2].usable);              /* DOWN* */
+	sl_slurm_nodes_free(&nodes);
+	/* a partition keeps its nodes only, by exact name */
+	assert_int_equal(sl_slurm_parse_nodes(text, "gpu", &nodes, &err), 0);
+	assert_int_equal(nodes.count, 2);
+	sl_slurm_nodes_free(&nodes);
+	assert_int_equal(sl_slurm_parse_nodes(text, "gp", &nodes, &err), 0);
+	assert_int_equal(nodes.count, 0);
+	sl_slurm_nodes_free(&nodes);
+}
+
+static void cluster_and_pool(void **state)
+{
+	(void)state;
+	struct sl_slurm_nodes nodes;
+	struct sl_cluster cluster;
+	struct sl_err err = {0};
+	assert_int_equal(sl_slurm_parse_nodes(text, NULL, &nodes, &err), 0);
+	assert_int_equal(sl_slurm_to_cluster(&nodes, &cat, &cluster, &err), 0);
+	assert_int_equal(cluster.host_count, 3);
+	int a100 = sl_catalogue_gpu_index(&cat, "A100-40");
+	int za = sl_catalogue_zone_index(&cat, "us-central1-a");
+	assert_int_equal(cluster.hosts[0].gpu, a100);
+	assert_int_equal(cluster.hosts[0].zone, za);
+	assert_int_equal(cluster.hosts[0].slots, 4);
+	struct sl_pool pool;
+	sl_slurm_pool(&nodes, &cluster, &pool);
+	/* only n1 is usable: n2 drained, n3 down */
+	assert_int_equal(sl_pool_total(&pool), 4);
+	assert_int_equal(pool.counts[a100][za], 4);
+	char line[512];
+	sl_slurm_describe(&nodes, line, sizeof(line));
+	assert_string_equal(line, "every partition: 3 nodes, 1 usable (left out: n2 IDLE+DRAIN, n3 "
+				  "DOWN*)");
+	sl_cluster_free(&cluster);
+	sl_slurm_nodes_free(&nodes);
+}
+
+static void bad_features_are_named(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *line, *want;
+	} cases[] = {
+		{"NodeName=x AvailableFeatures=us-central1-a Gres=gpu:2 State=IDLE\n",
+		 "node 'x': no feature names a GPU type sailor knows (features: 'us-central1-a'"},
+		{"NodeName=x AvailableFeatures=(null) Gres=gpu:2 State=IDLE\n",
+		 "node 'x': no feature names a GPU type sailor knows (features: ''"},
+		{"NodeName=x AvailableFeatures=A100-40,mars-1a Gres=gpu:2 State=IDLE\n",
+		 "node 'x': no feature names a zone sailor knows (features: 'A100-40,mars-1a'"},
+		{"NodeName=x AvailableFeatures=A100-40,V100-16,us-central1-a Gres=gpu:2 State=IDLE\n",
+		 "node 'x': features 'A100-40,V100-16,us-central1-a' name two GPU types"},
+		{"NodeName=x AvailableFeatures=A100-40,us-central1-a Gres=(null) State=IDLE\n",
+		 "node 'x': 0 GPUs in its Gres; give it Gres=gpu:<count>"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sl_slurm_nodes nodes;
+		struct sl_cluster cluster;
+		struct sl_err err = {0};
+		assert_int_equal(sl_slurm_parse_nodes(cases[i].line, NULL, &nodes, &err), 0);
+		assert_int_equal(sl_slurm_to_cluster(&nodes, &cat, &cluster, &err), SL_EINPUT);
+		if (!strstr(err.msg, cases[i].want))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, cases[i].want);
+		sl_slurm_nodes_free(&nodes);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(parses_nodes_and_states),
+		cmocka_unit_test(cluster_and_pool),
+		cmocka_unit_test(bad_features_are_named),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
