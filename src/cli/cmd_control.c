@@ -106,7 +106,7 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 		case OPT_PARTITION: o->partition = parser.arg; break;
 		case OPT_GPUS:
 			if (sl_catalogue_set_overlay(parser.arg, &err)) {
-				sl_log_error("%s", err.msg);
+				sl_cli_error(&sl_cmd_control, "%s", err.msg);
 				return 1;
 			}
 			break;
@@ -114,7 +114,7 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 			struct sl_cluster none;
 			int have = 0;
 			if (sl_cli_load_environment_files(parser.arg, NULL, &none, &have, &err)) {
-				sl_log_error("%s", err.msg);
+				sl_cli_error(&sl_cmd_control, "%s", err.msg);
 				return 1;
 			}
 			break;

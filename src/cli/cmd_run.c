@@ -489,7 +489,7 @@ static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 		sl_role_table_free(&table);
 		if (rc) {
 			if (comm.rank == 0)
-				sl_log_error("%s", err.msg);
+				sl_cli_error(&sl_cmd_run, "%s", err.msg);
 			fflush(stderr);
 			sl_comm_finalize(&comm);
 			return 1;

@@ -14,8 +14,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 TB=slrun NET=92
 source tests/lib/slurm_setup.sh
-fails=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi; }
 
 scripts/testbed status "$desc" >"$work/status" || { cat "$work/status"; echo "FAIL: status"; exit 1; }
 check "status: three idle nodes" '[ "$(grep -c "slurm node .*: idle  features cpu-.*,us-central1-.  gres gpu:2" "$work/status")" -eq 3 ]'
@@ -70,5 +68,5 @@ check "down: slurmctld and munged gone" 'for p in $pids; do ! kill -0 $p 2>/dev/
 check "down: no namespace left" '! ip netns list | grep -q "^sailor-$TB-"'
 check "down: state removed" '[ ! -e "$work/state/$TB" ]'
 check "down again is harmless" 'timeout 30 scripts/testbed down "$desc" >/dev/null'
-[ $fails -eq 0 ] || { echo "$fails checks failed"; exit 1; }
-echo "all checks passed"
+[ "$failures" -eq 0 ] && echo "all checks passed"
+finish

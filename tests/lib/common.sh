@@ -45,7 +45,18 @@ at_exit() { exit_steps=("$1" "${exit_steps[@]}"); }
 run_exit_steps() {
 	local step
 	for step in "${exit_steps[@]}"; do eval "$step" || true; done
-	rm -rf "$work"
+	# never through a mount a test made (a testbed's cgroup bind mount), should its `down` fail
+	rm -rf --one-file-system "$work"
+}
+
+# kill_work_processes: SIGKILL to every process whose command line names $work (a run's ranks,
+# launchers and daemons, which name the run's files); only with $work a folder mktemp made, so an
+# empty or stray value can never widen the match
+kill_work_processes() {
+	case "$work" in
+	/tmp/tmp.?*) [ -d "$work" ] && pkill -9 -f -- "$work/" 2>/dev/null ;;
+	esac
+	return 0
 }
 trap run_exit_steps EXIT
 

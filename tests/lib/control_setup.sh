@@ -3,18 +3,12 @@
 # NEED_NUMPY=1; a missing tool skips the test with exit 77), lets OpenMPI run as root with more
 # ranks than cores, makes $work with tokens.bin in it, and at exit kills the controller ($ctl)
 # and every process of the run and removes $work (a test may define its own cleanup after).
-: "${SAILOR:?set SAILOR to the sailor binary}"
-PY=/usr/bin/python3
-if [ "${NEED_NUMPY:-0}" = 1 ]; then
-	"$PY" -c 'import numpy' 2>/dev/null || { echo "python3-numpy is missing (scripts/install-deps.sh --with-torch)"; exit 77; }
-fi
-command -v mpirun >/dev/null || { echo "mpirun is missing (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
+source tests/lib/common.sh
+if [ "${NEED_NUMPY:-0}" = 1 ]; then need_python numpy; fi
+use_mpi
 ctl=""
-cleanup() { [ -n "$ctl" ] && kill -9 "$ctl" 2>/dev/null; pkill -9 -f "$work" 2>/dev/null || true; rm -rf "$work"; }
-trap 'cleanup' EXIT
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+at_exit '[ -n "$ctl" ] && kill -9 "$ctl" 2>/dev/null; kill_work_processes'
+tokens "$work/tokens.bin"
 
 # localhost_cluster NAME:GPU:ZONE...: $work/cluster.json with those hosts, all on localhost with
 # two slots each (ranks that wait yield the CPU: they are oversubscribed)

@@ -8,13 +8,11 @@
 # with its state (Slurm's too) under $work, exports SLURM_CONF, makes $work/tokens.bin, and at
 # exit kills the controller ($ctl, if set), cancels every job of the partition, takes the
 # testbed down (daemons, namespaces, cgroups) and removes $work.
-: "${SAILOR:?set SAILOR to the sailor binary}"
 : "${TB:?set TB}" "${NET:?set NET}"
-[ "$(id -u)" -eq 0 ] || { echo "needs root (network namespaces, cgroups, slurmd)"; exit 77; }
-PY=/usr/bin/python3
-"$PY" -c 'import numpy' 2>/dev/null || { echo "FAIL: python3-numpy is missing (scripts/install-deps.sh --with-torch)"; exit 1; }
+source tests/lib/common.sh
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, cgroups, slurmd)"
+"$PY" -c 'import numpy' 2>/dev/null || die "python3-numpy is missing (scripts/install-deps.sh --with-torch)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-work=$(mktemp -d)
 export SAILOR_TESTBED_STATE=$work/state
 desc=$work/testbed.json
 ctl=""
@@ -23,14 +21,12 @@ slurm_cleanup() {
 	if [ -n "$ctl" ]; then kill -9 "$ctl" 2>/dev/null; wait "$ctl" 2>/dev/null; fi
 	[ -f "$SLURM_CONF" ] && timeout 20 scancel -p "$TB" 2>/dev/null
 	timeout 60 scripts/testbed down "$desc" >/dev/null 2>&1
-	# never remove through a mount the testbed made, should `down` have failed
+	# the work folder goes after this (common.sh), never through a mount the testbed made
 	if mountpoint -q "$work/state/$TB/cgroup" || mountpoint -q "$work/state/$TB/slurm/sys-cgroup"; then
 		echo "WARNING: testbed mounts left under $work/state"
-	else
-		rm -rf --one-file-system "$work"
 	fi
 }
-trap 'slurm_cleanup' EXIT
+at_exit slurm_cleanup
 cat >"$desc" <<JSON
 {"schema": "sailor.testbed/1", "name": "$TB", "subnet": "10.$NET.0.0/16",
  "classes": {"cpu-fast": {"cpu_cores": 0.25}, "cpu-slow": {"cpu_cores": 0.125}},
@@ -42,7 +38,7 @@ cat >"$desc" <<JSON
 JSON
 export SLURM_CONF=$work/state/$TB/slurm/slurm.conf
 timeout 120 scripts/testbed up "$desc" --slurm >"$work/up.log" 2>&1 || { echo "FAIL: testbed up --slurm"; cat "$work/up.log"; exit 1; }
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+tokens "$work/tokens.bin"
 # the testbed's device types and what was measured on such a testbed (profiles, network)
 ENV=data/validation/testbed-geo3-gpt2tiny/env
 PLAN_ENV=(--gpus "$ENV/gpus.json" --profiles "$ENV/profiles" --network "$ENV/network.json")
