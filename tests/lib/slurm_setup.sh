@@ -21,6 +21,9 @@ slurm_cleanup() {
 	if [ -n "$ctl" ]; then kill -9 "$ctl" 2>/dev/null; wait "$ctl" 2>/dev/null; fi
 	[ -f "$SLURM_CONF" ] && timeout 20 scancel -p "$TB" 2>/dev/null
 	timeout 60 scripts/testbed down "$desc" >/dev/null 2>&1
+	# $ctl may be a `timeout` wrapper, which leaves its child behind when killed: whatever still
+	# names this run's folder (the controller, its launcher, srun) goes too
+	kill_work_processes
 	# the work folder goes after this (common.sh), never through a mount the testbed made
 	if mountpoint -q "$work/state/$TB/cgroup" || mountpoint -q "$work/state/$TB/slurm/sys-cgroup"; then
 		echo "WARNING: testbed mounts left under $work/state"
