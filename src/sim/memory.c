@@ -158,3 +158,62 @@ int sl_sim_fits_sosp25(const struct sl_sim_env *env, int gpu, int mbs, int tp, i
 	double mem = p + act + (tp == 1 ? 2.0e9 : 3.0e9);
 	return mem <= env->tables->sosp25_memory_bytes[gpu];
 }
+
+double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			     int mbs, int tp, int first, int last, int stage, int num_stages,
+			     int microbatches, int num_pipelines, struct sl_sim_memory *mem)
+{
+	struct sl_sim_memory m;
+	if (tp < 1 || tp > SL_SIM_MAX_TP || first < 0 || last < first || last >= env->num_layers) {
+		memset(&m, 0, sizeof(m));
+	} else if (cm == SL_COST_SOSP25) {
+		sl_sim_memory_sosp25(env, gpu, mbs, tp, first, last, stage, num_stages, &m);
+	} else {
+		sl_sim_memory_sailor(env, gpu, mbs, tp, first, last, stage, num_stages, microbatches,
+				     num_pipelines, &m);
+	}
+	if (mem)
+		*mem = m;
+	return m.total_bytes;
+}
+
+int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
+			int tp, int first, int last, int stage, int num_stages, int microbatches,
+			int num_pipelines)
+{
+	if (cm == SL_COST_SOSP25)
+		return sl_sim_fits_sosp25(env, gpu, mbs, tp, first, last, stage, num_stages);
+	struct sl_sim_memory m;
+	sl_sim_replica_memory(env, cm, gpu, mbs, tp, first, last, stage, num_stages, microbatches,
+			      num_pipelines, &m);
+	return m.total_bytes <= m.capacity_bytes;
+}
+
+double sl_sim_replica_memory_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+				 int mbs, int tp, int first, int last, int stage, int num_stages,
+				 int microbatches, int num_pipelines, enum sl_recompute recompute,
+				 int zero, struct sl_sim_memory *mem)
+{
+	if (cm == SL_COST_SOSP25 || tp < 1 || tp > SL_SIM_MAX_TP || first < 0 || last < first ||
+	    last >= env->num_layers)
+		return sl_sim_replica_memory(env, cm, gpu, mbs, tp, first, last, stage, num_stages,
+					     microbatches, num_pipelines, mem);
+	struct sl_sim_memory m;
+	sl_sim_memory_sailor_opt(env, gpu, mbs, tp, first, last, stage, num_stages, microbatches,
+				 num_pipelines, recompute, zero, &m);
+	if (mem)
+		*mem = m;
+	return m.total_bytes;
+}
+
+int sl_sim_replica_fits_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
+			    int tp, int first, int last, int stage, int num_stages, int microbatches,
+			    int num_pipelines, enum sl_recompute recompute, int zero)
+{
+	if (cm == SL_COST_SOSP25)
+		return sl_sim_fits_sosp25(env, gpu, mbs, tp, first, last, stage, num_stages);
+	struct sl_sim_memory m;
+	sl_sim_replica_memory_opt(env, cm, gpu, mbs, tp, first, last, stage, num_stages,
+				  microbatches, num_pipelines, recompute, zero, &m);
+	return m.total_bytes <= m.capacity_bytes;
+}

@@ -1,6 +1,6 @@
 /* The memory options of a stage under the sailor cost model (plan.h: "recompute", "zero"): what
  * they cost in time, which of them change anything, and the planner's queries that take them.
- * The memory they save is in memory.c (sl_sim_memory_sailor_opt).
+ * The memory they save, and the planner's memory queries that take them, are in memory.c.
  *
  * Activation recomputation (Megatron-LM's --recompute-granularity; Korthikanti et al. 2022,
  * "Reducing Activation Recomputation in Large Transformer Models", section 4):
@@ -125,33 +125,4 @@ double sl_sim_stage_update_opt_s(const struct sl_sim_env *env, enum sl_cost_mode
 	if (u < 0 || cm == SL_COST_SOSP25 || !sl_sim_effective_zero(zero, replicas))
 		return u;
 	return u / replicas;
-}
-
-double sl_sim_replica_memory_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-				 int mbs, int tp, int first, int last, int stage, int num_stages,
-				 int microbatches, int num_pipelines, enum sl_recompute recompute,
-				 int zero, struct sl_sim_memory *mem)
-{
-	if (cm == SL_COST_SOSP25 || tp < 1 || tp > SL_SIM_MAX_TP || first < 0 || last < first ||
-	    last >= env->num_layers)
-		return sl_sim_replica_memory(env, cm, gpu, mbs, tp, first, last, stage, num_stages,
-					     microbatches, num_pipelines, mem);
-	struct sl_sim_memory m;
-	sl_sim_memory_sailor_opt(env, gpu, mbs, tp, first, last, stage, num_stages, microbatches,
-				 num_pipelines, recompute, zero, &m);
-	if (mem)
-		*mem = m;
-	return m.total_bytes;
-}
-
-int sl_sim_replica_fits_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
-			    int tp, int first, int last, int stage, int num_stages, int microbatches,
-			    int num_pipelines, enum sl_recompute recompute, int zero)
-{
-	if (cm == SL_COST_SOSP25)
-		return sl_sim_fits_sosp25(env, gpu, mbs, tp, first, last, stage, num_stages);
-	struct sl_sim_memory m;
-	sl_sim_replica_memory_opt(env, cm, gpu, mbs, tp, first, last, stage, num_stages,
-				  microbatches, num_pipelines, recompute, zero, &m);
-	return m.total_bytes <= m.capacity_bytes;
 }
