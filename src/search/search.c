@@ -59,8 +59,13 @@ static int fits_anywhere(const struct sl_sim_env *env, const struct sl_pool *poo
 				continue;
 			int all = 1;
 			for (int l = 0; l < L && all; l++)
-				all = sl_search_least_level(env, req, g, 1, tp_values[t], l, l, L - 1, L,
-							    1, 1) >= 0;
+				all = sl_search_least_level(
+					      env, req,
+					      &(struct sl_sim_memory_query){
+						      .gpu = g, .mbs = 1, .tp = tp_values[t],
+						      .first_layer = l, .last_layer = l, .stage = L - 1,
+						      .num_stages = L, .microbatches = 1,
+						      .num_pipelines = 1}) >= 0;
 			if (all)
 				return 1;
 		}

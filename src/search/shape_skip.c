@@ -29,22 +29,22 @@ int sl_search_kind_level(struct search_state *st, int options, int k, int g, int
 {
 	const struct sl_sim_env *env = st->env;
 	int tp = tp_values[t];
+	struct sl_sim_memory_query q = {.gpu = g, .mbs = mbs, .tp = tp, .first_layer = first,
+					.last_layer = last, .stage = k, .num_stages = P,
+					.microbatches = nmb, .num_pipelines = D};
 	if (st->cm == SL_COST_SOSP25) {
 		if (st->kind_mem_stamp[k][g][t] != st->partition_stamp) {
 			st->kind_mem_stamp[k][g][t] = st->partition_stamp;
 			st->sosp25_fits[k][g][t] =
-				(signed char)sl_sim_replica_fits(env, st->cm, g, mbs, tp, first, last, k,
-								 P, nmb, D);
+				(signed char)sl_sim_replica_fits(env, st->cm, &q);
 		}
 		/* no options under sosp25 (sl_search_options_on) */
 		return st->sosp25_fits[k][g][t] ? 0 : -1;
 	}
 	if (D < 2 || nmb < P - k) {
 		if (options)
-			return sl_search_least_level(env, st->req, g, mbs, tp, first, last, k, P, nmb,
-						     D);
-		return sl_sim_replica_fits(env, st->cm, g, mbs, tp, first, last, k, P, nmb, D) ? 0
-											      : -1;
+			return sl_search_least_level(env, st->req, &q);
+		return sl_sim_replica_fits(env, st->cm, &q) ? 0 : -1;
 	}
 	struct kind_memory *m = st->kind_mem[k][g][t];
 	if (st->kind_mem_stamp[k][g][t] != st->partition_stamp) {
@@ -57,8 +57,12 @@ int sl_search_kind_level(struct search_state *st, int options, int k, int g, int
 		for (int lv = 0; lv < levels; lv++) {
 			struct sl_sim_memory mem;
 			/* D = 2 without ZeRO-1: the full optimizer state, a data-parallel group */
-			sl_sim_replica_memory_opt(env, st->cm, g, mbs, tp, first, last, k, P, P - k, 2,
-						  sl_search_recompute_order[lv], 0, &mem);
+			struct sl_sim_memory_query full = q;
+			full.microbatches = P - k;
+			full.num_pipelines = 2;
+			full.recompute = sl_search_recompute_order[lv];
+			full.zero = 0;
+			sl_sim_replica_memory(env, st->cm, &full, &mem);
 			m[lv] = (struct kind_memory){mem.params_bytes + mem.grads_bytes,
 						     mem.optimizer_bytes, mem.activations_bytes,
 						     mem.buffers_bytes, mem.runtime_bytes,

@@ -437,8 +437,11 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 				/* the work bounds count only replicas that can hold the stage at all: with
 				 * one micro-batch in flight and one pipeline, the least memory it needs
 				 * (under some recomputation, with options; c is no more than its time) */
-				if (sl_search_least_level(env, st->req, g, mbs, tp_values[t], first, last,
-							  k, P, 1, 1) >= 0) {
+				struct sl_sim_memory_query q = {
+					.gpu = g, .mbs = mbs, .tp = tp_values[t], .first_layer = first,
+					.last_layer = last, .stage = k, .num_stages = P,
+					.microbatches = 1, .num_pipelines = 1};
+				if (sl_search_least_level(env, st->req, &q) >= 0) {
 					if (tp_values[t] * c < least_gpu_s)
 						least_gpu_s = tp_values[t] * c;
 					if (usd * c < least_usd)

@@ -120,22 +120,17 @@ double sl_sim_allreduce_hop_bound(const struct sl_sim_env *env, const struct sl_
 double sl_sim_tied_time(const struct sl_sim_env *env, const struct sl_replica *first,
 			const struct sl_replica *last, double bytes_per_gpu);
 
-/* Memory of a replica under the sailor model (memory.c). */
-void sl_sim_memory_sailor(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
-			  int stage, int P, int M, int D, struct sl_sim_memory *mem);
-/* The same with a stage's memory options (recompute, zero; memory.c and sim/options.c). With
- * SL_RECOMPUTE_NONE and zero 0 it is sl_sim_memory_sailor, bit for bit. */
-void sl_sim_memory_sailor_opt(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
-			      int stage, int P, int M, int D, enum sl_recompute recompute, int zero,
-			      struct sl_sim_memory *mem);
+/* Memory of the replica q under the sailor model, with q's memory options where they change
+ * anything (memory.c; which do: sim/options.c). q's layers and TP must be in range. */
+void sl_sim_memory_sailor(const struct sl_sim_env *env, const struct sl_sim_memory_query *q,
+			  struct sl_sim_memory *mem);
 /* Transformer blocks among layers [first, last]: their count, and their range in
  * [*block_first, *block_last] (either pointer may be NULL). */
 int sl_sim_stage_blocks(const struct sl_sim_env *env, int first, int last, int *block_first,
 			int *block_last);
 /* The SOSP'25 validation estimate (overhead 5.06e9) and planning check (2e9/3e9). */
-void sl_sim_memory_sosp25(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
-			  int stage, int P, struct sl_sim_memory *mem);
-int sl_sim_fits_sosp25(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
-		       int stage, int P);
+void sl_sim_memory_sosp25(const struct sl_sim_env *env, const struct sl_sim_memory_query *q,
+			  struct sl_sim_memory *mem);
+int sl_sim_fits_sosp25(const struct sl_sim_env *env, const struct sl_sim_memory_query *q);
 
 #endif

@@ -187,18 +187,34 @@ double sl_sim_stage_compute_s(const struct sl_sim_env *env, enum sl_cost_model c
 double sl_sim_stage_update_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
 			     int mbs, int tp, int first, int last);
 
-/* Memory per GPU of a replica of layers [first, last] at stage position `stage` of num_stages,
- * with microbatches per pipeline and num_pipelines replicas per stage (NCCL groups), under a cost
- * model. Fills *mem when non-NULL; returns total bytes. */
-double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-			     int mbs, int tp, int first, int last, int stage, int num_stages,
-			     int microbatches, int num_pipelines, struct sl_sim_memory *mem);
+/* One replica and where it sits in its plan: what the memory model needs to know (memory.c).
+ * Unset fields are 0; recompute NONE and zero 0 are a stage without memory options. */
+struct sl_sim_memory_query {
+	int gpu, mbs, tp;                /* GPU type index, micro-batch size, TP degree */
+	int first_layer, last_layer;     /* the stage's layers */
+	int stage, num_stages;           /* its position in the pipeline */
+	int microbatches;                /* micro-batches of its pipeline per iteration */
+	int num_pipelines;               /* replicas of the stage (data-parallel group, ZeRO-1's D) */
+	enum sl_recompute recompute;     /* the stage's memory options (sosp25 ignores them) */
+	int zero;
+};
 
-/* Whether a replica's memory fits its GPU under the cost model (for sosp25: its planning check
- * with the 2e9/3e9 overheads against GPU_MEMORY_GB; for sailor: total <= memory_bytes). */
-int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
-			int tp, int first, int last, int stage, int num_stages, int microbatches,
-			int num_pipelines);
+/* The query of replica j of stage k of plan, with its pipeline's micro-batch count and the
+ * stage's memory options. */
+struct sl_sim_memory_query sl_sim_memory_query_of(const struct sl_plan *plan, int k, int j,
+						  int microbatches);
+
+/* Memory per GPU of the replica q under a cost model, with q's memory options where they
+ * change anything (sim/options.c); all zero when q's layers or TP are out of range. Fills *mem
+ * when non-NULL; returns total bytes. */
+double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm,
+			     const struct sl_sim_memory_query *q, struct sl_sim_memory *mem);
+
+/* Whether the replica q fits its GPU under the cost model (for sosp25: its planning check with
+ * the 2e9/3e9 overheads against GPU_MEMORY_GB, options ignored; for sailor: total <=
+ * memory_bytes with q's options). */
+int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm,
+			const struct sl_sim_memory_query *q);
 
 /* ---- memory options of a stage (plan.h "recompute", "zero"; sim/options.c) ----
  * Under the sailor cost model: "full" recomputation adds the forward of the stage's blocks to
@@ -223,8 +239,9 @@ int sl_sim_plan_uses_options(const struct sl_sim_env *env, const struct sl_plan 
  * replica (gpu, mbs, tp): 0 without (or under sosp25), negative when there is no time. */
 double sl_sim_stage_recompute_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
 				int mbs, int tp, int first, int last, enum sl_recompute recompute);
-/* sl_sim_stage_fwd_bwd, sl_sim_stage_compute_s, sl_sim_stage_update_s, sl_sim_replica_memory
- * and sl_sim_replica_fits with a stage's options (identical to them with NONE and zero 0). */
+/* sl_sim_stage_fwd_bwd, sl_sim_stage_compute_s and sl_sim_stage_update_s with a stage's options
+ * (identical to them with NONE and zero 0). sl_sim_replica_memory and sl_sim_replica_fits take
+ * the options in their query. */
 int sl_sim_stage_fwd_bwd_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
 			     int mbs, int tp, int first, int last, enum sl_recompute recompute,
 			     double *fwd_s, double *bwd_s);
@@ -232,13 +249,6 @@ double sl_sim_stage_compute_opt_s(const struct sl_sim_env *env, enum sl_cost_mod
 				  int mbs, int tp, int first, int last, enum sl_recompute recompute);
 double sl_sim_stage_update_opt_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
 				 int mbs, int tp, int first, int last, int zero, int replicas);
-double sl_sim_replica_memory_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-				 int mbs, int tp, int first, int last, int stage, int num_stages,
-				 int microbatches, int num_pipelines, enum sl_recompute recompute,
-				 int zero, struct sl_sim_memory *mem);
-int sl_sim_replica_fits_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
-			    int tp, int first, int last, int stage, int num_stages, int microbatches,
-			    int num_pipelines, enum sl_recompute recompute, int zero);
 
 /* Whether some plan on env may be modelled as our runtime (sailor.simulation's "runtime": some
  * GPU type has a sailor.profile/1 profile, and cm is sailor). The bounds below are formulas of

@@ -273,10 +273,9 @@ static void cost(const struct sl_sim_env *env, const struct sl_plan *plan, const
 static void memory(const struct sl_sim_env *env, const struct sl_plan *plan, const int *M,
 		   struct sl_sim_result *out)
 {
-	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
+	const int P = plan->num_stages, D = plan->num_pipelines;
 	out->fits_memory = 1;
 	for (int k = 0; k < P; k++) {
-		int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
 		struct sl_sim_stage *st = &out->stages[k];
 		st->fits = 1;
 		double worst = -1;
@@ -289,8 +288,8 @@ static void memory(const struct sl_sim_env *env, const struct sl_plan *plan, con
 					continue;
 			}
 			struct sl_sim_memory mem;
-			sl_sim_memory_sailor_opt(env, r->gpu, b, r->tp, first, last, k, P, M[j], D,
-						 plan->stages[k].recompute, plan->stages[k].zero, &mem);
+			struct sl_sim_memory_query query = sl_sim_memory_query_of(plan, k, j, M[j]);
+			sl_sim_memory_sailor(env, &query, &mem);
 			double ratio = mem.total_bytes / mem.capacity_bytes;
 			if (ratio > worst) {
 				worst = ratio;

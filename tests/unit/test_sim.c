@@ -146,8 +146,18 @@ static void memory_components(void **state)
 	(void)state;
 	int gh = sl_catalogue_gpu_index(&env->catalogue, "GH-96");
 	struct sl_sim_memory m1, m8;
-	sl_sim_replica_memory(env, SL_COST_SAILOR, gh, 1, 4, 0, 25, 0, 1, 1, 1, &m1);
-	sl_sim_replica_memory(env, SL_COST_SAILOR, gh, 8, 4, 0, 25, 0, 1, 8, 1, &m8);
+	sl_sim_replica_memory(env, SL_COST_SAILOR,
+			      &(struct sl_sim_memory_query){.gpu = gh, .mbs = 1, .tp = 4,
+							      .first_layer = 0, .last_layer = 25,
+							      .stage = 0, .num_stages = 1,
+							      .microbatches = 1, .num_pipelines = 1},
+			      &m1);
+	sl_sim_replica_memory(env, SL_COST_SAILOR,
+			      &(struct sl_sim_memory_query){.gpu = gh, .mbs = 8, .tp = 4,
+							      .first_layer = 0, .last_layer = 25,
+							      .stage = 0, .num_stages = 1,
+							      .microbatches = 8, .num_pipelines = 1},
+			      &m8);
 	/* 16 B/param of the tp-4 shard, the tied embedding once */
 	double params = 103739392 - (12978176 - 2048);
 	assert_true(fabs(m1.params_bytes + m1.grads_bytes + m1.optimizer_bytes - 16 * params) < 1);
@@ -157,18 +167,46 @@ static void memory_components(void **state)
 	/* the runtime overhead depends on the GPU type */
 	int rtx = sl_catalogue_gpu_index(&env->catalogue, "RTX-3090");
 	struct sl_sim_memory mr;
-	sl_sim_replica_memory(env, SL_COST_SAILOR, rtx, 1, 4, 0, 25, 0, 1, 1, 1, &mr);
+	sl_sim_replica_memory(env, SL_COST_SAILOR,
+			      &(struct sl_sim_memory_query){.gpu = rtx, .mbs = 1, .tp = 4,
+							      .first_layer = 0, .last_layer = 25,
+							      .stage = 0, .num_stages = 1,
+							      .microbatches = 1, .num_pipelines = 1},
+			      &mr);
 	assert_true(mr.runtime_bytes < 0.5 * m1.runtime_bytes);
 	/* in-flight micro-batches: stage 0 of 4 holds min(4, M) */
 	struct sl_sim_memory s0, s3, s0few;
-	sl_sim_replica_memory(env, SL_COST_SAILOR, gh, 8, 4, 1, 6, 0, 4, 32, 1, &s0);
-	sl_sim_replica_memory(env, SL_COST_SAILOR, gh, 8, 4, 1, 6, 3, 4, 32, 1, &s3);
-	sl_sim_replica_memory(env, SL_COST_SAILOR, gh, 8, 4, 1, 6, 0, 4, 2, 1, &s0few);
+	sl_sim_replica_memory(env, SL_COST_SAILOR,
+			      &(struct sl_sim_memory_query){.gpu = gh, .mbs = 8, .tp = 4,
+							      .first_layer = 1, .last_layer = 6,
+							      .stage = 0, .num_stages = 4,
+							      .microbatches = 32, .num_pipelines = 1},
+			      &s0);
+	sl_sim_replica_memory(env, SL_COST_SAILOR,
+			      &(struct sl_sim_memory_query){.gpu = gh, .mbs = 8, .tp = 4,
+							      .first_layer = 1, .last_layer = 6,
+							      .stage = 3, .num_stages = 4,
+							      .microbatches = 32, .num_pipelines = 1},
+			      &s3);
+	sl_sim_replica_memory(env, SL_COST_SAILOR,
+			      &(struct sl_sim_memory_query){.gpu = gh, .mbs = 8, .tp = 4,
+							      .first_layer = 1, .last_layer = 6,
+							      .stage = 0, .num_stages = 4,
+							      .microbatches = 2, .num_pipelines = 1},
+			      &s0few);
 	assert_true(s0.activations_bytes > 3 * s3.activations_bytes);
 	assert_true(s0few.activations_bytes < 0.6 * s0.activations_bytes);
-	assert_true(sl_sim_replica_fits(env, SL_COST_SAILOR, gh, 8, 4, 0, 25, 0, 1, 8, 1));
+	assert_true(sl_sim_replica_fits(
+		env, SL_COST_SAILOR,
+		&(struct sl_sim_memory_query){.gpu = gh, .mbs = 8, .tp = 4, .first_layer = 0,
+						.last_layer = 25, .stage = 0, .num_stages = 1,
+						.microbatches = 8, .num_pipelines = 1}));
 	int v100 = sl_catalogue_gpu_index(&env->catalogue, "V100-16");
-	assert_false(sl_sim_replica_fits(env, SL_COST_SAILOR, v100, 8, 1, 0, 25, 0, 1, 8, 1));
+	assert_false(sl_sim_replica_fits(
+		env, SL_COST_SAILOR,
+		&(struct sl_sim_memory_query){.gpu = v100, .mbs = 8, .tp = 1, .first_layer = 0,
+						.last_layer = 25, .stage = 0, .num_stages = 1,
+						.microbatches = 8, .num_pipelines = 1}));
 }
 
 static void queries_for_the_planner(void **state)

@@ -206,9 +206,11 @@ static void zero_divides_the_optimizer_by_the_replicas(void **state)
 			assert_true(zero.iteration_time_s < base.iteration_time_s);
 		/* the planner's queries agree with the simulation */
 		int g = sl_catalogue_gpu_index(&env->catalogue, "A100-40");
-		assert_true(close_to(sl_sim_replica_memory_opt(env, SL_COST_SAILOR, g, 4, 4, 0, 12, 0, 2,
-							       zero.microbatches, D,
-							       SL_RECOMPUTE_NONE, 1, NULL),
+		struct sl_sim_memory_query q = {.gpu = g, .mbs = 4, .tp = 4, .first_layer = 0,
+						.last_layer = 12, .stage = 0, .num_stages = 2,
+						.microbatches = zero.microbatches, .num_pipelines = D,
+						.recompute = SL_RECOMPUTE_NONE, .zero = 1};
+		assert_true(close_to(sl_sim_replica_memory(env, SL_COST_SAILOR, &q, NULL),
 				     zero.stages[0].memory.total_bytes));
 		assert_true(close_to(sl_sim_stage_update_opt_s(env, SL_COST_SAILOR, g, 4, 4, 0, 12, 1, D),
 				     zero.stages[0].optimizer_s));
@@ -279,10 +281,12 @@ static void recomputation_fits_what_did_not(void **state)
 	int fits[3];
 	double mem[3], time[3];
 	for (int r = 0; r < 3; r++) {
-		fits[r] = sl_sim_replica_fits_opt(env, SL_COST_SAILOR, g, 2, 1, 0, 25, 0, 1, 32, 1,
-						  (enum sl_recompute)r, 0);
-		mem[r] = sl_sim_replica_memory_opt(env, SL_COST_SAILOR, g, 2, 1, 0, 25, 0, 1, 32, 1,
-						   (enum sl_recompute)r, 0, NULL);
+		struct sl_sim_memory_query q = {.gpu = g, .mbs = 2, .tp = 1, .first_layer = 0,
+						.last_layer = 25, .stage = 0, .num_stages = 1,
+						.microbatches = 32, .num_pipelines = 1,
+						.recompute = (enum sl_recompute)r, .zero = 0};
+		fits[r] = sl_sim_replica_fits(env, SL_COST_SAILOR, &q);
+		mem[r] = sl_sim_replica_memory(env, SL_COST_SAILOR, &q, NULL);
 		time[r] = sl_sim_stage_compute_opt_s(env, SL_COST_SAILOR, g, 2, 1, 0, 25,
 						     (enum sl_recompute)r);
 	}
