@@ -128,8 +128,8 @@ static void print_candidate(const struct sl_sim_env *env, const struct sl_pool *
 				if (r->gpu != g)
 					continue;
 				used += r->tp;
-				struct sl_sim_memory_query query =
-					sl_sim_memory_query_of(plan, k, j, res->microbatches);
+				struct sl_sim_replica_query query =
+					sl_sim_replica_query_of(plan, k, j, res->microbatches);
 				double mem = sl_sim_replica_memory(env, res->cost_model, &query, NULL);
 				if (mem > peak)
 					peak = mem;

@@ -48,7 +48,7 @@ static int stage_fits(struct brute *b, int k)
 {
 	const struct sl_plan *plan = &b->plan;
 	for (int j = 0; j < plan->num_pipelines; j++) {
-		struct sl_sim_memory_query query = sl_sim_memory_query_of(
+		struct sl_sim_replica_query query = sl_sim_replica_query_of(
 			plan, k, j, sl_plan_pipeline_microbatches(plan, j, b->global_batch));
 		if (!sl_sim_replica_fits(b->env, b->cm, &query))
 			return 0;

@@ -13,9 +13,9 @@ int sl_search_options_on(const struct sl_search_request *req)
 
 /* sl_search_least_level with ZeRO-1 on (when D > 1) or off. */
 static int least_level(const struct sl_sim_env *env, const struct sl_search_request *req,
-		       const struct sl_sim_memory_query *query, int zero)
+		       const struct sl_sim_replica_query *query, int zero)
 {
-	struct sl_sim_memory_query q = *query;
+	struct sl_sim_replica_query q = *query;
 	q.recompute = SL_RECOMPUTE_NONE;
 	q.zero = 0;
 	if (!sl_search_options_on(req))
@@ -34,7 +34,7 @@ static int least_level(const struct sl_sim_env *env, const struct sl_search_requ
 }
 
 int sl_search_least_level(const struct sl_sim_env *env, const struct sl_search_request *req,
-			  const struct sl_sim_memory_query *query)
+			  const struct sl_sim_replica_query *query)
 {
 	return least_level(env, req, query, 1);
 }
@@ -65,7 +65,7 @@ void sl_search_choose_options_zero(const struct sl_sim_env *env,
 			    sl_plan_pipeline_microbatches(plan, j, global_batch) ==
 				    sl_plan_pipeline_microbatches(plan, j - 1, global_batch))
 				continue;
-			struct sl_sim_memory_query query = sl_sim_memory_query_of(
+			struct sl_sim_replica_query query = sl_sim_replica_query_of(
 				plan, k, j, sl_plan_pipeline_microbatches(plan, j, global_batch));
 			int l = least_level(env, req, &query, zero_allowed);
 			if (l < 0) {

@@ -32,7 +32,7 @@ int sl_search_options_on(const struct sl_search_request *req);
  * query fits (ZeRO-1 when its num_pipelines D > 1; query's own options are not read); -1 when it
  * fits under none. With options off: 0 if it fits without options, else -1. */
 int sl_search_least_level(const struct sl_sim_env *env, const struct sl_search_request *req,
-			  const struct sl_sim_memory_query *query);
+			  const struct sl_sim_replica_query *query);
 
 /* Sets every stage's options of plan to the fastest set that fits (see above) for its replicas
  * and micro-batch counts; with options off, clears them. */

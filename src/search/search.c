@@ -61,7 +61,7 @@ static int fits_anywhere(const struct sl_sim_env *env, const struct sl_pool *poo
 			for (int l = 0; l < L && all; l++)
 				all = sl_search_least_level(
 					      env, req,
-					      &(struct sl_sim_memory_query){
+					      &(struct sl_sim_replica_query){
 						      .gpu = g, .mbs = 1, .tp = tp_values[t],
 						      .first_layer = l, .last_layer = l, .stage = L - 1,
 						      .num_stages = L, .microbatches = 1,

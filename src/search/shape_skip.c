@@ -29,7 +29,7 @@ int sl_search_kind_level(struct search_state *st, int options, int k, int g, int
 {
 	const struct sl_sim_env *env = st->env;
 	int tp = tp_values[t];
-	struct sl_sim_memory_query q = {.gpu = g, .mbs = mbs, .tp = tp, .first_layer = first,
+	struct sl_sim_replica_query q = {.gpu = g, .mbs = mbs, .tp = tp, .first_layer = first,
 					.last_layer = last, .stage = k, .num_stages = P,
 					.microbatches = nmb, .num_pipelines = D};
 	if (st->cm == SL_COST_SOSP25) {
@@ -57,7 +57,7 @@ int sl_search_kind_level(struct search_state *st, int options, int k, int g, int
 		for (int lv = 0; lv < levels; lv++) {
 			struct sl_sim_memory mem;
 			/* D = 2 without ZeRO-1: the full optimizer state, a data-parallel group */
-			struct sl_sim_memory_query full = q;
+			struct sl_sim_replica_query full = q;
 			full.microbatches = P - k;
 			full.num_pipelines = 2;
 			full.recompute = sl_search_recompute_order[lv];
@@ -133,8 +133,12 @@ int sl_search_options_change_no_shape(struct search_state *st, const struct sl_p
 				/* the kinds search_partition gives a time */
 				if (tp_values[t] > sl_sim_gpus_per_node(env, g) ||
 				    st->type_gpus[g] < tp_values[t] ||
-				    sl_sim_stage_compute_s(env, st->cm, g, mbs, tp_values[t], first,
-							   last) < 0)
+				    sl_sim_stage_compute_s(env, st->cm,
+							   &(struct sl_sim_replica_query){
+								   .gpu = g, .mbs = mbs,
+								   .tp = tp_values[t],
+								   .first_layer = first,
+								   .last_layer = last}) < 0)
 					continue;
 				if (sl_search_kind_level(st, 0, k, g, t, first, last, P, mbs, P, 2) != 0)
 					return 0;

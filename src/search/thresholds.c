@@ -417,18 +417,26 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 		int min_tp = 0;
 		for (int g = 0; g < env->catalogue.gpu_count; g++) {
 			for (int t = 0; t < TP_SLOTS; t++) {
+				/* the replica kind, with one micro-batch in flight and one pipeline (for
+				 * the work bounds below) */
+				struct sl_sim_replica_query q = {
+					.gpu = g, .mbs = mbs, .tp = tp_values[t], .first_layer = first,
+					.last_layer = last, .stage = k, .num_stages = P,
+					.microbatches = 1, .num_pipelines = 1};
 				double c = -1;
 				if (tp_values[t] <= sl_sim_gpus_per_node(env, g) &&
 				    st->type_gpus[g] >= tp_values[t])
-					c = sl_sim_stage_compute_s(env, st->cm, g, mbs, tp_values[t], first, last);
+					c = sl_sim_stage_compute_s(env, st->cm, &q);
 				st->stage_time_s[k][g][t] = c;
 				if (c < 0)
 					continue;
 				st->stage_time_rc_s[k][g][t][0] = c;
-				for (int lv = 1; st->options_on && lv < SL_SEARCH_RECOMPUTE_LEVELS; lv++)
-					st->stage_time_rc_s[k][g][t][lv] = sl_sim_stage_compute_opt_s(
-						env, st->cm, g, mbs, tp_values[t], first, last,
-						sl_search_recompute_order[lv]);
+				for (int lv = 1; st->options_on && lv < SL_SEARCH_RECOMPUTE_LEVELS; lv++) {
+					struct sl_sim_replica_query rc = q;
+					rc.recompute = sl_search_recompute_order[lv];
+					st->stage_time_rc_s[k][g][t][lv] =
+						sl_sim_stage_compute_s(env, st->cm, &rc);
+				}
 				if (c < fastest_s[k])
 					fastest_s[k] = c;
 				double usd = tp_values[t] * st->assign.usd_per_hour[g] / 3600.0;
@@ -437,10 +445,6 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 				/* the work bounds count only replicas that can hold the stage at all: with
 				 * one micro-batch in flight and one pipeline, the least memory it needs
 				 * (under some recomputation, with options; c is no more than its time) */
-				struct sl_sim_memory_query q = {
-					.gpu = g, .mbs = mbs, .tp = tp_values[t], .first_layer = first,
-					.last_layer = last, .stage = k, .num_stages = P,
-					.microbatches = 1, .num_pipelines = 1};
 				if (sl_search_least_level(env, st->req, &q) >= 0) {
 					if (tp_values[t] * c < least_gpu_s)
 						least_gpu_s = tp_values[t] * c;
@@ -517,12 +521,16 @@ static void layer_times(const struct search_state *st, int mbs, double *storage,
 		if (sl_search_subset_gpus(&st->assign, g) == 0)
 			continue;
 		for (int t = 0; t < TP_SLOTS && !per_gpu[g]; t++) {
+			/* layer 0 alone, then each layer alone */
+			struct sl_sim_replica_query q = {.gpu = g, .mbs = mbs, .tp = tp_values[t]};
 			if (tp_values[t] > sl_sim_gpus_per_node(env, g) ||
-			    sl_sim_stage_compute_s(env, st->cm, g, mbs, tp_values[t], 0, 0) < 0)
+			    sl_sim_stage_compute_s(env, st->cm, &q) < 0)
 				continue;
 			double *row = storage + (size_t)g * (size_t)L;
-			for (int l = 0; l < L; l++)
-				row[l] = sl_sim_stage_compute_s(env, st->cm, g, mbs, tp_values[t], l, l);
+			for (int l = 0; l < L; l++) {
+				q.first_layer = q.last_layer = l;
+				row[l] = sl_sim_stage_compute_s(env, st->cm, &q);
+			}
 			per_gpu[g] = row;
 		}
 	}

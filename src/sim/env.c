@@ -1,5 +1,8 @@
 /* The simulation environment: loading everything a model needs once, precomputing prefix sums,
- * and the cheap queries of sim.h. Invariants: see internal.h. */
+ * and reading the tables (layer times and parameters of a layer range, GPU prices and sizes).
+ * The stage queries with memory options are in sim/options.c, memory in sim/memory.c; both read
+ * the tables through the readers here, and nothing here calls them back. Invariants: see
+ * internal.h. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -365,8 +368,8 @@ enum sl_time_source sl_sim_time_source(const struct sl_sim_env *env, int gpu, in
 	return s ? s->source : SL_TIME_NONE;
 }
 
-int sl_sim_stage_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
-			 int tp, int first, int last, double *fwd_s, double *bwd_s)
+int sl_sim_layers_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
+			  int tp, int first, int last, double *fwd_s, double *bwd_s)
 {
 	const struct sl_time_slot *s = sl_sim_slot(env, gpu, mbs, tp);
 	if (!s || first < 0 || last < first || last >= env->num_layers)
@@ -379,15 +382,6 @@ int sl_sim_stage_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, in
 		*bwd_s = s->bwd_prefix[last + 1] - s->bwd_prefix[first];
 	}
 	return 0;
-}
-
-double sl_sim_stage_compute_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-			      int mbs, int tp, int first, int last)
-{
-	double f, b;
-	if (sl_sim_stage_fwd_bwd(env, cm, gpu, mbs, tp, first, last, &f, &b))
-		return -1.0;
-	return f + b;
 }
 
 double sl_sim_stage_params(const struct sl_sim_env *env, int tp, int a, int b)
@@ -407,8 +401,8 @@ double sl_sim_stage_grad_bytes(const struct sl_sim_env *env, int a, int b)
 	return SL_FP32_BYTES * sl_sim_stage_params(env, 1, a, b);
 }
 
-double sl_sim_stage_update_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-			     int mbs, int tp, int first, int last)
+double sl_sim_layers_update_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			      int mbs, int tp, int first, int last)
 {
 	const struct sl_time_slot *s = sl_sim_slot(env, gpu, mbs, tp);
 	if (!s || first < 0 || last < first || last >= env->num_layers)

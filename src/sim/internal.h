@@ -56,6 +56,15 @@ static inline const struct sl_time_slot *sl_sim_slot(const struct sl_sim_env *en
 	return slot->source == SL_TIME_NONE ? NULL : slot;
 }
 
+/* Forward and backward seconds per micro-batch of layers [first, last] on (gpu, mbs, tp) as the
+ * time tables hold them, without memory options (env.c): SL_ENOTFOUND when there is none. The
+ * public sl_sim_stage_fwd_bwd adds the options (sim/options.c). */
+int sl_sim_layers_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
+			  int tp, int first, int last, double *fwd_s, double *bwd_s);
+/* Optimizer step seconds of layers [first, last] on (gpu, mbs, tp), without ZeRO-1 (env.c);
+ * negative when there is no time. */
+double sl_sim_layers_update_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			      int mbs, int tp, int first, int last);
 /* Parameters per GPU of layers [a, b] under TP t (the tied embedding counted once when the
  * range holds both the embedding and the head). */
 double sl_sim_stage_params(const struct sl_sim_env *env, int tp, int a, int b);
@@ -122,15 +131,15 @@ double sl_sim_tied_time(const struct sl_sim_env *env, const struct sl_replica *f
 
 /* Memory of the replica q under the sailor model, with q's memory options where they change
  * anything (memory.c; which do: sim/options.c). q's layers and TP must be in range. */
-void sl_sim_memory_sailor(const struct sl_sim_env *env, const struct sl_sim_memory_query *q,
+void sl_sim_memory_sailor(const struct sl_sim_env *env, const struct sl_sim_replica_query *q,
 			  struct sl_sim_memory *mem);
 /* Transformer blocks among layers [first, last]: their count, and their range in
  * [*block_first, *block_last] (either pointer may be NULL). */
 int sl_sim_stage_blocks(const struct sl_sim_env *env, int first, int last, int *block_first,
 			int *block_last);
 /* The SOSP'25 validation estimate (overhead 5.06e9) and planning check (2e9/3e9). */
-void sl_sim_memory_sosp25(const struct sl_sim_env *env, const struct sl_sim_memory_query *q,
+void sl_sim_memory_sosp25(const struct sl_sim_env *env, const struct sl_sim_replica_query *q,
 			  struct sl_sim_memory *mem);
-int sl_sim_fits_sosp25(const struct sl_sim_env *env, const struct sl_sim_memory_query *q);
+int sl_sim_fits_sosp25(const struct sl_sim_env *env, const struct sl_sim_replica_query *q);
 
 #endif

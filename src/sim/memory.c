@@ -30,7 +30,7 @@
  *                CUDA context, cuBLAS/cuDNN workspaces, caching-allocator reserve)
  *
  * Every question about a replica's memory, the simulator's and the planner's ("does this replica
- * fit", with or without memory options), is asked here with one struct sl_sim_memory_query
+ * fit", with or without memory options), is asked here with one struct sl_sim_replica_query
  * (sim.h) and answered here: sl_sim_replica_memory and sl_sim_replica_fits dispatch on the cost
  * model to the sailor model or the SOSP'25 estimates below. This file reads the environment's
  * tables (env.c) and which options apply (sim/options.c); nothing it calls asks memory back.
@@ -55,7 +55,7 @@ static double attention_scores_bytes(const struct sl_sim_env *env, int tp, int l
 	return scores < room ? scores : room;
 }
 
-void sl_sim_memory_sailor(const struct sl_sim_env *env, const struct sl_sim_memory_query *q,
+void sl_sim_memory_sailor(const struct sl_sim_env *env, const struct sl_sim_replica_query *q,
 			  struct sl_sim_memory *mem)
 {
 	const struct sl_sim_tables *T = env->tables;
@@ -126,7 +126,7 @@ void sl_sim_memory_sailor(const struct sl_sim_env *env, const struct sl_sim_memo
 #define SOSP25_BYTES_PER_PARAM 24.0
 #define SOSP25_VALIDATION_OVERHEAD (4.76e9 + 300e6) /* get_memory_footprint_on_gpu, GH200-tuned */
 
-static void sosp25_parts(const struct sl_sim_env *env, const struct sl_sim_memory_query *q,
+static void sosp25_parts(const struct sl_sim_env *env, const struct sl_sim_replica_query *q,
 			 double *params_bytes, double *act_bytes)
 {
 	const struct sl_sim_tables *T = env->tables;
@@ -137,7 +137,7 @@ static void sosp25_parts(const struct sl_sim_env *env, const struct sl_sim_memor
 	*act_bytes = (double)(q->num_stages - q->stage) * ((double)q->mbs * act);
 }
 
-void sl_sim_memory_sosp25(const struct sl_sim_env *env, const struct sl_sim_memory_query *q,
+void sl_sim_memory_sosp25(const struct sl_sim_env *env, const struct sl_sim_replica_query *q,
 			  struct sl_sim_memory *mem)
 {
 	memset(mem, 0, sizeof(*mem));
@@ -154,7 +154,7 @@ void sl_sim_memory_sosp25(const struct sl_sim_env *env, const struct sl_sim_memo
 	mem->capacity_bytes = env->tables->sosp25_memory_bytes[q->gpu];
 }
 
-int sl_sim_fits_sosp25(const struct sl_sim_env *env, const struct sl_sim_memory_query *q)
+int sl_sim_fits_sosp25(const struct sl_sim_env *env, const struct sl_sim_replica_query *q)
 {
 	double p, act;
 	sosp25_parts(env, q, &p, &act);
@@ -163,12 +163,12 @@ int sl_sim_fits_sosp25(const struct sl_sim_env *env, const struct sl_sim_memory_
 	return mem <= env->tables->sosp25_memory_bytes[q->gpu];
 }
 
-struct sl_sim_memory_query sl_sim_memory_query_of(const struct sl_plan *plan, int k, int j,
+struct sl_sim_replica_query sl_sim_replica_query_of(const struct sl_plan *plan, int k, int j,
 						  int microbatches)
 {
 	const struct sl_replica *r = sl_plan_replica(plan, k, j);
 	const struct sl_plan_stage *s = &plan->stages[k];
-	return (struct sl_sim_memory_query){.gpu = r->gpu,
+	return (struct sl_sim_replica_query){.gpu = r->gpu,
 					    .mbs = plan->micro_batch,
 					    .tp = r->tp,
 					    .first_layer = s->first_layer,
@@ -182,7 +182,7 @@ struct sl_sim_memory_query sl_sim_memory_query_of(const struct sl_plan *plan, in
 }
 
 double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm,
-			     const struct sl_sim_memory_query *q, struct sl_sim_memory *mem)
+			     const struct sl_sim_replica_query *q, struct sl_sim_memory *mem)
 {
 	struct sl_sim_memory m;
 	if (q->tp < 1 || q->tp > SL_SIM_MAX_TP || q->first_layer < 0 ||
@@ -199,7 +199,7 @@ double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm
 }
 
 int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm,
-			const struct sl_sim_memory_query *q)
+			const struct sl_sim_replica_query *q)
 {
 	if (cm == SL_COST_SOSP25)
 		return sl_sim_fits_sosp25(env, q);
