@@ -41,7 +41,8 @@ struct sl_sim_tables {
 	char profile_overlay_dir[SL_PROFILE_PATH_MAX];            /* "" = shipped profiles only */
 };
 
-/* Micro-batch slot of mbs (1 -> 0, 2 -> 1, 4 -> 2, ...), or -1 if not a power of two in range. */
+/* Micro-batch slot of mbs (1 -> 0, 2 -> 1, 4 -> 2, ...), or -1 if not a power of two in
+ * range (time_slots.c, with sl_sim_slot_mut and sl_sim_fill_slot). */
 int sl_sim_mbs_slot(int mbs);
 
 static inline const struct sl_time_slot *sl_sim_slot(const struct sl_sim_env *env, int gpu, int mbs,
@@ -73,7 +74,7 @@ double sl_sim_stage_grad_bytes(const struct sl_sim_env *env, int a, int b);
 
 /* Fills the time slots that have no profile with estimates (estimate.c). */
 int sl_sim_estimate_times(struct sl_sim_env *env, const char *data_dir, struct sl_err *err);
-/* Allocates the prefix arrays of a slot from per-layer values (env.c). */
+/* Allocates the prefix arrays of a slot from per-layer values (time_slots.c). */
 int sl_sim_fill_slot(struct sl_sim_env *env, struct sl_time_slot *slot, enum sl_time_source src,
 		     const double *raw_fwd, const double *raw_bwd, const double *fwd,
 		     const double *bwd, const double *upd, double update_per_param,
