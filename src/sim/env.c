@@ -273,7 +273,7 @@ int sl_sim_env_load_overlaid(const char *model, const char *data_dir,
 			*err = net_rc ? net_err : prof_err;
 	}
 	if (!rc) rc = size_tables(env, err);
-	if (!rc) rc = sl_sim_estimate_times(env, data_dir, err);
+	if (!rc) rc = sl_sim_estimate_times(env, data_dir, sl_sim_env_profile_overlay(env), err);
 	if (!rc) sosp25_tables(env);
 	if (rc) {
 		sl_sim_env_free(env);

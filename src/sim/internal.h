@@ -72,8 +72,10 @@ double sl_sim_stage_params(const struct sl_sim_env *env, int tp, int a, int b);
 /* Full (unsharded) gradient bytes of layers [a, b], tied embedding counted once. */
 double sl_sim_stage_grad_bytes(const struct sl_sim_env *env, int a, int b);
 
-/* Fills the time slots that have no profile with estimates (estimate.c). */
-int sl_sim_estimate_times(struct sl_sim_env *env, const char *data_dir, struct sl_err *err);
+/* Fills the time slots that have no profile with estimates (estimate.c), reading the reference
+ * model's profiles from overlay (NULL: none) before data_dir, as the loader read the model's. */
+int sl_sim_estimate_times(struct sl_sim_env *env, const char *data_dir, const char *overlay,
+			  struct sl_err *err);
 /* Allocates the prefix arrays of a slot from per-layer values (time_slots.c). */
 int sl_sim_fill_slot(struct sl_sim_env *env, struct sl_time_slot *slot, enum sl_time_source src,
 		     const double *raw_fwd, const double *raw_bwd, const double *fwd,
