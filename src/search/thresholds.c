@@ -380,9 +380,9 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 		have_previous = 1;
 		considered++;
 		tau_max_s = taus[i];
-		double time_lb_s = sl_search_time_lower_bound(
-					   P, sl_search_busiest_microbatches(st, mbs, D, nmb),
-					   fastest_eligible_s) + st->sync_lb_s;
+		double busiest = sl_search_busiest_microbatches(st, mbs, D, nmb);
+		double time_lb_s = sl_search_time_lower_bound(P, busiest, fastest_eligible_s) +
+				   st->sync_lb_s;
 		if (sl_search_prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
 			continue;
 		if ((i != held && sl_assign_count(in, st->assigned)) || sl_search_counted_prunable(st, nmb))

@@ -164,7 +164,7 @@ int sl_sim_fits_sosp25(const struct sl_sim_env *env, const struct sl_sim_replica
 }
 
 struct sl_sim_replica_query sl_sim_replica_query_of(const struct sl_plan *plan, int k, int j,
-						  int microbatches)
+						   int microbatches)
 {
 	const struct sl_replica *r = sl_plan_replica(plan, k, j);
 	const struct sl_plan_stage *s = &plan->stages[k];

@@ -205,7 +205,7 @@ double sl_sim_stage_update_s(const struct sl_sim_env *env, enum sl_cost_model cm
 /* The query of replica j of stage k of plan, with its pipeline's micro-batch count and the
  * stage's memory options. */
 struct sl_sim_replica_query sl_sim_replica_query_of(const struct sl_plan *plan, int k, int j,
-						  int microbatches);
+						   int microbatches);
 
 /* Memory per GPU of the replica q under a cost model, with q's memory options where they
  * change anything (sim/options.c); all zero when q's layers or TP are out of range. Fills *mem
