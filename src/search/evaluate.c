@@ -5,7 +5,8 @@
  *
  * Invariants: every plan simulated here is counted in st->simulated; a result that meets the
  * constraints lowers the shared bound (and the variant search's), never raises it; a variant is
- * skipped only when its bound (variant_bound_of) shows it cannot enter that search's result.
+ * skipped only when its bound (variant_bound_of) shows it cannot enter that search's result, or
+ * when it is the plan itself (one pipeline, no recomputation), ranked already.
  */
 #include <stdatomic.h>
 
