@@ -133,11 +133,9 @@ static void print_candidate(const struct sl_sim_env *env, const struct sl_pool *
 				if (r->gpu != g)
 					continue;
 				used += r->tp;
-				double mem = sl_sim_replica_memory_opt(
-					env, res->cost_model, g, plan->micro_batch, r->tp,
-					plan->stages[k].first_layer, plan->stages[k].last_layer, k,
-					plan->num_stages, res->microbatches, plan->num_pipelines,
-					plan->stages[k].recompute, plan->stages[k].zero, NULL);
+				struct sl_sim_replica_query query =
+					sl_sim_replica_query_of(plan, k, j, res->microbatches);
+				double mem = sl_sim_replica_memory(env, res->cost_model, &query, NULL);
 				if (mem > peak)
 					peak = mem;
 			}

@@ -31,7 +31,7 @@ struct sl_assign_input {
 
 /* The assignment without the plan: per stage, groups of replicas of one (gpu, zone) in the
  * canonical (zone rank, gpu) order the plan is written in. Enough to tell whether the pool can
- * supply the replicas, and for the bounds on the plan (search.c), at a cost that does not grow
+ * supply the replicas, and for the bounds on the plan (prune.c), at a cost that does not grow
  * with D: the threshold search asks it several times per shape, and writes a plan only for the
  * shapes its bounds leave. */
 struct sl_assign_group {

@@ -48,13 +48,9 @@ static int stage_fits(struct brute *b, int k)
 {
 	const struct sl_plan *plan = &b->plan;
 	for (int j = 0; j < plan->num_pipelines; j++) {
-		const struct sl_replica *r = sl_plan_replica(plan, k, j);
-		if (!sl_sim_replica_fits_opt(b->env, b->cm, r->gpu, plan->micro_batch, r->tp,
-					     plan->stages[k].first_layer, plan->stages[k].last_layer, k,
-					     plan->num_stages,
-					     sl_plan_pipeline_microbatches(plan, j, b->global_batch),
-					     plan->num_pipelines, plan->stages[k].recompute,
-					     plan->stages[k].zero))
+		struct sl_sim_replica_query query = sl_sim_replica_query_of(
+			plan, k, j, sl_plan_pipeline_microbatches(plan, j, b->global_batch));
+		if (!sl_sim_replica_fits(b->env, b->cm, &query))
 			return 0;
 	}
 	return 1;

@@ -12,30 +12,31 @@ int sl_search_options_on(const struct sl_search_request *req)
 }
 
 /* sl_search_least_level with ZeRO-1 on (when D > 1) or off. */
-static int least_level(const struct sl_sim_env *env, const struct sl_search_request *req, int gpu,
-		       int mbs, int tp, int first, int last, int stage, int num_stages,
-		       int microbatches, int D, int zero)
+static int least_level(const struct sl_sim_env *env, const struct sl_search_request *req,
+		       const struct sl_sim_replica_query *query, int zero)
 {
+	struct sl_sim_replica_query q = *query;
+	q.recompute = SL_RECOMPUTE_NONE;
+	q.zero = 0;
 	if (!sl_search_options_on(req))
-		return sl_sim_replica_fits(env, req->cost_model, gpu, mbs, tp, first, last, stage,
-					   num_stages, microbatches, D) ? 0 : -1;
-	int levels = sl_sim_effective_recompute(env, first, last, SL_RECOMPUTE_FULL) != SL_RECOMPUTE_NONE
+		return sl_sim_replica_fits(env, req->cost_model, &q) ? 0 : -1;
+	int levels = sl_sim_effective_recompute(env, q.first_layer, q.last_layer,
+						SL_RECOMPUTE_FULL) != SL_RECOMPUTE_NONE
 			     ? SL_SEARCH_RECOMPUTE_LEVELS
 			     : 1;
-	for (int i = 0; i < levels; i++)
-		if (sl_sim_replica_fits_opt(env, req->cost_model, gpu, mbs, tp, first, last, stage,
-					    num_stages, microbatches, D, sl_search_recompute_order[i],
-					    zero && D > 1))
+	q.zero = zero && q.num_pipelines > 1;
+	for (int i = 0; i < levels; i++) {
+		q.recompute = sl_search_recompute_order[i];
+		if (sl_sim_replica_fits(env, req->cost_model, &q))
 			return i;
+	}
 	return -1;
 }
 
 int sl_search_least_level(const struct sl_sim_env *env, const struct sl_search_request *req,
-			  int gpu, int mbs, int tp, int first, int last, int stage, int num_stages,
-			  int microbatches, int D)
+			  const struct sl_sim_replica_query *query)
 {
-	return least_level(env, req, gpu, mbs, tp, first, last, stage, num_stages, microbatches, D,
-			   1);
+	return least_level(env, req, query, 1);
 }
 
 void sl_search_choose_options(const struct sl_sim_env *env, const struct sl_search_request *req,
@@ -64,10 +65,9 @@ void sl_search_choose_options_zero(const struct sl_sim_env *env,
 			    sl_plan_pipeline_microbatches(plan, j, global_batch) ==
 				    sl_plan_pipeline_microbatches(plan, j - 1, global_batch))
 				continue;
-			int l = least_level(env, req, r->gpu, plan->micro_batch, r->tp,
-					    s->first_layer, s->last_layer, k, P,
-					    sl_plan_pipeline_microbatches(plan, j, global_batch), D,
-					    zero_allowed);
+			struct sl_sim_replica_query query = sl_sim_replica_query_of(
+				plan, k, j, sl_plan_pipeline_microbatches(plan, j, global_batch));
+			int l = least_level(env, req, &query, zero_allowed);
 			if (l < 0) {
 				level = 0; /* fits under no option: the plan does not fit anyway */
 				break;

@@ -28,13 +28,11 @@ extern const enum sl_recompute sl_search_recompute_order[SL_SEARCH_RECOMPUTE_LEV
 /* Whether req searches memory options. */
 int sl_search_options_on(const struct sl_search_request *req);
 
-/* The least recomputation (index into sl_search_recompute_order) under which a replica
- * (gpu, mbs, tp) of layers [first, last] at stage of num_stages fits with microbatches per
- * pipeline and D replicas (ZeRO-1 when D > 1); -1 when it fits under none. With options off:
- * 0 if it fits without options, else -1. */
+/* The least recomputation (index into sl_search_recompute_order) under which the replica of
+ * query fits (ZeRO-1 when its num_pipelines D > 1; query's own options are not read); -1 when it
+ * fits under none. With options off: 0 if it fits without options, else -1. */
 int sl_search_least_level(const struct sl_sim_env *env, const struct sl_search_request *req,
-			  int gpu, int mbs, int tp, int first, int last, int stage, int num_stages,
-			  int microbatches, int D);
+			  const struct sl_sim_replica_query *query);
 
 /* Sets every stage's options of plan to the fastest set that fits (see above) for its replicas
  * and micro-batch counts; with options off, clears them. */

@@ -1,6 +1,6 @@
 /* The planner's result set under construction: top K plans meeting the constraints, the best plan
- * that fits ignoring the constraints, and (on request) the Pareto frontier. Used by search.c and
- * exhaustive.c. Not thread-safe. */
+ * that fits ignoring the constraints, and (on request) the Pareto frontier. Used by the search (search.c,
+ * evaluate.c) and exhaustive.c. Not thread-safe. */
 #ifndef SL_SEARCH_RANKING_H
 #define SL_SEARCH_RANKING_H
 

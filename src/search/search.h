@@ -4,9 +4,9 @@
  * cost model, so the estimate the planner reports is exactly what `sailor simulate` prints for
  * the plan it emits.
  *
- * How the search works (search.c): for each set of zones worth trying (every region on its own,
- * each zone on its own, all zones), each micro-batch size, each depth P and each candidate layer
- * partition (partition.h), it precomputes per stage and per (GPU type, TP) the compute time per
+ * How the search works (search.c, thresholds.c; search_state.h names the other files): for each
+ * set of zones worth trying (every region on its own, each zone on its own, all zones), each
+ * micro-batch size, each depth P and each candidate layer partition (partition.h), it precomputes per stage and per (GPU type, TP) the compute time per
  * micro-batch. For each data-parallel degree D that changes the number of micro-batches, and for
  * each time threshold tau (the distinct per-stage times, ascending), assign.h picks for every
  * stage D replicas whose time is <= tau, using the fewest GPUs (then dollars) the pool allows,

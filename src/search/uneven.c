@@ -44,9 +44,12 @@ static int pipeline_times(const struct sl_sim_env *env, enum sl_cost_model cm,
 		pipeline_s[j] = 0;
 		for (int k = 0; k < plan->num_stages; k++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			double c = sl_sim_stage_compute_s(env, cm, r->gpu, plan->micro_batch, r->tp,
-							  plan->stages[k].first_layer,
-							  plan->stages[k].last_layer);
+			/* without the stage's options */
+			struct sl_sim_replica_query q = {.gpu = r->gpu, .mbs = plan->micro_batch,
+							 .tp = r->tp,
+							 .first_layer = plan->stages[k].first_layer,
+							 .last_layer = plan->stages[k].last_layer};
+			double c = sl_sim_stage_compute_s(env, cm, &q);
 			if (c > pipeline_s[j])
 				pipeline_s[j] = c;
 		}

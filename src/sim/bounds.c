@@ -155,10 +155,10 @@ double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl
 		double before = 0; /* transfers with the previous stage, per micro-batch */
 		for (int k = 0; k < P; k++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
+			int last = plan->stages[k].last_layer;
 			double f, bw;
-			if (sl_sim_stage_fwd_bwd_opt(env, cm, r->gpu, b, r->tp, first, last,
-						     plan->stages[k].recompute, &f, &bw))
+			struct sl_sim_replica_query query = sl_sim_replica_query_of(plan, k, j, 0);
+			if (sl_sim_stage_fwd_bwd(env, cm, &query, &f, &bw))
 				return 0;
 			double after = 0;
 			if (k + 1 < P) {

@@ -1,5 +1,8 @@
 /* The simulation environment: loading everything a model needs once, precomputing prefix sums,
- * and the cheap queries of sim.h. Invariants: see internal.h. */
+ * and reading the tables (layer times and parameters of a layer range, GPU prices and sizes).
+ * The stage queries with memory options are in sim/options.c, memory in sim/memory.c; both read
+ * the tables through the readers here, and nothing here calls them back. Invariants: see
+ * internal.h. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,55 +28,6 @@ int sl_cost_model_parse(const char *name, enum sl_cost_model *out, struct sl_err
 	else
 		return sl_err_set(err, SL_EUSAGE, "unknown cost model '%s': use 'sailor' or 'sosp25'",
 				  name);
-	return 0;
-}
-
-int sl_sim_mbs_slot(int mbs)
-{
-	for (int s = 0; s < SL_SIM_MBS_SLOTS; s++)
-		if (mbs == 1 << s)
-			return s;
-	return -1;
-}
-
-struct sl_time_slot *sl_sim_slot_mut(struct sl_sim_env *env, int gpu, int slot, int tp)
-{
-	return &env->tables->slots[((size_t)gpu * SL_SIM_MBS_SLOTS + (size_t)slot) * SL_SIM_MAX_TP +
-				   (size_t)(tp - 1)];
-}
-
-double sl_sim_profiled_model_params(const struct sl_layer_sizes *sizes, int tp)
-{
-	/* The artifact profiles a model of embedding + 2 transformer blocks + head
-	 * (third_party/Megatron-DeepSpeed/profile.sh, --num_prof_layers 2; SIMULATOR.md 2.2); for
-	 * LLAMA-3-8 the separate final norm layer too, folded into the head here. */
-	int L = sizes->num_layers;
-	return sizes->params[tp][0] + 2 * sizes->params[tp][1] + sizes->params[tp][L - 1];
-}
-
-int sl_sim_fill_slot(struct sl_sim_env *env, struct sl_time_slot *slot, enum sl_time_source src,
-		     const double *raw_fwd, const double *raw_bwd, const double *fwd,
-		     const double *bwd, const double *upd, double update_per_param,
-		     struct sl_err *err)
-{
-	int L = env->num_layers;
-	double *buf = calloc((size_t)(4 * (L + 1) + L), sizeof(double));
-	if (!buf)
-		return sl_err_set(err, SL_ENOMEM, "out of memory");
-	slot->fwd_prefix = buf;
-	slot->bwd_prefix = buf + (L + 1);
-	slot->raw_fwd_prefix = buf + 2 * (L + 1);
-	slot->raw_bwd_prefix = buf + 3 * (L + 1);
-	slot->raw_update = buf + 4 * (L + 1);
-	for (int l = 0; l < L; l++) {
-		slot->fwd_prefix[l + 1] = slot->fwd_prefix[l] + fwd[l];
-		slot->bwd_prefix[l + 1] = slot->bwd_prefix[l] + bwd[l];
-		slot->raw_fwd_prefix[l + 1] = slot->raw_fwd_prefix[l] + raw_fwd[l];
-		slot->raw_bwd_prefix[l + 1] = slot->raw_bwd_prefix[l] + raw_bwd[l];
-		slot->raw_update[l] = upd[l];
-	}
-	slot->update_per_param_s = update_per_param;
-	slot->source = src;
 	return 0;
 }
 
@@ -319,7 +273,7 @@ int sl_sim_env_load_overlaid(const char *model, const char *data_dir,
 			*err = net_rc ? net_err : prof_err;
 	}
 	if (!rc) rc = size_tables(env, err);
-	if (!rc) rc = sl_sim_estimate_times(env, data_dir, err);
+	if (!rc) rc = sl_sim_estimate_times(env, data_dir, sl_sim_env_profile_overlay(env), err);
 	if (!rc) sosp25_tables(env);
 	if (rc) {
 		sl_sim_env_free(env);
@@ -365,8 +319,8 @@ enum sl_time_source sl_sim_time_source(const struct sl_sim_env *env, int gpu, in
 	return s ? s->source : SL_TIME_NONE;
 }
 
-int sl_sim_stage_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
-			 int tp, int first, int last, double *fwd_s, double *bwd_s)
+int sl_sim_layers_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
+			  int tp, int first, int last, double *fwd_s, double *bwd_s)
 {
 	const struct sl_time_slot *s = sl_sim_slot(env, gpu, mbs, tp);
 	if (!s || first < 0 || last < first || last >= env->num_layers)
@@ -379,15 +333,6 @@ int sl_sim_stage_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, in
 		*bwd_s = s->bwd_prefix[last + 1] - s->bwd_prefix[first];
 	}
 	return 0;
-}
-
-double sl_sim_stage_compute_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-			      int mbs, int tp, int first, int last)
-{
-	double f, b;
-	if (sl_sim_stage_fwd_bwd(env, cm, gpu, mbs, tp, first, last, &f, &b))
-		return -1.0;
-	return f + b;
 }
 
 double sl_sim_stage_params(const struct sl_sim_env *env, int tp, int a, int b)
@@ -407,8 +352,8 @@ double sl_sim_stage_grad_bytes(const struct sl_sim_env *env, int a, int b)
 	return SL_FP32_BYTES * sl_sim_stage_params(env, 1, a, b);
 }
 
-double sl_sim_stage_update_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-			     int mbs, int tp, int first, int last)
+double sl_sim_layers_update_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			      int mbs, int tp, int first, int last)
 {
 	const struct sl_time_slot *s = sl_sim_slot(env, gpu, mbs, tp);
 	if (!s || first < 0 || last < first || last >= env->num_layers)
@@ -416,36 +361,6 @@ double sl_sim_stage_update_s(const struct sl_sim_env *env, enum sl_cost_model cm
 	if (cm == SL_COST_SOSP25)
 		return s->raw_update[first]; /* u_i from the first layer only (SIMULATOR.md 4.2) */
 	return s->update_per_param_s * sl_sim_stage_params(env, tp, first, last);
-}
-
-double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-			     int mbs, int tp, int first, int last, int stage, int num_stages,
-			     int microbatches, int num_pipelines, struct sl_sim_memory *mem)
-{
-	struct sl_sim_memory m;
-	if (tp < 1 || tp > SL_SIM_MAX_TP || first < 0 || last < first || last >= env->num_layers) {
-		memset(&m, 0, sizeof(m));
-	} else if (cm == SL_COST_SOSP25) {
-		sl_sim_memory_sosp25(env, gpu, mbs, tp, first, last, stage, num_stages, &m);
-	} else {
-		sl_sim_memory_sailor(env, gpu, mbs, tp, first, last, stage, num_stages, microbatches,
-				     num_pipelines, &m);
-	}
-	if (mem)
-		*mem = m;
-	return m.total_bytes;
-}
-
-int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
-			int tp, int first, int last, int stage, int num_stages, int microbatches,
-			int num_pipelines)
-{
-	if (cm == SL_COST_SOSP25)
-		return sl_sim_fits_sosp25(env, gpu, mbs, tp, first, last, stage, num_stages);
-	struct sl_sim_memory m;
-	sl_sim_replica_memory(env, cm, gpu, mbs, tp, first, last, stage, num_stages, microbatches,
-			      num_pipelines, &m);
-	return m.total_bytes <= m.capacity_bytes;
 }
 
 double sl_sim_gpu_usd_per_hour(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu)

@@ -103,8 +103,8 @@ static double ref_time(const struct sl_sim_env *env, const struct ref *r, int g,
 	return prof_time(r, r->prof[alt], b, t, ref_layer(r, kind), phase) * speed;
 }
 
-static int load_ref(const struct sl_sim_env *env, const char *data_dir, struct ref *r,
-		    struct sl_err *err)
+static int load_ref(const struct sl_sim_env *env, const char *data_dir, const char *overlay,
+		    struct ref *r, struct sl_err *err)
 {
 	memset(r, 0, sizeof(*r));
 	if (!strcmp(env->model.name, REF_MODEL) && env->named_model) {
@@ -121,7 +121,7 @@ static int load_ref(const struct sl_sim_env *env, const char *data_dir, struct r
 	for (int g = 0; !rc && g < env->catalogue.gpu_count; g++) {
 		char path[SL_PROFILE_PATH_MAX];
 		struct stat st;
-		sl_profile_locate(path, sizeof(path), data_dir, sl_sim_env_profile_overlay(env),
+		sl_profile_locate(path, sizeof(path), data_dir, overlay,
 				  REF_MODEL, env->catalogue.gpus[g].name);
 		if (stat(path, &st) != 0)
 			continue;
@@ -170,7 +170,8 @@ static void fill_missing_updates(struct sl_sim_env *env, const struct ref *r)
 			}
 }
 
-int sl_sim_estimate_times(struct sl_sim_env *env, const char *data_dir, struct sl_err *err)
+int sl_sim_estimate_times(struct sl_sim_env *env, const char *data_dir, const char *overlay,
+			  struct sl_err *err)
 {
 	int L = env->num_layers, need = 0;
 	for (int g = 0; g < env->catalogue.gpu_count; g++) {
@@ -184,7 +185,7 @@ int sl_sim_estimate_times(struct sl_sim_env *env, const char *data_dir, struct s
 	if (!need)
 		return 0;
 	struct ref r;
-	int rc = load_ref(env, data_dir, &r, err);
+	int rc = load_ref(env, data_dir, overlay, &r, err);
 	if (rc) {
 		free_ref(&r);
 		return sl_err_prefix(err, "estimating layer times from the reference model %s", REF_MODEL);

@@ -41,7 +41,8 @@ struct sl_sim_tables {
 	char profile_overlay_dir[SL_PROFILE_PATH_MAX];            /* "" = shipped profiles only */
 };
 
-/* Micro-batch slot of mbs (1 -> 0, 2 -> 1, 4 -> 2, ...), or -1 if not a power of two in range. */
+/* Micro-batch slot of mbs (1 -> 0, 2 -> 1, 4 -> 2, ...), or -1 if not a power of two in
+ * range (time_slots.c, with sl_sim_slot_mut and sl_sim_fill_slot). */
 int sl_sim_mbs_slot(int mbs);
 
 static inline const struct sl_time_slot *sl_sim_slot(const struct sl_sim_env *env, int gpu, int mbs,
@@ -56,15 +57,26 @@ static inline const struct sl_time_slot *sl_sim_slot(const struct sl_sim_env *en
 	return slot->source == SL_TIME_NONE ? NULL : slot;
 }
 
+/* Forward and backward seconds per micro-batch of layers [first, last] on (gpu, mbs, tp) as the
+ * time tables hold them, without memory options (env.c): SL_ENOTFOUND when there is none. The
+ * public sl_sim_stage_fwd_bwd adds the options (sim/options.c). */
+int sl_sim_layers_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
+			  int tp, int first, int last, double *fwd_s, double *bwd_s);
+/* Optimizer step seconds of layers [first, last] on (gpu, mbs, tp), without ZeRO-1 (env.c);
+ * negative when there is no time. */
+double sl_sim_layers_update_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			      int mbs, int tp, int first, int last);
 /* Parameters per GPU of layers [a, b] under TP t (the tied embedding counted once when the
  * range holds both the embedding and the head). */
 double sl_sim_stage_params(const struct sl_sim_env *env, int tp, int a, int b);
 /* Full (unsharded) gradient bytes of layers [a, b], tied embedding counted once. */
 double sl_sim_stage_grad_bytes(const struct sl_sim_env *env, int a, int b);
 
-/* Fills the time slots that have no profile with estimates (estimate.c). */
-int sl_sim_estimate_times(struct sl_sim_env *env, const char *data_dir, struct sl_err *err);
-/* Allocates the prefix arrays of a slot from per-layer values (env.c). */
+/* Fills the time slots that have no profile with estimates (estimate.c), reading the reference
+ * model's profiles from overlay (NULL: none) before data_dir, as the loader read the model's. */
+int sl_sim_estimate_times(struct sl_sim_env *env, const char *data_dir, const char *overlay,
+			  struct sl_err *err);
+/* Allocates the prefix arrays of a slot from per-layer values (time_slots.c). */
 int sl_sim_fill_slot(struct sl_sim_env *env, struct sl_time_slot *slot, enum sl_time_source src,
 		     const double *raw_fwd, const double *raw_bwd, const double *fwd,
 		     const double *bwd, const double *upd, double update_per_param,
@@ -120,22 +132,17 @@ double sl_sim_allreduce_hop_bound(const struct sl_sim_env *env, const struct sl_
 double sl_sim_tied_time(const struct sl_sim_env *env, const struct sl_replica *first,
 			const struct sl_replica *last, double bytes_per_gpu);
 
-/* Memory of a replica under the sailor model (memory.c). */
-void sl_sim_memory_sailor(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
-			  int stage, int P, int M, int D, struct sl_sim_memory *mem);
-/* The same with a stage's memory options (recompute, zero; memory.c and sim/options.c). With
- * SL_RECOMPUTE_NONE and zero 0 it is sl_sim_memory_sailor, bit for bit. */
-void sl_sim_memory_sailor_opt(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
-			      int stage, int P, int M, int D, enum sl_recompute recompute, int zero,
-			      struct sl_sim_memory *mem);
+/* Memory of the replica q under the sailor model, with q's memory options where they change
+ * anything (memory.c; which do: sim/options.c). q's layers and TP must be in range. */
+void sl_sim_memory_sailor(const struct sl_sim_env *env, const struct sl_sim_replica_query *q,
+			  struct sl_sim_memory *mem);
 /* Transformer blocks among layers [first, last]: their count, and their range in
  * [*block_first, *block_last] (either pointer may be NULL). */
 int sl_sim_stage_blocks(const struct sl_sim_env *env, int first, int last, int *block_first,
 			int *block_last);
 /* The SOSP'25 validation estimate (overhead 5.06e9) and planning check (2e9/3e9). */
-void sl_sim_memory_sosp25(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
-			  int stage, int P, struct sl_sim_memory *mem);
-int sl_sim_fits_sosp25(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
-		       int stage, int P);
+void sl_sim_memory_sosp25(const struct sl_sim_env *env, const struct sl_sim_replica_query *q,
+			  struct sl_sim_memory *mem);
+int sl_sim_fits_sosp25(const struct sl_sim_env *env, const struct sl_sim_replica_query *q);
 
 #endif

@@ -28,16 +28,18 @@
  *                time (+ mbs × one block's scores). Layers that are not blocks are unchanged.
  *   runtime      the GPU type's fixed runtime overhead (data/gpus.json runtime_overhead_bytes:
  *                CUDA context, cuBLAS/cuDNN workspaces, caching-allocator reserve)
+ *
+ * Every question about a replica's memory, the simulator's and the planner's ("does this replica
+ * fit", with or without memory options), is asked here with one struct sl_sim_replica_query
+ * (sim.h) and answered here: sl_sim_replica_memory and sl_sim_replica_fits dispatch on the cost
+ * model to the sailor model or the SOSP'25 estimates below. This file reads the environment's
+ * tables (env.c) and which options apply (sim/options.c); nothing it calls asks memory back.
+ * Invariant: a query with recompute NONE and zero 0 costs bit for bit what a stage without
+ * options costs, and an option that changes nothing (sl_sim_effective_*) is no option.
  */
 #include <string.h>
 
 #include "sim/internal.h"
-
-void sl_sim_memory_sailor(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
-			  int stage, int P, int M, int D, struct sl_sim_memory *mem)
-{
-	sl_sim_memory_sailor_opt(env, gpu, mbs, tp, a, b, stage, P, M, D, SL_RECOMPUTE_NONE, 0, mem);
-}
 
 /* Per-sample bytes of the attention scores of one block at TP t: heads/t score matrices of s x s
  * fp32 values (the a·s² term of Korthikanti et al. eq. 1, which model/layer_sizes.c counts once).
@@ -53,16 +55,18 @@ static double attention_scores_bytes(const struct sl_sim_env *env, int tp, int l
 	return scores < room ? scores : room;
 }
 
-void sl_sim_memory_sailor_opt(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
-			      int stage, int P, int M, int D, enum sl_recompute recompute, int zero,
-			      struct sl_sim_memory *mem)
+void sl_sim_memory_sailor(const struct sl_sim_env *env, const struct sl_sim_replica_query *q,
+			  struct sl_sim_memory *mem)
 {
 	const struct sl_sim_tables *T = env->tables;
-	const struct sl_gpu_type *g = &env->catalogue.gpus[gpu];
+	const struct sl_gpu_type *g = &env->catalogue.gpus[q->gpu];
+	/* the names of the formula above */
+	const int mbs = q->mbs, tp = q->tp, a = q->first_layer, b = q->last_layer;
+	const int stage = q->stage, P = q->num_stages, M = q->microbatches, D = q->num_pipelines;
 	int L = env->num_layers;
 	memset(mem, 0, sizeof(*mem));
-	recompute = sl_sim_effective_recompute(env, a, b, recompute);
-	zero = sl_sim_effective_zero(zero, D);
+	enum sl_recompute recompute = sl_sim_effective_recompute(env, a, b, q->recompute);
+	int zero = sl_sim_effective_zero(q->zero, D);
 	double params = sl_sim_stage_params(env, tp, a, b);
 	mem->params_bytes = SL_FP32_BYTES * params;
 	mem->grads_bytes = SL_FP32_BYTES * params;
@@ -122,22 +126,23 @@ void sl_sim_memory_sailor_opt(const struct sl_sim_env *env, int gpu, int mbs, in
 #define SOSP25_BYTES_PER_PARAM 24.0
 #define SOSP25_VALIDATION_OVERHEAD (4.76e9 + 300e6) /* get_memory_footprint_on_gpu, GH200-tuned */
 
-static void sosp25_parts(const struct sl_sim_env *env, int mbs, int tp, int a, int b, int stage,
-			 int P, double *params_bytes, double *act_bytes)
+static void sosp25_parts(const struct sl_sim_env *env, const struct sl_sim_replica_query *q,
+			 double *params_bytes, double *act_bytes)
 {
 	const struct sl_sim_tables *T = env->tables;
+	int tp = q->tp, a = q->first_layer, b = q->last_layer;
 	double params = T->params_prefix[tp][b + 1] - T->params_prefix[tp][a];
 	double act = T->act_prefix[tp][b + 1] - T->act_prefix[tp][a];
 	*params_bytes = SOSP25_BYTES_PER_PARAM * params;
-	*act_bytes = (double)(P - stage) * ((double)mbs * act);
+	*act_bytes = (double)(q->num_stages - q->stage) * ((double)q->mbs * act);
 }
 
-void sl_sim_memory_sosp25(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
-			  int stage, int P, struct sl_sim_memory *mem)
+void sl_sim_memory_sosp25(const struct sl_sim_env *env, const struct sl_sim_replica_query *q,
+			  struct sl_sim_memory *mem)
 {
 	memset(mem, 0, sizeof(*mem));
 	double p, act;
-	sosp25_parts(env, mbs, tp, a, b, stage, P, &p, &act);
+	sosp25_parts(env, q, &p, &act);
 	/* the 24 B/param split as that model names it: 4 params, 4 grads, 8 Adam, 8 extra copies */
 	mem->params_bytes = p * 4.0 / 24.0;
 	mem->grads_bytes = p * 4.0 / 24.0;
@@ -146,15 +151,59 @@ void sl_sim_memory_sosp25(const struct sl_sim_env *env, int gpu, int mbs, int tp
 	mem->activations_bytes = act;
 	mem->runtime_bytes = SOSP25_VALIDATION_OVERHEAD;
 	mem->total_bytes = p + act + SOSP25_VALIDATION_OVERHEAD;
-	mem->capacity_bytes = env->tables->sosp25_memory_bytes[gpu];
+	mem->capacity_bytes = env->tables->sosp25_memory_bytes[q->gpu];
 }
 
-int sl_sim_fits_sosp25(const struct sl_sim_env *env, int gpu, int mbs, int tp, int a, int b,
-		       int stage, int P)
+int sl_sim_fits_sosp25(const struct sl_sim_env *env, const struct sl_sim_replica_query *q)
 {
 	double p, act;
-	sosp25_parts(env, mbs, tp, a, b, stage, P, &p, &act);
+	sosp25_parts(env, q, &p, &act);
 	/* check_config_fits: framework/kernel overhead seen by nvidia-smi, 2e9 at tp 1 else 3e9 */
-	double mem = p + act + (tp == 1 ? 2.0e9 : 3.0e9);
-	return mem <= env->tables->sosp25_memory_bytes[gpu];
+	double mem = p + act + (q->tp == 1 ? 2.0e9 : 3.0e9);
+	return mem <= env->tables->sosp25_memory_bytes[q->gpu];
+}
+
+struct sl_sim_replica_query sl_sim_replica_query_of(const struct sl_plan *plan, int k, int j,
+						   int microbatches)
+{
+	const struct sl_replica *r = sl_plan_replica(plan, k, j);
+	const struct sl_plan_stage *s = &plan->stages[k];
+	return (struct sl_sim_replica_query){.gpu = r->gpu,
+					    .mbs = plan->micro_batch,
+					    .tp = r->tp,
+					    .first_layer = s->first_layer,
+					    .last_layer = s->last_layer,
+					    .stage = k,
+					    .num_stages = plan->num_stages,
+					    .microbatches = microbatches,
+					    .num_pipelines = plan->num_pipelines,
+					    .recompute = (enum sl_recompute)s->recompute,
+					    .zero = s->zero};
+}
+
+double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm,
+			     const struct sl_sim_replica_query *q, struct sl_sim_memory *mem)
+{
+	struct sl_sim_memory m;
+	if (q->tp < 1 || q->tp > SL_SIM_MAX_TP || q->first_layer < 0 ||
+	    q->last_layer < q->first_layer || q->last_layer >= env->num_layers) {
+		memset(&m, 0, sizeof(m));
+	} else if (cm == SL_COST_SOSP25) {
+		sl_sim_memory_sosp25(env, q, &m); /* it has no memory options */
+	} else {
+		sl_sim_memory_sailor(env, q, &m);
+	}
+	if (mem)
+		*mem = m;
+	return m.total_bytes;
+}
+
+int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm,
+			const struct sl_sim_replica_query *q)
+{
+	if (cm == SL_COST_SOSP25)
+		return sl_sim_fits_sosp25(env, q);
+	struct sl_sim_memory m;
+	sl_sim_replica_memory(env, cm, q, &m);
+	return m.total_bytes <= m.capacity_bytes;
 }

@@ -1,6 +1,8 @@
 /* The memory options of a stage under the sailor cost model (plan.h: "recompute", "zero"): what
- * they cost in time, which of them change anything, and the planner's queries that take them.
- * The memory they save is in memory.c (sl_sim_memory_sailor_opt).
+ * they cost in time, which of them change anything, and the stage time queries of sim.h
+ * (sl_sim_stage_fwd_bwd, _compute_s, _update_s: a struct sl_sim_replica_query, its options
+ * applied to the tables' times that env.c reads). The memory they save, and the memory queries,
+ * are in memory.c.
  *
  * Activation recomputation (Megatron-LM's --recompute-granularity; Korthikanti et al. 2022,
  * "Reducing Activation Recomputation in Large Transformer Models", section 4):
@@ -73,11 +75,13 @@ static double attention_core_share(const struct sl_sim_env *env, int layer)
 	return block > 0 ? 4.0 * sq * sq * h / block : 0.0;
 }
 
-double sl_sim_stage_recompute_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-				int mbs, int tp, int first, int last, enum sl_recompute recompute)
+double sl_sim_stage_recompute_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+				const struct sl_sim_replica_query *q)
 {
+	const int gpu = q->gpu, mbs = q->mbs, tp = q->tp, first = q->first_layer, last = q->last_layer;
+	enum sl_recompute recompute = q->recompute;
 	double f, b;
-	if (sl_sim_stage_fwd_bwd(env, cm, gpu, mbs, tp, first, last, &f, &b))
+	if (sl_sim_layers_fwd_bwd(env, cm, gpu, mbs, tp, first, last, &f, &b))
 		return -1.0;
 	if (cm == SL_COST_SOSP25)
 		return 0.0; /* that model has no options (sl_simulate refuses plans using them) */
@@ -87,7 +91,7 @@ double sl_sim_stage_recompute_s(const struct sl_sim_env *env, enum sl_cost_model
 	int s, e;
 	sl_sim_stage_blocks(env, first, last, &s, &e);
 	double blocks_fwd_s, unused;
-	if (sl_sim_stage_fwd_bwd(env, cm, gpu, mbs, tp, s, e, &blocks_fwd_s, &unused))
+	if (sl_sim_layers_fwd_bwd(env, cm, gpu, mbs, tp, s, e, &blocks_fwd_s, &unused))
 		return -1.0;
 	if (recompute == SL_RECOMPUTE_FULL)
 		return blocks_fwd_s;
@@ -95,63 +99,36 @@ double sl_sim_stage_recompute_s(const struct sl_sim_env *env, enum sl_cost_model
 	return attention_core_share(env, s) * blocks_fwd_s;
 }
 
-int sl_sim_stage_fwd_bwd_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-			     int mbs, int tp, int first, int last, enum sl_recompute recompute,
-			     double *fwd_s, double *bwd_s)
+int sl_sim_stage_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm,
+			 const struct sl_sim_replica_query *q, double *fwd_s, double *bwd_s)
 {
-	int rc = sl_sim_stage_fwd_bwd(env, cm, gpu, mbs, tp, first, last, fwd_s, bwd_s);
+	int rc = sl_sim_layers_fwd_bwd(env, cm, q->gpu, q->mbs, q->tp, q->first_layer, q->last_layer,
+				       fwd_s, bwd_s);
 	if (rc)
 		return rc;
 	if (cm == SL_COST_SOSP25 ||
-	    sl_sim_effective_recompute(env, first, last, recompute) == SL_RECOMPUTE_NONE)
+	    sl_sim_effective_recompute(env, q->first_layer, q->last_layer, q->recompute) ==
+		    SL_RECOMPUTE_NONE)
 		return 0;
-	*bwd_s += sl_sim_stage_recompute_s(env, cm, gpu, mbs, tp, first, last, recompute);
+	*bwd_s += sl_sim_stage_recompute_s(env, cm, q);
 	return 0;
 }
 
-double sl_sim_stage_compute_opt_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-				  int mbs, int tp, int first, int last, enum sl_recompute recompute)
+double sl_sim_stage_compute_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+			      const struct sl_sim_replica_query *q)
 {
 	double f, b;
-	if (sl_sim_stage_fwd_bwd_opt(env, cm, gpu, mbs, tp, first, last, recompute, &f, &b))
+	if (sl_sim_stage_fwd_bwd(env, cm, q, &f, &b))
 		return -1.0;
 	return f + b;
 }
 
-double sl_sim_stage_update_opt_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-				 int mbs, int tp, int first, int last, int zero, int replicas)
+double sl_sim_stage_update_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+			     const struct sl_sim_replica_query *q)
 {
-	double u = sl_sim_stage_update_s(env, cm, gpu, mbs, tp, first, last);
-	if (u < 0 || cm == SL_COST_SOSP25 || !sl_sim_effective_zero(zero, replicas))
+	double u = sl_sim_layers_update_s(env, cm, q->gpu, q->mbs, q->tp, q->first_layer,
+					  q->last_layer);
+	if (u < 0 || cm == SL_COST_SOSP25 || !sl_sim_effective_zero(q->zero, q->num_pipelines))
 		return u;
-	return u / replicas;
-}
-
-double sl_sim_replica_memory_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-				 int mbs, int tp, int first, int last, int stage, int num_stages,
-				 int microbatches, int num_pipelines, enum sl_recompute recompute,
-				 int zero, struct sl_sim_memory *mem)
-{
-	if (cm == SL_COST_SOSP25 || tp < 1 || tp > SL_SIM_MAX_TP || first < 0 || last < first ||
-	    last >= env->num_layers)
-		return sl_sim_replica_memory(env, cm, gpu, mbs, tp, first, last, stage, num_stages,
-					     microbatches, num_pipelines, mem);
-	struct sl_sim_memory m;
-	sl_sim_memory_sailor_opt(env, gpu, mbs, tp, first, last, stage, num_stages, microbatches,
-				 num_pipelines, recompute, zero, &m);
-	if (mem)
-		*mem = m;
-	return m.total_bytes;
-}
-
-int sl_sim_replica_fits_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
-			    int tp, int first, int last, int stage, int num_stages, int microbatches,
-			    int num_pipelines, enum sl_recompute recompute, int zero)
-{
-	if (cm == SL_COST_SOSP25)
-		return sl_sim_fits_sosp25(env, gpu, mbs, tp, first, last, stage, num_stages);
-	struct sl_sim_memory m;
-	sl_sim_replica_memory_opt(env, cm, gpu, mbs, tp, first, last, stage, num_stages,
-				  microbatches, num_pipelines, recompute, zero, &m);
-	return m.total_bytes <= m.capacity_bytes;
+	return u / q->num_pipelines;
 }

@@ -174,31 +174,50 @@ int sl_simulate(const struct sl_sim_env *env, const struct sl_plan *plan, enum s
 
 enum sl_time_source sl_sim_time_source(const struct sl_sim_env *env, int gpu, int mbs, int tp);
 
-/* Forward and backward seconds per micro-batch of layers [first, last] on one replica
- * (gpu, mbs, tp) under a cost model. Returns 0, or SL_ENOTFOUND when there is no time. */
-int sl_sim_stage_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
-			 int tp, int first, int last, double *fwd_s, double *bwd_s);
+/* One replica and where it sits in its plan: what the time and memory queries below need to
+ * know. Each query reads the fields it names; unset fields are 0, and recompute NONE with zero
+ * 0 is a stage without memory options. */
+struct sl_sim_replica_query {
+	int gpu, mbs, tp;                /* GPU type index, micro-batch size, TP degree */
+	int first_layer, last_layer;     /* the stage's layers */
+	int stage, num_stages;           /* its position in the pipeline */
+	int microbatches;                /* micro-batches of its pipeline per iteration */
+	int num_pipelines;               /* replicas of the stage (data-parallel group, ZeRO-1's D) */
+	enum sl_recompute recompute;     /* the stage's memory options (sosp25 ignores them) */
+	int zero;
+};
+
+/* Forward and backward seconds per micro-batch of q's layers on q's (gpu, mbs, tp) under a cost
+ * model, recomputation (q->recompute) included in the backward (sim/options.c). Returns 0, or
+ * SL_ENOTFOUND when there is no time. */
+int sl_sim_stage_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm,
+			 const struct sl_sim_replica_query *q, double *fwd_s, double *bwd_s);
 
 /* fwd + bwd per micro-batch; a negative value when there is no time. */
-double sl_sim_stage_compute_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-			      int mbs, int tp, int first, int last);
+double sl_sim_stage_compute_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+			      const struct sl_sim_replica_query *q);
 
-/* Optimizer step seconds of a replica of layers [first, last]; negative when there is no time. */
-double sl_sim_stage_update_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-			     int mbs, int tp, int first, int last);
+/* Optimizer step seconds of the replica q (with ZeRO-1 over q->num_pipelines replicas where
+ * q->zero applies); negative when there is no time. */
+double sl_sim_stage_update_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+			     const struct sl_sim_replica_query *q);
 
-/* Memory per GPU of a replica of layers [first, last] at stage position `stage` of num_stages,
- * with microbatches per pipeline and num_pipelines replicas per stage (NCCL groups), under a cost
- * model. Fills *mem when non-NULL; returns total bytes. */
-double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-			     int mbs, int tp, int first, int last, int stage, int num_stages,
-			     int microbatches, int num_pipelines, struct sl_sim_memory *mem);
+/* The query of replica j of stage k of plan, with its pipeline's micro-batch count and the
+ * stage's memory options. */
+struct sl_sim_replica_query sl_sim_replica_query_of(const struct sl_plan *plan, int k, int j,
+						   int microbatches);
 
-/* Whether a replica's memory fits its GPU under the cost model (for sosp25: its planning check
- * with the 2e9/3e9 overheads against GPU_MEMORY_GB; for sailor: total <= memory_bytes). */
-int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
-			int tp, int first, int last, int stage, int num_stages, int microbatches,
-			int num_pipelines);
+/* Memory per GPU of the replica q under a cost model, with q's memory options where they
+ * change anything (sim/options.c); all zero when q's layers or TP are out of range. Fills *mem
+ * when non-NULL; returns total bytes. */
+double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm,
+			     const struct sl_sim_replica_query *q, struct sl_sim_memory *mem);
+
+/* Whether the replica q fits its GPU under the cost model (for sosp25: its planning check with
+ * the 2e9/3e9 overheads against GPU_MEMORY_GB, options ignored; for sailor: total <=
+ * memory_bytes with q's options). */
+int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm,
+			const struct sl_sim_replica_query *q);
 
 /* ---- memory options of a stage (plan.h "recompute", "zero"; sim/options.c) ----
  * Under the sailor cost model: "full" recomputation adds the forward of the stage's blocks to
@@ -219,26 +238,10 @@ int sl_sim_effective_zero(int zero, int replicas);
 /* Whether some stage of the plan has an option that applies. */
 int sl_sim_plan_uses_options(const struct sl_sim_env *env, const struct sl_plan *plan);
 
-/* Seconds recomputation adds to the backward of one micro-batch of layers [first, last] on a
- * replica (gpu, mbs, tp): 0 without (or under sosp25), negative when there is no time. */
-double sl_sim_stage_recompute_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-				int mbs, int tp, int first, int last, enum sl_recompute recompute);
-/* sl_sim_stage_fwd_bwd, sl_sim_stage_compute_s, sl_sim_stage_update_s, sl_sim_replica_memory
- * and sl_sim_replica_fits with a stage's options (identical to them with NONE and zero 0). */
-int sl_sim_stage_fwd_bwd_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-			     int mbs, int tp, int first, int last, enum sl_recompute recompute,
-			     double *fwd_s, double *bwd_s);
-double sl_sim_stage_compute_opt_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-				  int mbs, int tp, int first, int last, enum sl_recompute recompute);
-double sl_sim_stage_update_opt_s(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-				 int mbs, int tp, int first, int last, int zero, int replicas);
-double sl_sim_replica_memory_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
-				 int mbs, int tp, int first, int last, int stage, int num_stages,
-				 int microbatches, int num_pipelines, enum sl_recompute recompute,
-				 int zero, struct sl_sim_memory *mem);
-int sl_sim_replica_fits_opt(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
-			    int tp, int first, int last, int stage, int num_stages, int microbatches,
-			    int num_pipelines, enum sl_recompute recompute, int zero);
+/* Seconds q->recompute adds to the backward of one micro-batch of q's layers on q's (gpu, mbs,
+ * tp): 0 without (or under sosp25), negative when there is no time. */
+double sl_sim_stage_recompute_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+				const struct sl_sim_replica_query *q);
 
 /* Whether some plan on env may be modelled as our runtime (sailor.simulation's "runtime": some
  * GPU type has a sailor.profile/1 profile, and cm is sailor). The bounds below are formulas of

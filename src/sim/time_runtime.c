@@ -216,12 +216,12 @@ static int init_ranks(struct runtime_sim *s, struct sl_sim_result *out, struct s
 	for (int r = 0; r < s->W; r++) {
 		const struct sl_role *ro = &s->t.roles[r];
 		st[r].host = env->cluster ? ro->host : ro->stage * D + ro->pipeline;
-		if (sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, ro->gpu, b, ro->tp, ro->first_layer,
-					 ro->last_layer, &st[r].fwd_s, &st[r].bwd_s))
+		if (sl_sim_layers_fwd_bwd(env, SL_COST_SAILOR, ro->gpu, b, ro->tp, ro->first_layer,
+					  ro->last_layer, &st[r].fwd_s, &st[r].bwd_s))
 			return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
 					  env->catalogue.gpus[ro->gpu].name, b, ro->tp);
-		st[r].update_s = sl_sim_stage_update_s(env, SL_COST_SAILOR, ro->gpu, b, ro->tp,
-						       ro->first_layer, ro->last_layer);
+		st[r].update_s = sl_sim_layers_update_s(env, SL_COST_SAILOR, ro->gpu, b, ro->tp,
+							ro->first_layer, ro->last_layer);
 		if (st[r].update_s < 0)
 			st[r].update_s = 0;
 		const struct sl_plan_stage *ps = &plan->stages[ro->stage];
@@ -231,8 +231,8 @@ static int init_ranks(struct runtime_sim *s, struct sl_sim_result *out, struct s
 		if (ps->recompute != SL_RECOMPUTE_NONE && first_block <= last_block) {
 			/* backward reruns the blocks' forward (full) or their attention core */
 			double bf = 0, bb = 0;
-			sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, ro->gpu, b, ro->tp, first_block,
-					     last_block, &bf, &bb);
+			sl_sim_layers_fwd_bwd(env, SL_COST_SAILOR, ro->gpu, b, ro->tp, first_block,
+					      last_block, &bf, &bb);
 			st[r].bwd_s += ps->recompute == SL_RECOMPUTE_FULL ? bf
 									  : bf * attention_core_share(env);
 		}

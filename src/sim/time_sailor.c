@@ -81,10 +81,8 @@ static int stage_updates(const struct sl_sim_env *env, const struct sl_plan *pla
 		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
 			/* ZeRO-1: each replica updates its 1/D share (sim/options.c) */
-			double upd = sl_sim_stage_update_opt_s(env, SL_COST_SAILOR, r->gpu, b, r->tp,
-							       plan->stages[k].first_layer,
-							       plan->stages[k].last_layer,
-							       plan->stages[k].zero, D);
+			struct sl_sim_replica_query query = sl_sim_replica_query_of(plan, k, j, 0);
+			double upd = sl_sim_stage_update_s(env, SL_COST_SAILOR, &query);
 			if (upd < 0)
 				return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
 						  env->catalogue.gpus[r->gpu].name, b, r->tp);
@@ -105,10 +103,10 @@ static int pipeline_stage_times(const struct sl_sim_env *env, const struct sl_pl
 	const struct sl_layer_sizes *sz = env->sizes;
 	for (int k = 0; k < P; k++) {
 		const struct sl_replica *r = sl_plan_replica(plan, k, j);
-		int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
+		int last = plan->stages[k].last_layer;
 		/* recomputation lengthens the backward (sim/options.c) */
-		if (sl_sim_stage_fwd_bwd_opt(env, SL_COST_SAILOR, r->gpu, b, r->tp, first, last,
-					     plan->stages[k].recompute, &f[k], &bw[k]))
+		struct sl_sim_replica_query query = sl_sim_replica_query_of(plan, k, j, 0);
+		if (sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, &query, &f[k], &bw[k]))
 			return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
 					  env->catalogue.gpus[r->gpu].name, b, r->tp);
 		if (sl_sim_time_source(env, r->gpu, b, r->tp) == SL_TIME_ESTIMATED)
@@ -273,10 +271,9 @@ static void cost(const struct sl_sim_env *env, const struct sl_plan *plan, const
 static void memory(const struct sl_sim_env *env, const struct sl_plan *plan, const int *M,
 		   struct sl_sim_result *out)
 {
-	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
+	const int P = plan->num_stages, D = plan->num_pipelines;
 	out->fits_memory = 1;
 	for (int k = 0; k < P; k++) {
-		int first = plan->stages[k].first_layer, last = plan->stages[k].last_layer;
 		struct sl_sim_stage *st = &out->stages[k];
 		st->fits = 1;
 		double worst = -1;
@@ -289,8 +286,8 @@ static void memory(const struct sl_sim_env *env, const struct sl_plan *plan, con
 					continue;
 			}
 			struct sl_sim_memory mem;
-			sl_sim_memory_sailor_opt(env, r->gpu, b, r->tp, first, last, k, P, M[j], D,
-						 plan->stages[k].recompute, plan->stages[k].zero, &mem);
+			struct sl_sim_replica_query query = sl_sim_replica_query_of(plan, k, j, M[j]);
+			sl_sim_memory_sailor(env, &query, &mem);
 			double ratio = mem.total_bytes / mem.capacity_bytes;
 			if (ratio > worst) {
 				worst = ratio;

@@ -78,7 +78,7 @@ static int stage_compute(const struct sl_sim_env *env, const struct sl_plan *pla
 		if (j > 0 && same_replica(r, sl_plan_replica(plan, i, j - 1)))
 			continue;
 		double f, bw;
-		if (sl_sim_stage_fwd_bwd(env, SL_COST_SOSP25, r->gpu, b, r->tp, first, last, &f, &bw))
+		if (sl_sim_layers_fwd_bwd(env, SL_COST_SOSP25, r->gpu, b, r->tp, first, last, &f, &bw))
 			return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
 					  env->catalogue.gpus[r->gpu].name, b, r->tp);
 		if (f + bw > *c) {
@@ -86,7 +86,7 @@ static int stage_compute(const struct sl_sim_env *env, const struct sl_plan *pla
 			fwd_max = f;
 			bwd_max = bw;
 		}
-		double upd = sl_sim_stage_update_s(env, SL_COST_SOSP25, r->gpu, b, r->tp, first, last);
+		double upd = sl_sim_layers_update_s(env, SL_COST_SOSP25, r->gpu, b, r->tp, first, last);
 		if (upd > *u)
 			*u = upd;
 		if (sl_sim_time_source(env, r->gpu, b, r->tp) == SL_TIME_ESTIMATED)
@@ -223,10 +223,9 @@ static double egress_usd(const struct sl_sim_env *env, const struct sl_plan *pla
 static void memory(const struct sl_sim_env *env, const struct sl_plan *plan,
 		   struct sl_sim_result *out)
 {
-	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
+	const int P = plan->num_stages, D = plan->num_pipelines;
 	out->fits_memory = 1;
 	for (int i = 0; i < P; i++) {
-		int first = plan->stages[i].first_layer, last = plan->stages[i].last_layer;
 		struct sl_sim_stage *st = &out->stages[i];
 		st->fits = 1;
 		double worst = -1;
@@ -236,14 +235,16 @@ static void memory(const struct sl_sim_env *env, const struct sl_plan *plan,
 			if (j > 0 && same_replica(r, sl_plan_replica(plan, i, j - 1)))
 				continue;
 			struct sl_sim_memory mem;
-			sl_sim_memory_sosp25(env, r->gpu, b, r->tp, first, last, i, P, &mem);
+			/* no count: its memory holds P - i micro-batches whatever the pipeline runs */
+			struct sl_sim_replica_query query = sl_sim_replica_query_of(plan, i, j, 0);
+			sl_sim_memory_sosp25(env, &query, &mem);
 			double ratio = mem.total_bytes / mem.capacity_bytes;
 			if (ratio > worst) {
 				worst = ratio;
 				st->memory = mem;
 				st->memory_replica = j;
 			}
-			if (!sl_sim_fits_sosp25(env, r->gpu, b, r->tp, first, last, i, P))
+			if (!sl_sim_fits_sosp25(env, &query))
 				st->fits = 0;
 		}
 		out->fits_memory &= st->fits;

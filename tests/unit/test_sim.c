@@ -141,13 +141,29 @@ static void cross_zone_traffic_costs_egress_and_time(void **state)
 	sl_plan_free(&plan);
 }
 
+/* The replica (gpu, mbs, tp) of layers [first, last], without memory options: a query of the
+ * stage time functions. */
+#define LAYERS(gpu_, mbs_, tp_, first_, last_)                                                  \
+	(&(struct sl_sim_replica_query){                                                         \
+		.gpu = (gpu_), .mbs = (mbs_), .tp = (tp_), .first_layer = (first_), .last_layer = (last_)})
+
 static void memory_components(void **state)
 {
 	(void)state;
 	int gh = sl_catalogue_gpu_index(&env->catalogue, "GH-96");
 	struct sl_sim_memory m1, m8;
-	sl_sim_replica_memory(env, SL_COST_SAILOR, gh, 1, 4, 0, 25, 0, 1, 1, 1, &m1);
-	sl_sim_replica_memory(env, SL_COST_SAILOR, gh, 8, 4, 0, 25, 0, 1, 8, 1, &m8);
+	sl_sim_replica_memory(env, SL_COST_SAILOR,
+			      &(struct sl_sim_replica_query){.gpu = gh, .mbs = 1, .tp = 4,
+							      .first_layer = 0, .last_layer = 25,
+							      .stage = 0, .num_stages = 1,
+							      .microbatches = 1, .num_pipelines = 1},
+			      &m1);
+	sl_sim_replica_memory(env, SL_COST_SAILOR,
+			      &(struct sl_sim_replica_query){.gpu = gh, .mbs = 8, .tp = 4,
+							      .first_layer = 0, .last_layer = 25,
+							      .stage = 0, .num_stages = 1,
+							      .microbatches = 8, .num_pipelines = 1},
+			      &m8);
 	/* 16 B/param of the tp-4 shard, the tied embedding once */
 	double params = 103739392 - (12978176 - 2048);
 	assert_true(fabs(m1.params_bytes + m1.grads_bytes + m1.optimizer_bytes - 16 * params) < 1);
@@ -157,18 +173,46 @@ static void memory_components(void **state)
 	/* the runtime overhead depends on the GPU type */
 	int rtx = sl_catalogue_gpu_index(&env->catalogue, "RTX-3090");
 	struct sl_sim_memory mr;
-	sl_sim_replica_memory(env, SL_COST_SAILOR, rtx, 1, 4, 0, 25, 0, 1, 1, 1, &mr);
+	sl_sim_replica_memory(env, SL_COST_SAILOR,
+			      &(struct sl_sim_replica_query){.gpu = rtx, .mbs = 1, .tp = 4,
+							      .first_layer = 0, .last_layer = 25,
+							      .stage = 0, .num_stages = 1,
+							      .microbatches = 1, .num_pipelines = 1},
+			      &mr);
 	assert_true(mr.runtime_bytes < 0.5 * m1.runtime_bytes);
 	/* in-flight micro-batches: stage 0 of 4 holds min(4, M) */
 	struct sl_sim_memory s0, s3, s0few;
-	sl_sim_replica_memory(env, SL_COST_SAILOR, gh, 8, 4, 1, 6, 0, 4, 32, 1, &s0);
-	sl_sim_replica_memory(env, SL_COST_SAILOR, gh, 8, 4, 1, 6, 3, 4, 32, 1, &s3);
-	sl_sim_replica_memory(env, SL_COST_SAILOR, gh, 8, 4, 1, 6, 0, 4, 2, 1, &s0few);
+	sl_sim_replica_memory(env, SL_COST_SAILOR,
+			      &(struct sl_sim_replica_query){.gpu = gh, .mbs = 8, .tp = 4,
+							      .first_layer = 1, .last_layer = 6,
+							      .stage = 0, .num_stages = 4,
+							      .microbatches = 32, .num_pipelines = 1},
+			      &s0);
+	sl_sim_replica_memory(env, SL_COST_SAILOR,
+			      &(struct sl_sim_replica_query){.gpu = gh, .mbs = 8, .tp = 4,
+							      .first_layer = 1, .last_layer = 6,
+							      .stage = 3, .num_stages = 4,
+							      .microbatches = 32, .num_pipelines = 1},
+			      &s3);
+	sl_sim_replica_memory(env, SL_COST_SAILOR,
+			      &(struct sl_sim_replica_query){.gpu = gh, .mbs = 8, .tp = 4,
+							      .first_layer = 1, .last_layer = 6,
+							      .stage = 0, .num_stages = 4,
+							      .microbatches = 2, .num_pipelines = 1},
+			      &s0few);
 	assert_true(s0.activations_bytes > 3 * s3.activations_bytes);
 	assert_true(s0few.activations_bytes < 0.6 * s0.activations_bytes);
-	assert_true(sl_sim_replica_fits(env, SL_COST_SAILOR, gh, 8, 4, 0, 25, 0, 1, 8, 1));
+	assert_true(sl_sim_replica_fits(
+		env, SL_COST_SAILOR,
+		&(struct sl_sim_replica_query){.gpu = gh, .mbs = 8, .tp = 4, .first_layer = 0,
+						.last_layer = 25, .stage = 0, .num_stages = 1,
+						.microbatches = 8, .num_pipelines = 1}));
 	int v100 = sl_catalogue_gpu_index(&env->catalogue, "V100-16");
-	assert_false(sl_sim_replica_fits(env, SL_COST_SAILOR, v100, 8, 1, 0, 25, 0, 1, 8, 1));
+	assert_false(sl_sim_replica_fits(
+		env, SL_COST_SAILOR,
+		&(struct sl_sim_replica_query){.gpu = v100, .mbs = 8, .tp = 1, .first_layer = 0,
+						.last_layer = 25, .stage = 0, .num_stages = 1,
+						.microbatches = 8, .num_pipelines = 1}));
 }
 
 static void queries_for_the_planner(void **state)
@@ -181,15 +225,16 @@ static void queries_for_the_planner(void **state)
 	assert_int_equal(sl_sim_time_source(env, a100, 3, 4), SL_TIME_NONE);
 	assert_int_equal(sl_sim_time_source(env, h100, 8, 8), SL_TIME_ESTIMATED);
 	/* sosp25 reads the profile as it is: SIMULATOR.md worked example */
-	assert_true(fabs(sl_sim_stage_compute_s(env, SL_COST_SOSP25, a100, 8, 4, 0, 25) - 0.475258) < 1e-9);
+	assert_true(fabs(sl_sim_stage_compute_s(env, SL_COST_SOSP25, LAYERS(a100, 8, 4, 0, 25)) -
+			 0.475258) < 1e-9);
 	/* the sailor model never makes a smaller micro-batch slower than a larger one */
 	int gh = sl_catalogue_gpu_index(&env->catalogue, "GH-96");
 	double f1, b1, f2, b2;
-	assert_int_equal(sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, gh, 1, 4, 2, 2, &f1, &b1), 0);
-	assert_int_equal(sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, gh, 2, 4, 2, 2, &f2, &b2), 0);
+	assert_int_equal(sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, LAYERS(gh, 1, 4, 2, 2), &f1, &b1), 0);
+	assert_int_equal(sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, LAYERS(gh, 2, 4, 2, 2), &f2, &b2), 0);
 	assert_true(f1 <= f2 && b1 <= b2);
-	assert_true(sl_sim_stage_compute_s(env, SL_COST_SAILOR, a100, 16, 4, 0, 25) < 0);
-	assert_true(sl_sim_stage_update_s(env, SL_COST_SAILOR, a100, 8, 4, 0, 12) > 0);
+	assert_true(sl_sim_stage_compute_s(env, SL_COST_SAILOR, LAYERS(a100, 16, 4, 0, 25)) < 0);
+	assert_true(sl_sim_stage_update_s(env, SL_COST_SAILOR, LAYERS(a100, 8, 4, 0, 12)) > 0);
 	assert_int_equal(sl_sim_gpus_per_node(env, h100), 8);
 	assert_true(sl_sim_gpu_memory_bytes(env, a100) == 42338615296.0);
 	assert_true(sl_sim_gpu_usd_per_hour(env, SL_COST_SOSP25, a100) == 3.673385);
@@ -243,8 +288,8 @@ static void estimated_times_for_unprofiled_gpus_and_models(void **state)
 	assert_int_equal(small->named_model, 0);
 	int a100 = sl_catalogue_gpu_index(&small->catalogue, "A100-40");
 	assert_int_equal(sl_sim_time_source(small, a100, 4, 1), SL_TIME_ESTIMATED);
-	double t_small = sl_sim_stage_compute_s(small, SL_COST_SAILOR, a100, 4, 1, 1, 1);
-	double t_opt = sl_sim_stage_compute_s(env, SL_COST_SAILOR, a100, 4, 1, 2, 2);
+	double t_small = sl_sim_stage_compute_s(small, SL_COST_SAILOR, LAYERS(a100, 4, 1, 1, 1));
+	double t_opt = sl_sim_stage_compute_s(env, SL_COST_SAILOR, LAYERS(a100, 4, 1, 2, 2));
 	assert_true(t_small > 0 && t_small < t_opt); /* a smaller block is faster */
 	sl_sim_env_free(small);
 	remove(path);
@@ -254,8 +299,8 @@ static void estimated_times_for_unprofiled_gpus_and_models(void **state)
 	int a80 = sl_catalogue_gpu_index(&llama->catalogue, "A100-80");
 	int a40 = sl_catalogue_gpu_index(&llama->catalogue, "A100-40");
 	assert_int_equal(sl_sim_time_source(llama, a80, 1, 4), SL_TIME_ESTIMATED);
-	double e80 = sl_sim_stage_compute_s(llama, SL_COST_SAILOR, a80, 1, 4, 1, 1);
-	double e40 = sl_sim_stage_compute_s(llama, SL_COST_SAILOR, a40, 1, 4, 1, 1);
+	double e80 = sl_sim_stage_compute_s(llama, SL_COST_SAILOR, LAYERS(a80, 1, 4, 1, 1));
+	double e40 = sl_sim_stage_compute_s(llama, SL_COST_SAILOR, LAYERS(a40, 1, 4, 1, 1));
 	assert_true(e80 > 0.5 * e40 && e80 < 1.5 * e40);
 	sl_sim_env_free(llama);
 	/* GPT-Neo-2.7 on GH-96: the shipped profile (the SOSP'25 simulator's, 34 layers) is used */
@@ -267,7 +312,7 @@ static void estimated_times_for_unprofiled_gpus_and_models(void **state)
 	assert_int_equal(sl_sim_time_source(neo, ngh, 2, 4), SL_TIME_PROFILED);
 	assert_int_equal(sl_sim_time_source(neo, a40, 2, 4), SL_TIME_PROFILED);
 	/* A100-80 profiles carry no optimizer time: borrowed from A100-40 */
-	assert_true(sl_sim_stage_update_s(neo, SL_COST_SAILOR, a80, 2, 2, 1, 1) > 0);
+	assert_true(sl_sim_stage_update_s(neo, SL_COST_SAILOR, LAYERS(a80, 2, 2, 1, 1)) > 0);
 	sl_sim_env_free(neo);
 	/* a profile with another model's layer count (the SOSP'25 planner's GPT-Neo-2.7/GH-96 file
 	 * is OPT-350's, 26 layers) is not used: that GPU's times are estimated, with a warning */

@@ -75,13 +75,20 @@ static void simulate(const struct sl_plan *plan, enum sl_cost_model cm, struct s
 	assert_int_equal(rc, 0);
 }
 
+/* The replica (gpu, mbs, tp) of layers [first, last], without memory options: a query of the
+ * stage time functions. */
+#define LAYERS(gpu_, mbs_, tp_, first_, last_)                                                  \
+	(&(struct sl_sim_replica_query){                                                         \
+		.gpu = (gpu_), .mbs = (mbs_), .tp = (tp_), .first_layer = (first_), .last_layer = (last_)})
+
 /* Forward seconds per micro-batch of layers [a, b], summed layer by layer. */
 static double fwd_of(int gpu, int mbs, int tp, int a, int b)
 {
 	double total = 0;
 	for (int l = a; l <= b; l++) {
 		double f, bw;
-		assert_int_equal(sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, gpu, mbs, tp, l, l, &f, &bw), 0);
+		assert_int_equal(
+			sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, LAYERS(gpu, mbs, tp, l, l), &f, &bw), 0);
 		total += f;
 	}
 	return total;
@@ -109,10 +116,10 @@ static void full_recomputation_adds_one_forward_of_the_blocks(void **state)
 		assert_true(close_to(rec.stages[k].bwd_s, base.stages[k].bwd_s + extra[k]));
 		/* one more forward of the blocks per micro-batch, M micro-batches */
 		assert_true(close_to(rec.stages[k].compute_s, base.stages[k].compute_s + M * extra[k]));
-		assert_true(close_to(sl_sim_stage_recompute_s(env, SL_COST_SAILOR, g, 4, 2,
-							      plan.stages[k].first_layer,
-							      plan.stages[k].last_layer,
-							      SL_RECOMPUTE_FULL), extra[k]));
+		struct sl_sim_replica_query q =
+			*LAYERS(g, 4, 2, plan.stages[k].first_layer, plan.stages[k].last_layer);
+		q.recompute = SL_RECOMPUTE_FULL;
+		assert_true(close_to(sl_sim_stage_recompute_s(env, SL_COST_SAILOR, &q), extra[k]));
 		/* optimizer and sync untouched */
 		assert_true(close_to(rec.stages[k].optimizer_s, base.stages[k].optimizer_s));
 		assert_true(close_to(rec.stages[k].dp_sync_s, base.stages[k].dp_sync_s));
@@ -206,11 +213,13 @@ static void zero_divides_the_optimizer_by_the_replicas(void **state)
 			assert_true(zero.iteration_time_s < base.iteration_time_s);
 		/* the planner's queries agree with the simulation */
 		int g = sl_catalogue_gpu_index(&env->catalogue, "A100-40");
-		assert_true(close_to(sl_sim_replica_memory_opt(env, SL_COST_SAILOR, g, 4, 4, 0, 12, 0, 2,
-							       zero.microbatches, D,
-							       SL_RECOMPUTE_NONE, 1, NULL),
+		struct sl_sim_replica_query q = {.gpu = g, .mbs = 4, .tp = 4, .first_layer = 0,
+						.last_layer = 12, .stage = 0, .num_stages = 2,
+						.microbatches = zero.microbatches, .num_pipelines = D,
+						.recompute = SL_RECOMPUTE_NONE, .zero = 1};
+		assert_true(close_to(sl_sim_replica_memory(env, SL_COST_SAILOR, &q, NULL),
 				     zero.stages[0].memory.total_bytes));
-		assert_true(close_to(sl_sim_stage_update_opt_s(env, SL_COST_SAILOR, g, 4, 4, 0, 12, 1, D),
+		assert_true(close_to(sl_sim_stage_update_s(env, SL_COST_SAILOR, &q),
 				     zero.stages[0].optimizer_s));
 		sl_plan_free(&plan);
 	}
@@ -279,12 +288,13 @@ static void recomputation_fits_what_did_not(void **state)
 	int fits[3];
 	double mem[3], time[3];
 	for (int r = 0; r < 3; r++) {
-		fits[r] = sl_sim_replica_fits_opt(env, SL_COST_SAILOR, g, 2, 1, 0, 25, 0, 1, 32, 1,
-						  (enum sl_recompute)r, 0);
-		mem[r] = sl_sim_replica_memory_opt(env, SL_COST_SAILOR, g, 2, 1, 0, 25, 0, 1, 32, 1,
-						   (enum sl_recompute)r, 0, NULL);
-		time[r] = sl_sim_stage_compute_opt_s(env, SL_COST_SAILOR, g, 2, 1, 0, 25,
-						     (enum sl_recompute)r);
+		struct sl_sim_replica_query q = {.gpu = g, .mbs = 2, .tp = 1, .first_layer = 0,
+						.last_layer = 25, .stage = 0, .num_stages = 1,
+						.microbatches = 32, .num_pipelines = 1,
+						.recompute = (enum sl_recompute)r, .zero = 0};
+		fits[r] = sl_sim_replica_fits(env, SL_COST_SAILOR, &q);
+		mem[r] = sl_sim_replica_memory(env, SL_COST_SAILOR, &q, NULL);
+		time[r] = sl_sim_stage_compute_s(env, SL_COST_SAILOR, &q);
 	}
 	assert_false(fits[SL_RECOMPUTE_NONE]);
 	assert_true(fits[SL_RECOMPUTE_FULL]);
@@ -293,8 +303,10 @@ static void recomputation_fits_what_did_not(void **state)
 	assert_true(time[SL_RECOMPUTE_NONE] < time[SL_RECOMPUTE_SELECTIVE]);
 	assert_true(time[SL_RECOMPUTE_SELECTIVE] < time[SL_RECOMPUTE_FULL]);
 	/* and the sosp25 queries ignore options */
-	assert_true(sl_sim_stage_compute_opt_s(env, SL_COST_SOSP25, g, 8, 1, 0, 25, SL_RECOMPUTE_FULL) ==
-		    sl_sim_stage_compute_s(env, SL_COST_SOSP25, g, 8, 1, 0, 25));
+	struct sl_sim_replica_query full = *LAYERS(g, 8, 1, 0, 25);
+	full.recompute = SL_RECOMPUTE_FULL;
+	assert_true(sl_sim_stage_compute_s(env, SL_COST_SOSP25, &full) ==
+		    sl_sim_stage_compute_s(env, SL_COST_SOSP25, LAYERS(g, 8, 1, 0, 25)));
 }
 
 /* The planner's option sets (search/options.h) with ZeRO-1 and without it, which it also tries

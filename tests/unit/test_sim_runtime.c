@@ -133,8 +133,10 @@ static void one_rank_is_its_micro_batches_plus_the_update(void **state)
 	assert_int_equal(sl_simulate(env, &plan, SL_COST_SAILOR, &res, &err), 0);
 	assert_true(res.runtime_sailor);
 	double fb = F_EMB + 4 * F_BLK + F_HEAD + B_EMB + 4 * B_BLK + B_HEAD;
-	double upd = sl_sim_stage_update_s(env, SL_COST_SAILOR, res.stages[0].memory_replica >= 0
-					   ? plan.replicas[0].gpu : 0, 2, 1, 0, 5);
+	struct sl_sim_replica_query q = {
+		.gpu = res.stages[0].memory_replica >= 0 ? plan.replicas[0].gpu : 0,
+		.mbs = 2, .tp = 1, .first_layer = 0, .last_layer = 5};
+	double upd = sl_sim_stage_update_s(env, SL_COST_SAILOR, &q);
 	assert_true(fabs(res.iteration_time_s - (4 * fb + upd)) < 1e-9);
 	/* memory: baseline + storage (one table: no head copy) + 1 slot + workspace */
 	double table = 4.0 * 4.0 * env->model.vocab * env->model.hidden;

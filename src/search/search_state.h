@@ -1,0 +1,171 @@
+/* The planner search's private state and what its files share; not an API (search.h is).
+ *
+ * The search is split by job: search.c drives it (work items on threads, the passes with and
+ * without memory options, the relaxed searches), thresholds.c walks one work item (depths,
+ * partitions, data-parallel degrees, time thresholds), enumerate.c simulates every assignment of
+ * a small shape, evaluate.c simulates and ranks one candidate plan (and its uneven and options
+ * variants), prune.c holds the lower bounds that prune shapes and plans, shape_skip.c says which
+ * replica kinds fit a shape (memoised) and which shapes the search with options may skip.
+ *
+ * Invariants: one struct search_state per thread and search pass, touched by that thread only
+ * (the shared bound is the one value threads share, lowered atomically); every value a bound
+ * reads is no more than what the simulator gives the plan, so pruning only drops plans that
+ * cannot enter the result (not where bounds_unsound).
+ */
+#ifndef SL_SEARCH_SEARCH_STATE_H
+#define SL_SEARCH_SEARCH_STATE_H
+
+#include <stdatomic.h>
+
+#include "search/assign.h"
+#include "search/options.h"
+#include "search/partition.h"
+#include "search/ranking.h"
+#include "search/search.h"
+
+#define TP_SLOTS 4                       /* TP degrees 1, 2, 4, 8 */
+static const int tp_values[TP_SLOTS] = {1, 2, 4, 8};
+
+/* Complete enumeration of small shapes (enumerate.c): when a shape (micro-batch, partition, D)
+ * admits at most SL_SEARCH_ENUMERATE_MAX canonical replica assignments, all of them are
+ * simulated instead of the threshold heuristic: the heuristic decides from compute times alone,
+ * and on small pools which stage sits in which zone and on which GPU is decided by the links as
+ * much as by compute. */
+#define SL_SEARCH_ENUMERATE_MAX 512
+
+struct enumeration;
+
+/* search_thresholds' record of a shape of one work item in the search without options */
+struct shape_record {
+	unsigned long long key;  /* shape_key */
+	double tau_max_s;        /* the largest threshold it considered */
+};
+
+struct shape_records {
+	struct shape_record *v;
+	int count, capacity;
+	int failed;              /* out of memory: no record is trusted */
+};
+
+/* A replica kind's memory at one recomputation level with D > 1 and as many micro-batches in
+ * flight as its stage can hold (sim/memory.c), by the parts that do not depend on D; see
+ * sl_search_kind_level. */
+struct kind_memory {
+	double params_grads, optimizer_full, activations, buffers, runtime, capacity;
+};
+
+/* sl_search_sync_lower_bound's memo: entries of the current work item (stamp) by (stage layers,
+ * D) */
+#define SYNC_MEMO_SLOTS 4096
+struct sync_memo {
+	unsigned long long key;
+	unsigned stamp;
+	double value;
+};
+
+struct search_state {
+	const struct sl_sim_env *env;
+	const struct sl_search_request *req;
+	enum sl_cost_model cm;
+	long long global_batch;
+	struct sl_ranking rank;
+	struct sl_plan plan;                 /* scratch plan, reused */
+	struct sl_plan uneven_plan;          /* scratch: plan with uneven micro-batch counts */
+	struct sl_sim_result result;         /* scratch result */
+	struct sl_assign_input assign;
+	struct sl_assign_result *assigned;   /* scratch for sl_assign_count */
+	long long enumerate_max;             /* shapes with at most this many assignments: all */
+	struct enumeration *enumeration;     /* scratch for sl_search_enumerate_small_shape */
+	double *layer_time_storage;          /* [gpu][layer] scratch for partition candidates */
+	_Atomic double *shared_bound;        /* see sl_search_shared_bound_lower; NULL: own ranking only */
+	double sync_lb_s;                    /* the current shape's sync lower bound (search_partition) */
+	long long type_gpus[SL_MAX_GPU_TYPES]; /* GPUs of each type in the zones searched */
+	/* the current (shape, D)'s thresholds: the distinct fit times of the replica kinds that fit */
+	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
+	double taus_scratch[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
+	int tau_count;
+	unsigned taus_stamp;                 /* the partition taus etc. hold (0: none, see fit_kinds) */
+	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	long long need_per_pipeline[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS + 1];
+	int missing_stages[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS + 1];
+	double fastest_fit_s[SL_PLAN_MAX_STAGES], cheapest_fit_usd_per_s[SL_PLAN_MAX_STAGES];
+	struct sl_partition *partitions;     /* scratch: SL_PARTITION_MAX_CANDIDATES */
+	long long simulated;
+	/* per stage, per gpu, per tp slot: compute seconds per micro-batch (< 0: none) */
+	double stage_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	/* the same with each recomputation level of search/options.h (memory options on; level 0
+	 * is stage_time_s) */
+	double stage_time_rc_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS][SL_SEARCH_RECOMPUTE_LEVELS];
+	/* at the current (D, micro-batches): the time of each replica kind at the least
+	 * recomputation under which it fits (= stage_time_s without options) */
+	double fit_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	int options_on;                      /* sl_search_options_on(req) */
+	/* the simulator may model plans as our runtime, whose times the bounds do not bound
+	 * (sl_sim_runtime_model_possible): then nothing is pruned by a bound */
+	int bounds_unsound;
+	/* The search without memory options (search_with_options) hands each plan it simulates to
+	 * this state too: the search with options at the same replicas (NULL: none) */
+	struct search_state *variant;
+	/* the search with options, after that: skip shapes where the options change nothing */
+	int skip_unchanged_shapes;
+	long long shapes, skipped_shapes, gpu_pruned_shapes; /* sl_search_stats */
+	struct sync_memo *sync_memo;         /* [SYNC_MEMO_SLOTS] */
+	/* sl_search_kind_level's memo for the current partition (entries of other partitions: older
+	 * stamp) */
+	struct kind_memory (*kind_mem)[SL_MAX_GPU_TYPES][TP_SLOTS][SL_SEARCH_RECOMPUTE_LEVELS];
+	unsigned kind_mem_stamp[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	signed char kind_mem_levels[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	signed char sosp25_fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	unsigned partition_stamp;
+	int partition_index;                 /* the partition's index among its depth's candidates */
+	struct shape_records *record_into;   /* the work item's records (search without options) */
+	const struct shape_records *record_from; /* and the search with options reading them */
+	unsigned item_stamp;                 /* the work item being searched (from 1) */
+};
+
+/* GPUs of type g in the zones being searched. */
+static inline long long sl_search_subset_gpus(const struct sl_assign_input *in, int g)
+{
+	long long n = 0;
+	for (int zi = 0; zi < in->zone_order_count; zi++)
+		n += in->avail[g][in->zone_order[zi]];
+	return n;
+}
+
+/* evaluate.c: simulates st->plan (with its uneven and options variants) and ranks it. */
+int sl_search_simulate_and_rank(struct search_state *st, struct sl_err *err);
+
+/* prune.c: the shared bound, and the lower bounds on shapes and plans. */
+void sl_search_shared_bound_lower(_Atomic double *bound, double value);
+int sl_search_prunable(const struct search_state *st, double time_lb_s, double cost_lb);
+double sl_search_time_lower_bound(int stages, double nmb, const double *fastest_s);
+double sl_search_busiest_microbatches(const struct search_state *st, int mbs, long long D,
+				      long long nmb);
+double sl_search_fewest_microbatches(const struct search_state *st, int mbs, long long D,
+				     long long nmb);
+double sl_search_sync_lower_bound(struct search_state *st, const struct sl_partition *part,
+				  int D);
+int sl_search_assigned_prunable(const struct search_state *st, long long nmb);
+int sl_search_counted_prunable(struct search_state *st, long long nmb);
+
+/* enumerate.c: the scratch of an enumeration (malloc'd, free() releases it), and every
+ * assignment of a small shape; returns 1 if it did (rc in *rc). */
+struct enumeration *sl_search_enumeration_new(void);
+int sl_search_enumerate_small_shape(struct search_state *st, int P, int D, long long nmb,
+				    int fits[][SL_MAX_GPU_TYPES][TP_SLOTS], int *rc,
+				    struct sl_err *err);
+
+/* shape_skip.c: which replica kinds fit, and the shapes the search with options skips. */
+int sl_search_kind_level(struct search_state *st, int options, int k, int g, int t, int first,
+			 int last, int P, int mbs, int nmb, int D);
+double sl_search_fastest_changed_kind_s(struct search_state *st,
+					const struct sl_partition *part, int mbs, int D, int nmb);
+int sl_search_options_change_no_shape(struct search_state *st, const struct sl_partition *part,
+				      int mbs);
+void sl_search_shape_record_add(struct search_state *st, int P, int D, double tau_max_s);
+double sl_search_shape_record_find(const struct search_state *st, int P, int D);
+
+/* thresholds.c: one work item, every depth and partition at one micro-batch size. */
+int sl_search_micro_batch(struct search_state *st, int mbs, struct sl_err *err);
+
+#endif
