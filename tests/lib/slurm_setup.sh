@@ -16,11 +16,14 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export SAILOR_TESTBED_STATE=$work/state
 desc=$work/testbed.json
 ctl=""
+tb_up=0  # 1 once this test's `up` ran to the end (or was cut short by its timeout)
 slurm_cleanup() {
 	set +e  # every step runs, whatever the one before it returned
 	if [ -n "$ctl" ]; then kill -9 "$ctl" 2>/dev/null; wait "$ctl" 2>/dev/null; fi
 	[ -f "$SLURM_CONF" ] && timeout 20 scancel -p "$TB" 2>/dev/null
-	timeout 60 scripts/testbed down "$desc" >/dev/null 2>&1
+	# only a testbed this test brought up: `down` finds namespaces by name, and a testbed of the
+	# same name that someone else has up must survive a test that could not start its own
+	[ "$tb_up" = 1 ] && timeout 60 scripts/testbed down "$desc" >/dev/null 2>&1
 	# $ctl may be a `timeout` wrapper, which leaves its child behind when killed: whatever still
 	# names this run's folder (the controller, its launcher, srun) goes too
 	kill_work_processes
@@ -40,7 +43,12 @@ cat >"$desc" <<JSON
            {"name": "us-central1-b", "hosts": [{"name": "sb0", "class": "cpu-slow", "slots": 2}]}]}
 JSON
 export SLURM_CONF=$work/state/$TB/slurm/slurm.conf
-timeout 120 scripts/testbed up "$desc" --slurm >"$work/up.log" 2>&1 || { echo "FAIL: testbed up --slurm"; cat "$work/up.log"; exit 1; }
+# a failed `up` removes what it made itself; after a successful one, or one its timeout cut
+# short, the clean-up takes it down
+up_status=0
+timeout 120 scripts/testbed up "$desc" --slurm >"$work/up.log" 2>&1 || up_status=$?
+case $up_status in 0 | 124 | 137) tb_up=1 ;; esac
+[ "$up_status" -eq 0 ] || { echo "FAIL: testbed up --slurm (exit $up_status)"; cat "$work/up.log"; exit 1; }
 tokens "$work/tokens.bin"
 # the testbed's device types and what was measured on such a testbed (profiles, network)
 ENV=data/validation/testbed-geo3-gpt2tiny/env
