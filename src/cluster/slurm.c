@@ -3,6 +3,7 @@
  * blanks, and none of the keys read here follows them, so a key is found as the first
  * " Key=" (or "Key=" at the line's start) and its value runs to the next blank. */
 #include "cluster/slurm.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,13 +18,6 @@
 #include <unistd.h>
 
 #define OUT_MAX (8 << 20) /* scontrol's text for a few thousand nodes is well below this */
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int sl_slurm_exec(char *const argv[], double timeout_s, char **out, int *status,
 		  struct sl_err *err)
@@ -72,10 +66,10 @@ int sl_slurm_exec(char *const argv[], double timeout_s, char **out, int *status,
 	close(ready[0]);
 	size_t used = 0, cap = 4096;
 	char *buf = malloc(cap);
-	double deadline = now_s() + timeout_s;
+	double deadline = sl_now_s() + timeout_s;
 	int timed_out = 0;
 	for (;;) {
-		double left = deadline - now_s();
+		double left = deadline - sl_now_s();
 		if (left <= 0) {
 			kill(pid, SIGKILL);
 			timed_out = 1;

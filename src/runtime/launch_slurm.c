@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cluster/slurm.h"
+#include "util/clock.h"
 
 #define NAME_BYTES 256 /* a node name as the ranks exchange it (SL_CLUSTER_NAME_MAX fits) */
 
@@ -26,15 +27,12 @@ int sl_launch_slurm_end(const char *job_name, double timeout_s, struct sl_err *e
 	int rc = sl_slurm_cancel_name(job_name, NULL, err);
 	if (rc)
 		return rc;
-	struct timespec t0, now;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	double t0_s = sl_now_s();
 	for (;;) {
 		int left = sl_slurm_jobs_named(job_name);
 		if (left == 0)
 			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) >
-		    timeout_s)
+		if (sl_now_s() - t0_s > timeout_s)
 			return sl_err_set(err, SL_ETIMEOUT, "slurm: job '%s' is still in squeue %.0f "
 					  "s after scancel%s", job_name, timeout_s,
 					  left < 0 ? " (squeue fails)" : "");
@@ -74,8 +72,7 @@ static int children(pid_t *out, int max)
 
 int sl_launch_slurm_reap_children(double timeout_s)
 {
-	struct timespec t0, now;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	double t0_s = sl_now_s();
 	for (;;) {
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
@@ -83,9 +80,7 @@ int sl_launch_slurm_reap_children(double timeout_s)
 		int n = children(left, 64);
 		if (n == 0)
 			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) >
-		    timeout_s) {
+		if (sl_now_s() - t0_s > timeout_s) {
 			for (int i = 0; i < n; i++) {
 				kill(left[i], SIGKILL);
 				waitpid(left[i], NULL, 0);

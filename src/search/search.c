@@ -23,16 +23,10 @@
 #include "search/search_state.h"
 #include "search/uneven.h"
 #include "search/zones.h"
+#include "util/clock.h"
 
 /* Threads the search runs on: the machine's cores (SAILOR_THREADS overrides), at most this. */
 #define SEARCH_MAX_THREADS 64
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int max_gpus_in_a_zone(const struct sl_pool *pool, const struct sl_catalogue *cat, int g)
 {
@@ -257,7 +251,7 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 		       struct sl_search_outcome *outcome, struct sl_err *err)
 {
 	const struct sl_search_outcome *seed = pass->seed;
-	double start_s = now_s();
+	double start_s = sl_now_s();
 	sl_search_outcome_init(outcome);
 	struct sl_search_stats *stats = &outcome->stats;
 	if (sl_pool_total(pool) <= 0)
@@ -344,7 +338,7 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 			}
 	}
 	free(items);
-	double loop_end_s = now_s();
+	double loop_end_s = sl_now_s();
 	stats->time_s[pass->phase] += loop_end_s - start_s;
 	struct search_state *final = rc ? NULL : state_new(env, req, outcome, err);
 	if (!rc && !final)
@@ -372,15 +366,15 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	}
 	if (!rc && pass->variants)
 		sl_ranking_finish(&variant_rank);
-	double refine_start_s = now_s();
+	double refine_start_s = sl_now_s();
 	if (!rc)
 		rc = sl_search_refine(env, pool, &final->rank, &stats->simulated[SL_PHASE_REFINE], err);
-	double uneven_start_s = now_s();
+	double uneven_start_s = sl_now_s();
 	stats->time_s[SL_PHASE_REFINE] += uneven_start_s - refine_start_s;
 	if (!rc && req->uneven_microbatches)
 		rc = sl_search_try_uneven(env, &final->rank, global_batch,
 					  &stats->simulated[SL_PHASE_UNEVEN], err);
-	stats->time_s[SL_PHASE_UNEVEN] += now_s() - uneven_start_s;
+	stats->time_s[SL_PHASE_UNEVEN] += sl_now_s() - uneven_start_s;
 	if (!rc)
 		sl_ranking_finish(&final->rank);
 	stats_total(outcome);
@@ -451,7 +445,7 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 		  const struct sl_search_request *req, struct sl_search_outcome *outcome,
 		  struct sl_err *err)
 {
-	double start_s = now_s();
+	double start_s = sl_now_s();
 	int rc = search_with_options(env, pool, req, outcome, err);
 	/* Nothing meets the constraints: find what is possible, so the caller can say it. Separate
 	 * searches, because the first pruned by the constraints. */
@@ -489,7 +483,7 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 		stats_total(outcome);
 		sl_search_outcome_free(&other);
 	}
-	outcome->search_time_s = now_s() - start_s;
+	outcome->search_time_s = sl_now_s() - start_s;
 	if (!rc && outcome->count == 0 && !outcome->has_cheapest && !outcome->has_fastest &&
 	    !fits_anywhere(env, pool, req))
 		rc = sl_err_set(err, SL_EINFEASIBLE,
