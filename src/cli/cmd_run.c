@@ -385,6 +385,7 @@ static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 	snprintf(probe_answer, sizeof(probe_answer), "{\"event\":\"alive\",\"rank\":%d}\n", rank);
 	probe_answer_len = strlen(probe_answer);
 	install_probe_handler(on_rank_probe);
+	sl_dist_catch_stop();
 	int rc = sl_comm_mpi_init(&comm, &argc, &argv, &err);
 	if (rc) {
 		sl_log_error("%s", err.msg);
