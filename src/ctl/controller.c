@@ -19,6 +19,8 @@
 #include "ctl/events.h"
 #include "ctl/generation.h"
 #include "ctl/pool_watch.h"
+#include "ctl/restart.h"
+#include "ctl/run_lock.h"
 #include "ctl/status_http.h"
 #include "ctl/steps_file.h"
 #include "cluster/cluster_file.h"
@@ -52,6 +54,7 @@ struct ctl {
 	json_t *cluster_json;
 	struct sl_ctl_pool_watch pool;
 	struct sl_ctl_events ev;
+	struct sl_ctl_run_lock lock;  /* held for the controller's life (run_lock.h) */
 	struct sl_ctl_http *http;
 	FILE *steps_file;
 	char self[PATH_MAX];
@@ -843,10 +846,41 @@ static int setup(struct ctl *c, struct sl_err *err)
 	if (mkdir(o->run_dir, 0777) && errno != EEXIST)
 		return sl_err_set(err, SL_EIO, "cannot create run directory '%s': %s", o->run_dir,
 				  strerror(errno));
+	/* the checkpoint folder too is this controller's alone; sailor run makes it otherwise */
+	int have_ckpt_dir = !mkdir(o->ckpt_dir, 0777) || errno == EEXIST;
+	if ((rc = sl_ctl_run_lock_take(&c->lock, o->run_dir, have_ckpt_dir ? o->ckpt_dir : NULL,
+				       o->stop_timeout_s + 10.0, err)))
+		return rc;
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/events.jsonl", o->run_dir);
 	if ((rc = sl_ctl_events_open(&c->ev, path, o->json ? stdout : NULL, c->start_s, err)))
 		return rc;
+	/* an earlier controller's records (restart.h): made whole before anything is appended */
+	struct sl_ctl_restart_info restart;
+	long long resume = newest_checkpoint(c);
+	if ((rc = sl_ctl_restart_reconcile(o->run_dir, resume, &restart, err)))
+		return rc;
+	c->gen_count = restart.generations;
+	if (restart.generations || restart.newest_step || c->lock.waited_pid) {
+		json_t *f = json_object();
+		json_object_set_new(f, "newest_checkpoint", json_integer(resume > 0 ? resume : 0));
+		json_object_set_new(f, "generations", json_integer(restart.generations));
+		json_object_set_new(f, "newest_step", json_integer(restart.newest_step));
+		json_object_set_new(f, "steps_on_record", json_integer(restart.steps_on_record));
+		json_object_set_new(f, "steps_recovered", json_integer(restart.steps_recovered));
+		json_object_set_new(f, "steps_to_rerun", json_integer(restart.steps_to_rerun));
+		if (c->lock.waited_pid) {
+			json_object_set_new(f, "waited_for_pid", json_integer(c->lock.waited_pid));
+			json_object_set_new(f, "waited_s", json_real(c->lock.waited_s));
+		}
+		sl_ctl_event(&c->ev, "controller_restart", f);
+		sl_log_info("run directory '%s' holds %d generation%s of an earlier controller: "
+			    "resuming from step %lld; %lld step%s recovered from their files, %lld "
+			    "to run again", o->run_dir, restart.generations,
+			    restart.generations == 1 ? "" : "s", resume > 0 ? resume : 0,
+			    restart.steps_recovered, restart.steps_recovered == 1 ? "" : "s",
+			    restart.steps_to_rerun);
+	}
 	snprintf(path, sizeof(path), "%s/steps.jsonl", o->run_dir);
 	c->steps_file = fopen(path, "a");
 	if (!c->steps_file)
@@ -1058,6 +1092,7 @@ int sl_ctl_run(const struct sl_ctl_options *o, struct sl_err *err)
 	if (!c)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	c->o = o;
+	c->lock.fd[0] = c->lock.fd[1] = -1;
 	struct sigaction sa = {0}, old_int, old_term;
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
@@ -1089,6 +1124,7 @@ int sl_ctl_run(const struct sl_ctl_options *o, struct sl_err *err)
 	sl_ctl_events_close(&c->ev);
 	if (c->steps_file)
 		fclose(c->steps_file);
+	sl_ctl_run_lock_release(&c->lock); /* last: the records above are complete */
 	candidate_free(&c->cur);
 	candidate_free(&c->next);
 	free(c->rank_host);
