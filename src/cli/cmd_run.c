@@ -29,6 +29,7 @@
 #include "runtime/placement.h"
 #include "runtime/roles.h"
 #include "runtime/runner.h"
+#include "runtime/start_failure.h"
 #include "util/limits.h"
 #include "util/log.h"
 
@@ -87,6 +88,7 @@ struct watch {
 	int dead_rank, dead_signal, dead_exit;
 	char line[2][4096];
 	size_t used[2];
+	struct sl_start_watch start;   /* did mpirun fail to start the job? (start_failure.h) */
 };
 
 static void scan_line(struct watch *w, const char *line)
@@ -128,6 +130,7 @@ static void pass_through(struct watch *w, int which, const char *buf, size_t n, 
 		if (c == '\n' || w->used[which] + 1 >= sizeof(w->line[which])) {
 			w->line[which][w->used[which]] = 0;
 			scan_line(w, w->line[which]);
+			sl_start_watch_line(&w->start, which == 1, w->line[which]);
 			w->used[which] = 0;
 		} else {
 			w->line[which][w->used[which]++] = c;
@@ -334,6 +337,15 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 	}
 	struct watch w = {.last_step = -1, .dead_rank = -1};
 	int status = start_and_watch(&cmd, &w, &err);
+	if (status > 0 && !launcher_signal && sl_start_watch_retry(&w.start, status)) {
+		/* nothing of the job ran: what a user would do by hand, once (start_failure.h) */
+		sl_log_warn("mpirun did not start the job: %s (exit status %d); starting it once more",
+			    w.start.reason, status);
+		memset(&w, 0, sizeof(w));
+		w.last_step = -1;
+		w.dead_rank = -1;
+		status = start_and_watch(&cmd, &w, &err);
+	}
 	if (status < 0) {
 		sl_log_error("%s", err.msg);
 		rc = status;
