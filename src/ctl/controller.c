@@ -84,6 +84,7 @@ struct ctl {
 	int end_seen;
 	/* progress */
 	long long step;               /* newest step completed by any generation */
+	long long recorded_max;       /* newest step in steps.jsonl */
 	long long ckpt_step;          /* newest checkpoint persisted */
 	double loss;
 	double step_times[RATE_WINDOW];
@@ -303,6 +304,25 @@ static long long newest_checkpoint(const struct ctl *c)
 	return s;
 }
 
+/* The steps after the checkpoint the next generation resumes from run again (a generation failed
+ * after them): their lines leave steps.jsonl now, and the new ones take their place, so that the
+ * file holds each step once (restart.h does the rewrite; the failed generation's own file keeps
+ * them). */
+static int forget_steps_after(struct ctl *c, long long resume, struct sl_err *err)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/steps.jsonl", c->o->run_dir);
+	fclose(c->steps_file);
+	struct sl_ctl_restart_info info;
+	int rc = sl_ctl_restart_reconcile(c->o->run_dir, resume, &info, err);
+	c->steps_file = fopen(path, "a");
+	if (!rc && !c->steps_file)
+		rc = sl_err_set(err, SL_EIO, "cannot write '%s': %s", path, strerror(errno));
+	if (!rc)
+		c->recorded_max = resume > 0 ? resume : 0;
+	return rc;
+}
+
 static int start_generation(struct ctl *c, struct sl_err *err)
 {
 	int index = ++c->gen_count;
@@ -334,6 +354,8 @@ static int start_generation(struct ctl *c, struct sl_err *err)
 	if (!c->answered)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	long long resume = newest_checkpoint(c);
+	if (c->recorded_max > (resume > 0 ? resume : 0) && (rc = forget_steps_after(c, resume, err)))
+		return rc;
 	char steps[32], gb[32], every[32], seq[32], threads[32], seed[32];
 	snprintf(steps, sizeof(steps), "%lld", c->o->steps);
 	snprintf(gb, sizeof(gb), "%lld", c->o->global_batch);
@@ -444,6 +466,8 @@ static void on_step(struct ctl *c, json_t *e, int recovered)
 	if (sl_ctl_seen_steps_add(&c->seen, step))
 		sl_log_warn("out of memory: step %lld may be recorded twice", step);
 	json_t *s = json_deep_copy(e);
+	if (step > c->recorded_max)
+		c->recorded_max = step;
 	json_object_set_new(s, "generation", json_integer(c->gen.index));
 	json_object_set_new(s, "t_s", json_real(sl_ctl_now_s() - c->start_s));
 	json_object_set_new(s, "predicted_it_s", json_real(c->cur.res.throughput_it_s));
@@ -861,6 +885,7 @@ static int setup(struct ctl *c, struct sl_err *err)
 	if ((rc = sl_ctl_restart_reconcile(o->run_dir, resume, &restart, err)))
 		return rc;
 	c->gen_count = restart.generations;
+	c->recorded_max = restart.steps_on_record ? (resume > 0 ? resume : 0) : 0;
 	if (restart.generations || restart.newest_step || c->lock.waited_pid) {
 		json_t *f = json_object();
 		json_object_set_new(f, "newest_checkpoint", json_integer(resume > 0 ? resume : 0));
