@@ -24,7 +24,7 @@ cat >"$desc" <<'JSON'
            {"name": "us-west1-b", "hosts": [{"name": "w0", "class": "cpu-fast", "slots": 1}]}]}
 JSON
 trap 'scripts/testbed down "$desc" >/dev/null 2>&1; rm -rf "$work"' EXIT
-timeout 60 scripts/testbed up "$desc" -o "$work/cluster.json" 2>/dev/null || { echo "testbed up failed"; exit 1; }
+timeout 60 scripts/testbed up "$desc" -o "$work/cluster.json" 2>"$work/up-err" || { echo "testbed up failed:"; cat "$work/up-err"; exit 1; }
 fails=0
 check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi; }
 # no retry here: a start failure of mpirun is retried once by the profiler's launcher itself
