@@ -182,11 +182,18 @@ static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, str
 	int out_pipe[2], err_pipe[2];
 	if (pipe(out_pipe) || pipe(err_pipe))
 		return sl_err_set(err, SL_EIO, "cannot create pipes: %s", strerror(errno));
+	/* Whoever reads our output may die first (the controller, killed): the launcher must not
+	 * die of the next line it passes on, since it is the one that stops the job with a
+	 * checkpoint and, while it runs, holds the controller's lock (ctl/run_lock.h). Killed by
+	 * SIGPIPE it left mpirun and its ranks training on beside the next controller (issue 20,
+	 * bench/chaos.sh). */
+	signal(SIGPIPE, SIG_IGN);
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0)
 		return sl_err_set(err, SL_EIO, "cannot fork mpirun: %s", strerror(errno));
 	if (pid == 0) {
+		signal(SIGPIPE, SIG_DFL);
 		signal(SIGUSR1, SIG_DFL); /* until mpirun sets its own */
 		/* mpirun (and through it every rank) ends when the launcher dies */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);

@@ -2,8 +2,9 @@
 # `sailor control` killed with SIGKILL, then the same command again (issue 20, points 2 and 3):
 # - while the first controller runs, a second one on the same run directory is refused, naming
 #   the first's pid, and changes nothing;
-# - the first is killed with SIGKILL; its generation stops by itself (with a checkpoint); the
-#   dead controller's lock does not block the second, which waits for that generation's end;
+# - the first is killed with SIGKILL; its generation stops by itself (with a checkpoint: its
+#   launcher must outlive the pipe to the dead controller); the dead controller's lock does not
+#   block the second, which waits for that generation's end (waited_for_pid);
 # - the second reconciles the run directory (src/ctl/restart.h): a controller_restart event names
 #   the newest checkpoint, the generations found and the steps recovered from their own files
 #   (SAILOR_TEST_DROP_STEP_LINE makes the first controller miss steps 5 to 7, as a crash loses
@@ -38,6 +39,7 @@ grep -q "in use by sailor control (pid $ctl)" "$work/err2" || { echo "FAIL: the 
 
 kill -9 "$ctl"
 wait "$ctl" 2>/dev/null || true
+first=$ctl
 ctl=""
 echo "killed the controller (SIGKILL) after step $(tail -n 1 "$work/run/steps.jsonl" | grep -o '"step":[0-9]*')"
 # the same command again, at once: its generation may still be checkpointing
@@ -46,9 +48,9 @@ ctl=$!
 wait_control 0
 grep -v '"checkpoint"' "$work/run/events.jsonl" | cut -c 1-260
 expect_no_process_left
-"$PY" - "$work/run" "$N" <<'PY'
+"$PY" - "$work/run" "$N" "$first" <<'PY'
 import json, os, sys
-run, n = sys.argv[1], int(sys.argv[2])
+run, n, first = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 events = [json.loads(l) for l in open(f"{run}/events.jsonl")]
 steps = [json.loads(l) for l in open(f"{run}/steps.jsonl")]
 def fail(msg):
@@ -66,6 +68,9 @@ r = restarts[0]
 print("controller_restart:", {k: r[k] for k in r if k not in ("schema", "time")})
 if r["generations"] < 1 or r["newest_checkpoint"] < 20:
     fail("controller_restart does not name the generation and checkpoint it found")
+# the dead controller's generation was still stopping (launcher alive, lock held): waited for
+if r.get("waited_for_pid") != first:
+    fail(f"the second controller did not wait for the first's generation (waited_for_pid {r.get('waited_for_pid')}, first {first})")
 recovered = sorted(s["step"] for s in steps if s.get("recovered_by") == "controller_restart")
 if r["steps_recovered"] != len(recovered) or not {5, 6, 7} <= set(recovered):
     fail(f"steps recovered {recovered}, event says {r['steps_recovered']}; 5..7 expected among them")
