@@ -353,6 +353,10 @@ static int start_generation(struct ctl *c, struct sl_err *err)
 	c->answered = calloc((size_t)c->world, 1);
 	if (!c->answered)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	/* the previous generation is reaped; a rank of it that escaped (a host's mpirun lost) must
+	 * not train beside the next one */
+	if ((rc = sl_ctl_wait_no_training(c->o->ckpt_dir, c->o->stop_timeout_s, NULL, err)))
+		return rc;
 	long long resume = newest_checkpoint(c);
 	if (c->recorded_max > (resume > 0 ? resume : 0) && (rc = forget_steps_after(c, resume, err)))
 		return rc;
@@ -879,6 +883,12 @@ static int setup(struct ctl *c, struct sl_err *err)
 	snprintf(path, sizeof(path), "%s/events.jsonl", o->run_dir);
 	if ((rc = sl_ctl_events_open(&c->ev, path, o->json ? stdout : NULL, c->start_s, err)))
 		return rc;
+	/* a rank a dead controller left behind may still train (and checkpoint): its steps must
+	 * be on record before the reconciliation, and nothing may train beside it */
+	double training_waited_s = 0;
+	if (have_ckpt_dir && (rc = sl_ctl_wait_no_training(o->ckpt_dir, o->stop_timeout_s + 10.0,
+							   &training_waited_s, err)))
+		return rc;
 	/* an earlier controller's records (restart.h): made whole before anything is appended */
 	struct sl_ctl_restart_info restart;
 	long long resume = newest_checkpoint(c);
@@ -886,7 +896,8 @@ static int setup(struct ctl *c, struct sl_err *err)
 		return rc;
 	c->gen_count = restart.generations;
 	c->recorded_max = restart.steps_on_record ? (resume > 0 ? resume : 0) : 0;
-	if (restart.generations || restart.newest_step || c->lock.waited_pid) {
+	if (restart.generations || restart.newest_step || c->lock.waited_pid ||
+	    training_waited_s > 0.05) {
 		json_t *f = json_object();
 		json_object_set_new(f, "newest_checkpoint", json_integer(resume > 0 ? resume : 0));
 		json_object_set_new(f, "generations", json_integer(restart.generations));
@@ -898,6 +909,8 @@ static int setup(struct ctl *c, struct sl_err *err)
 			json_object_set_new(f, "waited_for_pid", json_integer(c->lock.waited_pid));
 			json_object_set_new(f, "waited_s", json_real(c->lock.waited_s));
 		}
+		if (training_waited_s > 0.05) /* a rank left behind still trained */
+			json_object_set_new(f, "waited_for_training_s", json_real(training_waited_s));
 		sl_ctl_event(&c->ev, "controller_restart", f);
 		sl_log_info("run directory '%s' holds %d generation%s of an earlier controller: "
 			    "resuming from step %lld; %lld step%s recovered from their files, %lld "

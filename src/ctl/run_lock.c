@@ -108,3 +108,35 @@ void sl_ctl_run_lock_release(struct sl_ctl_run_lock *l)
 		l->fd[i] = -1;
 	}
 }
+
+int sl_ctl_wait_no_training(const char *ckpt_dir, double wait_s, double *waited_s,
+			    struct sl_err *err)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/training.lock", ckpt_dir);
+	if (waited_s)
+		*waited_s = 0;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return 0; /* no folder yet: nothing trains there */
+	double t0 = now_s();
+	while (flock(fd, LOCK_EX | LOCK_NB)) {
+		if (errno != EINTR && errno != EWOULDBLOCK) {
+			close(fd);
+			return 0; /* advisory: a file system without flock */
+		}
+		if (now_s() - t0 > wait_s) {
+			close(fd);
+			return sl_err_set(err, SL_EUSAGE,
+					  "checkpoint directory '%s': a rank of an earlier job still "
+					  "trains there after %.0f s (it holds '%s'): end it first",
+					  ckpt_dir, wait_s, path);
+		}
+		usleep(100000);
+	}
+	if (waited_s)
+		*waited_s = now_s() - t0;
+	flock(fd, LOCK_UN);
+	close(fd);
+	return 0;
+}

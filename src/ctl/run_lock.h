@@ -31,4 +31,11 @@ int sl_ctl_run_lock_take(struct sl_ctl_run_lock *l, const char *run_dir, const c
 
 void sl_ctl_run_lock_release(struct sl_ctl_run_lock *l);
 
+/* Waits (up to wait_s) until no rank trains on ckpt_dir: rank 0 of every `sailor run` holds
+ * "<ckpt_dir>/training.lock" shared while it lives (runtime/runner.c), even when the launcher
+ * and mpirun that started it are gone. Call before starting a generation. *waited_s (may be
+ * NULL): how long it waited. SL_EUSAGE when a rank still trains after wait_s. */
+int sl_ctl_wait_no_training(const char *ckpt_dir, double wait_s, double *waited_s,
+			    struct sl_err *err);
+
 #endif

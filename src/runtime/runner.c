@@ -8,10 +8,13 @@
 #include "runtime/runner.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cluster/catalogue.h"
@@ -74,6 +77,7 @@ struct worker {
 	FILE *out;
 	FILE *events;                /* rank 0 with --events-file: each step line appended */
 	long long late_stop_step;    /* test-only, SAILOR_TEST_LATE_STOP=R:S (0: none) */
+	int training_lock;           /* rank 0: <ckpt-dir>/training.lock, shared (-1: none) */
 	struct sl_catalogue cat;
 	struct sl_plan plan;
 	struct sl_model_config model;
@@ -774,6 +778,21 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 	/* test-only: SAILOR_TEST_LATE_STOP=R:S makes rank R send itself SIGTERM right after step
 	 * S's stop agreement, the moment that split the ranks' stop before (tests/integration/
 	 * run_stop_late_signal.sh) */
+	/* rank 0 (the one that writes checkpoints) says "a job trains here" for as long as it
+	 * lives, whatever becomes of mpirun and the launcher: a controller takes this lock
+	 * exclusively before it starts a generation (ctl/run_lock.h), so it never trains beside
+	 * a rank an earlier, dead controller left behind. Advisory: a failure is not an error. */
+	w->training_lock = -1;
+	if (comm->rank == 0 && o->train.ckpt_dir) {
+		char lock_path[4300];
+		mkdir(o->train.ckpt_dir, 0777);
+		snprintf(lock_path, sizeof(lock_path), "%s/training.lock", o->train.ckpt_dir);
+		w->training_lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		if (w->training_lock >= 0 && flock(w->training_lock, LOCK_SH | LOCK_NB)) {
+			close(w->training_lock);
+			w->training_lock = -1;
+		}
+	}
 	const char *late = getenv("SAILOR_TEST_LATE_STOP");
 	int late_rank = -1;
 	long long late_step = 0;
@@ -817,6 +836,8 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 	sl_dist_checkpoint_wait_local();
 	if (w->events)
 		fclose(w->events);
+	if (w->training_lock >= 0)
+		close(w->training_lock);
 	teardown(w);
 	free(w);
 	return rc;
