@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/chaos.sh MINUTES: drives `sailor control` on a localhost cluster (two A100-40 hosts in one
 # zone, a V100-16 host in another) with random faults at random moments for MINUTES minutes, in
-# episodes of one job of N steps each. Faults (one every 1-4 s, chosen at random): kill -9 of a
+# episodes of one job of N steps each. Faults (one every 0.5-2.5 s, at random): kill -9 of a
 # rank; kill -9 of the launcher (`sailor run`); SIGSTOP of a rank (the controller's hang probe
 # must find it); a pool change (1 to 6 GPUs), or two in a row 0.3 s apart (the second during the
 # reconfiguration the first started); kill -9 of the controller followed at once by the same
@@ -59,7 +59,7 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
   start_control
   ep_start=$(date +%s)
   while kill -0 "$ctl" 2>/dev/null; do
-    sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 1 + 3 * r / 32768 }')"
+    sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.5 + 2 * r / 32768 }')"
     kill -0 "$ctl" 2>/dev/null || break
     if [ $(( $(date +%s) - ep_start )) -gt 300 ]; then echo "episode $episodes: not done after 300 s"; break; fi
     kind=${kinds[$((RANDOM % ${#kinds[@]}))]}
