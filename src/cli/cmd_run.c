@@ -31,6 +31,7 @@
 #include "runtime/placement.h"
 #include "runtime/roles.h"
 #include "runtime/runner.h"
+#include "runtime/start_failure.h"
 #include "train/progress.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -97,6 +98,7 @@ struct watch {
 	char failed_node[256];   /* srun: "Node failure on NODE" (srun may still exit 0) */
 	char line[2][4096];
 	size_t used[2];
+	struct sl_start_watch start;   /* did mpirun fail to start the job? (start_failure.h) */
 };
 
 static void scan_line(struct watch *w, const char *line)
@@ -153,6 +155,7 @@ static void pass_through(struct watch *w, int which, const char *buf, size_t n, 
 		if (c == '\n' || w->used[which] + 1 >= sizeof(w->line[which])) {
 			w->line[which][w->used[which]] = 0;
 			scan_line(w, w->line[which]);
+			sl_start_watch_line(&w->start, which == 1, w->line[which]);
 			w->used[which] = 0;
 		} else {
 			w->line[which][w->used[which]++] = c;
@@ -207,11 +210,18 @@ static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, str
 	int out_pipe[2], err_pipe[2];
 	if (pipe(out_pipe) || pipe(err_pipe))
 		return sl_err_set(err, SL_EIO, "cannot create pipes: %s", strerror(errno));
+	/* Whoever reads our output may die first (the controller, killed): the launcher must not
+	 * die of the next line it passes on, since it is the one that stops the job with a
+	 * checkpoint and, while it runs, holds the controller's lock (ctl/run_lock.h). Killed by
+	 * SIGPIPE it left mpirun and its ranks training on beside the next controller (issue 20,
+	 * bench/chaos.sh). */
+	signal(SIGPIPE, SIG_IGN);
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0)
 		return sl_err_set(err, SL_EIO, "cannot fork mpirun: %s", strerror(errno));
 	if (pid == 0) {
+		signal(SIGPIPE, SIG_DFL);
 		signal(SIGUSR1, SIG_DFL); /* until mpirun sets its own */
 		/* mpirun (and through it every rank) ends when the launcher dies */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -387,6 +397,15 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 		prctl(PR_SET_CHILD_SUBREAPER, 1); /* srun's helper comes back to us, not init */
 	}
 	int status = start_and_watch(&cmd, &w, &err);
+	if (!o->slurm && status > 0 && !launcher_signal && sl_start_watch_retry(&w.start, status)) {
+		/* nothing of the job ran: what a user would do by hand, once (start_failure.h) */
+		sl_log_warn("mpirun did not start the job: %s (exit status %d); starting it once more",
+			    w.start.reason, status);
+		memset(&w, 0, sizeof(w));
+		w.last_step = -1;
+		w.dead_rank = -1;
+		status = start_and_watch(&cmd, &w, &err);
+	}
 	if (o->slurm) {
 		int killed = sl_launch_slurm_reap_children(3.0);
 		if (killed)
@@ -463,6 +482,7 @@ static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 	snprintf(probe_answer, sizeof(probe_answer), "{\"event\":\"alive\",\"rank\":%d}\n", rank);
 	probe_answer_len = strlen(probe_answer);
 	install_probe_handler(on_rank_probe);
+	sl_dist_catch_stop();
 	int rc = sl_comm_mpi_init(&comm, &argc, &argv, &err);
 	if (rc) {
 		sl_cli_error(&sl_cmd_run, "%s", err.msg);

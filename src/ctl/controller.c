@@ -19,6 +19,8 @@
 #include "ctl/events.h"
 #include "ctl/generation.h"
 #include "ctl/pool_watch.h"
+#include "ctl/restart.h"
+#include "ctl/run_lock.h"
 #include "ctl/status_http.h"
 #include "ctl/steps_file.h"
 #include "cluster/cluster_file.h"
@@ -53,6 +55,7 @@ struct ctl {
 	json_t *cluster_json;
 	struct sl_ctl_pool_watch pool;
 	struct sl_ctl_events ev;
+	struct sl_ctl_run_lock lock;  /* held for the controller's life (run_lock.h) */
 	struct sl_ctl_http *http;
 	FILE *steps_file;
 	char self[PATH_MAX];
@@ -82,6 +85,7 @@ struct ctl {
 	int end_seen;
 	/* progress */
 	long long step;               /* newest step completed by any generation */
+	long long recorded_max;       /* newest step in steps.jsonl */
 	long long ckpt_step;          /* newest checkpoint persisted */
 	double loss;
 	double step_times[RATE_WINDOW];
@@ -314,6 +318,25 @@ static long long newest_checkpoint(const struct ctl *c)
 	return s;
 }
 
+/* The steps after the checkpoint the next generation resumes from run again (a generation failed
+ * after them): their lines leave steps.jsonl now, and the new ones take their place, so that the
+ * file holds each step once (restart.h does the rewrite; the failed generation's own file keeps
+ * them). */
+static int forget_steps_after(struct ctl *c, long long resume, struct sl_err *err)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/steps.jsonl", c->o->run_dir);
+	fclose(c->steps_file);
+	struct sl_ctl_restart_info info;
+	int rc = sl_ctl_restart_reconcile(c->o->run_dir, resume, &info, err);
+	c->steps_file = fopen(path, "a");
+	if (!rc && !c->steps_file)
+		rc = sl_err_set(err, SL_EIO, "cannot write '%s': %s", path, strerror(errno));
+	if (!rc)
+		c->recorded_max = resume > 0 ? resume : 0;
+	return rc;
+}
+
 static int start_generation(struct ctl *c, struct sl_err *err)
 {
 	int index = ++c->gen_count;
@@ -344,7 +367,13 @@ static int start_generation(struct ctl *c, struct sl_err *err)
 	c->answered = calloc((size_t)c->world, 1);
 	if (!c->answered)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	/* the previous generation is reaped; a rank of it that escaped (a host's mpirun lost) must
+	 * not train beside the next one */
+	if ((rc = sl_ctl_wait_no_training(c->o->ckpt_dir, c->o->stop_timeout_s, NULL, err)))
+		return rc;
 	long long resume = newest_checkpoint(c);
+	if (c->recorded_max > (resume > 0 ? resume : 0) && (rc = forget_steps_after(c, resume, err)))
+		return rc;
 	char steps[32], gb[32], every[32], seq[32], threads[32], seed[32];
 	snprintf(steps, sizeof(steps), "%lld", c->o->steps);
 	snprintf(gb, sizeof(gb), "%lld", c->o->global_batch);
@@ -466,6 +495,8 @@ static void on_step(struct ctl *c, json_t *e, int recovered)
 	if (sl_ctl_seen_steps_add(&c->seen, step))
 		sl_log_warn("out of memory: step %lld may be recorded twice", step);
 	json_t *s = json_deep_copy(e);
+	if (step > c->recorded_max)
+		c->recorded_max = step;
 	json_object_set_new(s, "generation", json_integer(c->gen.index));
 	json_object_set_new(s, "t_s", json_real(sl_ctl_now_s() - c->start_s));
 	json_object_set_new(s, "predicted_it_s", json_real(c->cur.res.throughput_it_s));
@@ -885,10 +916,51 @@ static int setup(struct ctl *c, struct sl_err *err)
 	if (mkdir(o->run_dir, 0777) && errno != EEXIST)
 		return sl_err_set(err, SL_EIO, "cannot create run directory '%s': %s", o->run_dir,
 				  strerror(errno));
+	/* the checkpoint folder too is this controller's alone; sailor run makes it otherwise */
+	int have_ckpt_dir = !mkdir(o->ckpt_dir, 0777) || errno == EEXIST;
+	if ((rc = sl_ctl_run_lock_take(&c->lock, o->run_dir, have_ckpt_dir ? o->ckpt_dir : NULL,
+				       o->stop_timeout_s + 10.0, err)))
+		return rc;
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/events.jsonl", o->run_dir);
 	if ((rc = sl_ctl_events_open(&c->ev, path, o->json ? stdout : NULL, c->start_s, err)))
 		return rc;
+	/* a rank a dead controller left behind may still train (and checkpoint): its steps must
+	 * be on record before the reconciliation, and nothing may train beside it */
+	double training_waited_s = 0;
+	if (have_ckpt_dir && (rc = sl_ctl_wait_no_training(o->ckpt_dir, o->stop_timeout_s + 10.0,
+							   &training_waited_s, err)))
+		return rc;
+	/* an earlier controller's records (restart.h): made whole before anything is appended */
+	struct sl_ctl_restart_info restart;
+	long long resume = newest_checkpoint(c);
+	if ((rc = sl_ctl_restart_reconcile(o->run_dir, resume, &restart, err)))
+		return rc;
+	c->gen_count = restart.generations;
+	c->recorded_max = restart.steps_on_record ? (resume > 0 ? resume : 0) : 0;
+	if (restart.generations || restart.newest_step || c->lock.waited_pid ||
+	    training_waited_s > 0.05) {
+		json_t *f = json_object();
+		json_object_set_new(f, "newest_checkpoint", json_integer(resume > 0 ? resume : 0));
+		json_object_set_new(f, "generations", json_integer(restart.generations));
+		json_object_set_new(f, "newest_step", json_integer(restart.newest_step));
+		json_object_set_new(f, "steps_on_record", json_integer(restart.steps_on_record));
+		json_object_set_new(f, "steps_recovered", json_integer(restart.steps_recovered));
+		json_object_set_new(f, "steps_to_rerun", json_integer(restart.steps_to_rerun));
+		if (c->lock.waited_pid) {
+			json_object_set_new(f, "waited_for_pid", json_integer(c->lock.waited_pid));
+			json_object_set_new(f, "waited_s", json_real(c->lock.waited_s));
+		}
+		if (training_waited_s > 0.05) /* a rank left behind still trained */
+			json_object_set_new(f, "waited_for_training_s", json_real(training_waited_s));
+		sl_ctl_event(&c->ev, "controller_restart", f);
+		sl_log_info("run directory '%s' holds %d generation%s of an earlier controller: "
+			    "resuming from step %lld; %lld step%s recovered from their files, %lld "
+			    "to run again", o->run_dir, restart.generations,
+			    restart.generations == 1 ? "" : "s", resume > 0 ? resume : 0,
+			    restart.steps_recovered, restart.steps_recovered == 1 ? "" : "s",
+			    restart.steps_to_rerun);
+	}
 	snprintf(path, sizeof(path), "%s/steps.jsonl", o->run_dir);
 	c->steps_file = fopen(path, "a");
 	if (!c->steps_file)
@@ -1108,6 +1180,7 @@ int sl_ctl_run(const struct sl_ctl_options *o, struct sl_err *err)
 	if (!c)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	c->o = o;
+	c->lock.fd[0] = c->lock.fd[1] = -1;
 	struct sigaction sa = {0}, old_int, old_term;
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
@@ -1146,6 +1219,7 @@ int sl_ctl_run(const struct sl_ctl_options *o, struct sl_err *err)
 	sl_ctl_events_close(&c->ev);
 	if (c->steps_file)
 		fclose(c->steps_file);
+	sl_ctl_run_lock_release(&c->lock); /* last: the records above are complete */
 	candidate_free(&c->cur);
 	candidate_free(&c->next);
 	free(c->rank_host);

@@ -8,10 +8,13 @@
 #include "runtime/runner.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cluster/catalogue.h"
@@ -32,8 +35,21 @@
 #include "train/progress.h"
 #include "util/log.h"
 
+/* A stop asked of this rank (SIGINT or SIGTERM). Only a request: the ranks act on the flag they
+ * agree on after each step (run_step), never on this one, because the signals reach the ranks at
+ * different moments and a rank that acted on its own would stop a step before the others and
+ * leave them waiting for it (the stop that hung until the controller's SIGKILL, issue 20). */
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
+
+void sl_dist_catch_stop(void)
+{
+	struct sigaction sa = {0};
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
 
 /* Time per rank, summed over the steps run. */
 enum { T_COMPUTE, T_P2P, T_SYNC, T_OPTIM, T_STEP, T_COUNT };
@@ -60,6 +76,8 @@ struct worker {
 	struct sl_comm *comm;
 	FILE *out;
 	FILE *events;                /* rank 0 with --events-file: each step line appended */
+	long long late_stop_step;    /* test-only, SAILOR_TEST_LATE_STOP=R:S (0: none) */
+	int training_lock;           /* rank 0: <ckpt-dir>/training.lock, shared (-1: none) */
 	struct sl_catalogue cat;
 	struct sl_plan plan;
 	struct sl_model_config model;
@@ -567,7 +585,7 @@ static int print_end(struct worker *w, long long ran, double last_loss, const ch
 
 static int run_step(struct worker *w, long long step, const struct sl_lr_schedule *sched,
 		    const struct sl_adamw_config *adamw, double *loss, double *lr, double *norm,
-		    struct sl_err *err)
+		    int *stop, struct sl_err *err)
 {
 	load_step(w);
 	sl_gpt_zero_grad(&w->gpt);
@@ -599,8 +617,9 @@ static int run_step(struct worker *w, long long step, const struct sl_lr_schedul
 				    SL_COMM_SUM, err)))
 		return rc;
 	*loss = shared[0] / w->nmb_total;
-	if (shared[1] > 0 && !stop_signal)
-		stop_signal = SIGTERM;
+	*stop = shared[1] > 0;
+	if (w->late_stop_step == step + 1)
+		raise(SIGTERM); /* the test's stop request, just too late for this step's agreement */
 	if (!isfinite(*loss))
 		return sl_err_set(err, SL_EINFEASIBLE,
 				  "loss became %f at step %lld: training diverged (try a lower --lr "
@@ -634,7 +653,8 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 	int rank0 = w->comm->rank == 0;
 	for (long long step = start; step < o->steps; step++) {
 		double t0 = sl_now_s(), lr = 0.0, norm = 0.0;
-		if ((rc = run_step(w, step, &sched, &adamw, &loss, &lr, &norm, err)))
+		int stop = 0; /* agreed by every rank: the only flag a rank may act on */
+		if ((rc = run_step(w, step, &sched, &adamw, &loss, &lr, &norm, &stop, err)))
 			break;
 		double dt = sl_now_s() - t0;
 		w->times[T_STEP] += dt;
@@ -652,7 +672,7 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 		if (rank0 && ((step + 1) % o->log_every == 0 || step + 1 == o->steps || step == start))
 			sl_print_step(w->out, o->json, w->events, step + 1, o->steps, loss, lr,
 				      norm, dt, (double)(w->global * w->seq));
-		int last = step + 1 == o->steps || stop_signal;
+		int last = step + 1 == o->steps || stop;
 		if (o->ckpt_dir && (last || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0))) {
 			if ((rc = save(w, step + 1, train, ckpt, sizeof(ckpt), err)))
 				break;
@@ -662,12 +682,12 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 		}
 		if (rank0 && o->ckpt_dir)
 			report_persisted(w, ckpt, sizeof(ckpt), last);
-		if (stop_signal) {
+		if (stop) {
 			/* a requested stop, agreed by every rank after the same step: not a failure
 			 * of the job; rank 0 says where it stopped and every rank ends cleanly */
 			if (rank0)
 				sl_log_warn("stopped by signal %d after step %lld%s%s%s",
-					    (int)stop_signal, step + 1,
+					    stop_signal ? (int)stop_signal : SIGTERM, step + 1,
 					    o->ckpt_dir ? " (checkpoint '" : "",
 					    o->ckpt_dir ? ckpt : "", o->ckpt_dir ? "')" : "");
 			return 0;
@@ -752,6 +772,32 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 	w->o = o;
 	w->comm = comm;
 	w->out = out;
+	/* a stop asked during the set-up (or before it, work() in cmd_run.c) is kept: the first
+	 * step's agreement carries it */
+	sl_dist_catch_stop();
+	/* test-only: SAILOR_TEST_LATE_STOP=R:S makes rank R send itself SIGTERM right after step
+	 * S's stop agreement, the moment that split the ranks' stop before (tests/integration/
+	 * run_stop_late_signal.sh) */
+	/* rank 0 (the one that writes checkpoints) says "a job trains here" for as long as it
+	 * lives, whatever becomes of mpirun and the launcher: a controller takes this lock
+	 * exclusively before it starts a generation (ctl/run_lock.h), so it never trains beside
+	 * a rank an earlier, dead controller left behind. Advisory: a failure is not an error. */
+	w->training_lock = -1;
+	if (comm->rank == 0 && o->train.ckpt_dir) {
+		char lock_path[4300];
+		mkdir(o->train.ckpt_dir, 0777);
+		snprintf(lock_path, sizeof(lock_path), "%s/training.lock", o->train.ckpt_dir);
+		w->training_lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		if (w->training_lock >= 0 && flock(w->training_lock, LOCK_SH | LOCK_NB)) {
+			close(w->training_lock);
+			w->training_lock = -1;
+		}
+	}
+	const char *late = getenv("SAILOR_TEST_LATE_STOP");
+	int late_rank = -1;
+	long long late_step = 0;
+	if (late && sscanf(late, "%d:%lld", &late_rank, &late_step) == 2 && late_rank == comm->rank)
+		w->late_stop_step = late_step;
 	long long start = 0;
 	double t_setup = sl_now_s();
 	int rc = setup_plan(w, err);
@@ -783,20 +829,15 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 								   w->global, w->seq);
 	if (!rc && comm->rank == 0 && !o->train.json)
 		print_header(w, start);
-	if (!rc) {
-		struct sigaction sa = {0};
-		sa.sa_handler = on_signal;
-		sigemptyset(&sa.sa_mask);
-		stop_signal = 0;
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
+	if (!rc)
 		rc = train_loop(w, start, train, err);
-	}
 	json_decref(train);
 	/* after a failure a persist may still be writing from the model teardown frees */
 	sl_dist_checkpoint_wait_local();
 	if (w->events)
 		fclose(w->events);
+	if (w->training_lock >= 0)
+		close(w->training_lock);
 	teardown(w);
 	free(w);
 	return rc;

@@ -49,6 +49,11 @@ struct sl_run_options {
 int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *out,
 		       struct sl_err *err);
 
+/* Makes SIGINT and SIGTERM a request to stop (instead of death) from now on; a rank calls it
+ * first thing, so a stop that arrives while MPI starts or the checkpoint loads is not lost. The
+ * request is acted on after the next step, agreed by every rank (sl_dist_worker_run). */
+void sl_dist_catch_stop(void);
+
 /* What the launcher checks before starting anything: the plan against the model and the
  * catalogue, the global batch, the data file; fills the role table (caller frees it) and the
  * catalogue. */

@@ -2,8 +2,9 @@
 # A crash in the middle of an asynchronous checkpoint persist: rank 0 is killed (SIGKILL, from the
 # test hook of src/train/checkpoint.c) halfway through writing step 20's checkpoint while training
 # goes on. The newest complete checkpoint (step 10) is intact and used: `sailor control` resumes
-# from it, loses at most one checkpoint interval, and the run equals an uninterrupted `sailor
-# train` within 1e-5 (losses, final parameters and moments). Also covers --pool (a pool file).
+# from it, loses at most one checkpoint interval, steps.jsonl holds 1..N once (the steps after 10
+# ran twice), and the run equals an uninterrupted `sailor train` within 1e-5 (losses, final
+# parameters and moments). Also covers --pool (a pool file).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NEED_NUMPY=1 source tests/lib/control_setup.sh
@@ -28,5 +29,8 @@ grep -q "resumed from '$work/ckpt/step-00000010.ckpt'" "$work/run/gen-2/stderr.l
 sleep 0.2
 left=$(pgrep -f "$work" || true)
 [ -z "$left" ] || { echo "FAIL: processes left behind: $left"; exit 1; }
+# the steps after step 10 ran twice (the crashed generation's, then again): recorded once
+"$PY" -c 'import json, sys; s = sorted(json.loads(l)["step"] for l in open(sys.argv[1])); n = int(sys.argv[2])
+sys.exit(0 if s == list(range(1, n + 1)) else print("FAIL: steps.jsonl does not hold 1..%d once each: %d lines, repeated %s" % (n, len(s), sorted({x for x in s if s.count(x) > 1}))) or 1)' "$work/run/steps.jsonl" $N
 "$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
   --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt"
