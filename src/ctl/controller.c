@@ -954,7 +954,7 @@ static int setup(struct ctl *c, struct sl_err *err)
 		if (training_waited_s > 0.05) /* a rank left behind still trained */
 			json_object_set_new(f, "waited_for_training_s", json_real(training_waited_s));
 		sl_ctl_event(&c->ev, "controller_restart", f);
-		sl_log_info("run directory '%s' holds %d generation%s of an earlier controller: "
+		sl_log_note("run directory '%s' holds %d generation%s of an earlier controller: "
 			    "resuming from step %lld; %lld step%s recovered from their files, %lld "
 			    "to run again", o->run_dir, restart.generations,
 			    restart.generations == 1 ? "" : "s", resume > 0 ? resume : 0,
