@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "ctl/generation.h"
+#include "util/clock.h"
 
 int sl_ctl_events_open(struct sl_ctl_events *ev, const char *path, FILE *echo, double start_s,
 		       struct sl_err *err)
@@ -29,7 +29,7 @@ void sl_ctl_event(struct sl_ctl_events *ev, const char *type, json_t *fields)
 	json_t *obj = json_object();
 	json_object_set_new(obj, "schema", json_string("sailor.control.event/1"));
 	json_object_set_new(obj, "event", json_string(type));
-	json_object_set_new(obj, "t_s", json_real(sl_ctl_now_s() - ev->start_s));
+	json_object_set_new(obj, "t_s", json_real(sl_now_s() - ev->start_s));
 	json_object_set_new(obj, "time", json_real((double)tv.tv_sec + 1e-6 * (double)tv.tv_usec));
 	if (fields) {
 		const char *key;

@@ -13,12 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-double sl_ctl_now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "util/clock.h"
 
 int sl_ctl_gen_start(struct sl_ctl_gen *g, int index, char *const argv[], char *const env[],
 		     const char *dir, struct sl_err *err)
@@ -81,7 +76,7 @@ int sl_ctl_gen_start(struct sl_ctl_gen *g, int index, char *const argv[], char *
 	g->pid = pid;
 	g->fd[0] = out_pipe[0];
 	g->fd[1] = err_pipe[0];
-	g->started_s = sl_ctl_now_s();
+	g->started_s = sl_now_s();
 	return 0;
 }
 
@@ -225,7 +220,7 @@ void sl_ctl_gen_terminate(struct sl_ctl_gen *g)
 			ranks++;
 	if (!ranks)
 		kill(g->pid, SIGTERM);
-	g->term_sent_s = sl_ctl_now_s();
+	g->term_sent_s = sl_now_s();
 }
 
 void sl_ctl_gen_probe(struct sl_ctl_gen *g)

@@ -59,6 +59,4 @@ int sl_ctl_reap_orphans(void);
 /* Closes the logs and descriptors (after the end). */
 void sl_ctl_gen_close(struct sl_ctl_gen *g);
 
-double sl_ctl_now_s(void);
-
 #endif

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/log.h"
+
 void sl_test_fault_persist_midway(long long step)
 {
 	const char *delay = getenv("SAILOR_TEST_PERSIST_DELAY_MS");
@@ -26,6 +28,16 @@ void sl_test_fault_persist_midway(long long step)
 		fflush(NULL);
 		raise(SIGKILL);
 	}
+}
+
+long long sl_test_late_stop_step(int rank)
+{
+	const char *late = getenv("SAILOR_TEST_LATE_STOP");
+	int late_rank = -1;
+	long long late_step = 0;
+	if (late && sscanf(late, "%d:%lld", &late_rank, &late_step) == 2 && late_rank == rank)
+		return late_step;
+	return 0;
 }
 
 int sl_test_drop_lines_parse(struct sl_test_drop_lines *drop, struct sl_err *err)
@@ -63,6 +75,12 @@ int sl_test_drop_lines_match(const struct sl_test_drop_lines *drop, long long st
 	for (int i = 0; i < drop->count && !match; i++)
 		match = drop->steps[i] == step;
 	return match;
+}
+
+void sl_test_drop_lines_warn(long long step, int generation)
+{
+	sl_log_warn("SAILOR_TEST_DROP_STEP_LINE: ignoring the line of step %lld of generation %d",
+		    step, generation);
 }
 
 void sl_test_drop_lines_free(struct sl_test_drop_lines *drop)

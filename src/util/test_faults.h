@@ -11,6 +11,8 @@
  *   SAILOR_TEST_DROP_STEP_LINE=S[,S..] the controller ignores the pipe's line of each step S, as
  *                                      if mpirun had lost it; "stop" in the list: every step line
  *                                      that arrives once the generation was asked to stop
+ *   SAILOR_TEST_LATE_STOP=R:S          rank R of `sailor run` sends itself SIGTERM right after step
+ *                                      S's stop agreement (just too late for it)
  *
  * Ownership: sl_test_drop_lines_free frees what sl_test_drop_lines_parse allocated.
  */
@@ -21,6 +23,9 @@
 
 /* Called halfway through writing step's checkpoint (train/checkpoint.c). */
 void sl_test_fault_persist_midway(long long step);
+
+/* The step after whose stop agreement rank sends itself SIGTERM; 0: none (runtime/runner.c). */
+long long sl_test_late_stop_step(int rank);
 
 struct sl_test_drop_lines {
 	int after_stop;     /* "stop" was listed */
@@ -33,6 +38,9 @@ int sl_test_drop_lines_parse(struct sl_test_drop_lines *drop, struct sl_err *err
 
 /* Whether the line of step is to be ignored; stopping: a stop of the generation was asked. */
 int sl_test_drop_lines_match(const struct sl_test_drop_lines *drop, long long step, int stopping);
+
+/* The warning that the line of step of generation is ignored (one line on stderr). */
+void sl_test_drop_lines_warn(long long step, int generation);
 
 void sl_test_drop_lines_free(struct sl_test_drop_lines *drop);
 

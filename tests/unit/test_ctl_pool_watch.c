@@ -18,6 +18,7 @@
 #include "ctl/events.h"
 #include "ctl/generation.h"
 #include "ctl/pool_watch.h"
+#include "util/clock.h"
 
 static struct sl_catalogue cat;
 static char dir[] = "/tmp/sailor-test-ctl-XXXXXX";
@@ -194,7 +195,7 @@ static void event_log_records(void **state)
 	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
 	struct sl_ctl_events ev;
 	struct sl_err err = {0};
-	double start = sl_ctl_now_s();
+	double start = sl_now_s();
 	assert_int_equal(sl_ctl_events_open(&ev, path, NULL, start, &err), 0);
 	sl_ctl_event(&ev, "start", json_pack("{s:s, s:I}", "model", "gpt2-tiny", "steps",
 					      (json_int_t)240));

@@ -1,0 +1,41 @@
+/* The liveness probe: a generation silent for longer than --hang-timeout is asked (SIGUSR1 to
+ * every rank) to answer; the hosts of the ranks that did not answer within the probe window are
+ * named, and the generation is stopped and killed (a stuck job cannot write its checkpoint).
+ * Invariants: at most one probe in flight (probe_s > 0); any step clears it (step_intake.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl/ctl_state.h"
+#include "util/log.h"
+
+/* How long the ranks get to answer the liveness probe: a rank's handler writes at once, so a
+ * second (or the hang timeout, if shorter) is ample even on a loaded machine. */
+static double probe_window_s(const struct ctl *c)
+{
+	return c->o->hang_timeout_s < 1.0 ? c->o->hang_timeout_s : 1.0;
+}
+
+void sl_ctl_probe_check(struct ctl *c, double now_s)
+{
+	if (c->stop == STOP_NONE && c->o->hang_timeout_s > 0 && c->probe_s == 0 &&
+	    now_s - c->last_output_s > c->o->hang_timeout_s) {
+		/* silent: ask every rank to answer, to learn which host stopped */
+		memset(c->answered, 0, (size_t)c->world);
+		c->probe_s = now_s;
+		sl_ctl_gen_probe(&c->gen);
+	}
+	if (c->stop == STOP_NONE && c->probe_s > 0 && now_s - c->probe_s > probe_window_s(c)) {
+		c->silent_count = sl_ctl_silent_hosts(c->world, c->rank_host, c->answered,
+						      c->silent_hosts, 16);
+		char names[512] = "";
+		for (int i = 0; i < c->silent_count; i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s'%s'",
+				 i ? ", " : "", c->cluster.hosts[c->silent_hosts[i]].name);
+		sl_log_warn("generation %d printed nothing for %.1f s%s%s: stopping it",
+			    c->gen.index, now_s - c->last_output_s,
+			    c->silent_count ? "; no answer from host " : "", names);
+		sl_ctl_stop_generation(c, STOP_HANG);
+		/* a stuck job cannot write its checkpoint: no use waiting for one */
+		sl_ctl_gen_kill(&c->gen);
+	}
+}
