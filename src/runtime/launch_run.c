@@ -16,14 +16,8 @@
 #include "runtime/launch.h"
 #include "runtime/roles.h"
 #include "runtime/start_failure.h"
+#include "util/clock.h"
 #include "util/log.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Copies n bytes to fd (the caller's stdout or stderr), whole. */
 static void copy_out(int fd, const char *buf, size_t n)
@@ -102,7 +96,7 @@ static int exec_once(const struct sl_launch_cmd *cmd, int timeout_s, int out_fd,
 	lines[0].used = lines[1].used = 0;
 	char buf[8192];
 	/* bounded: mpirun is stopped after timeout_s */
-	double deadline = now_s() + timeout_s, drain_until = 0;
+	double deadline = sl_now_s() + timeout_s, drain_until = 0;
 	int killed = 0, exited = 0;
 	while (fds[0].fd >= 0 || fds[1].fd >= 0) {
 		int n = poll(fds, 2, 50);
@@ -121,15 +115,15 @@ static int exec_once(const struct sl_launch_cmd *cmd, int timeout_s, int out_fd,
 		if (!exited && waitpid(pid, status, WNOHANG) == pid) {
 			exited = 1;
 			/* a daemon mpirun left may hold the pipes: take what is there, not more */
-			drain_until = now_s() + 1.0;
+			drain_until = sl_now_s() + 1.0;
 		}
-		if (exited && now_s() > drain_until)
+		if (exited && sl_now_s() > drain_until)
 			break;
-		if (!exited && !killed && now_s() > deadline) {
+		if (!exited && !killed && sl_now_s() > deadline) {
 			kill(pid, SIGTERM);
 			killed = 1;
-			deadline = now_s() + 3;
-		} else if (!exited && killed == 1 && now_s() > deadline) {
+			deadline = sl_now_s() + 3;
+		} else if (!exited && killed == 1 && sl_now_s() > deadline) {
 			kill(pid, SIGKILL);
 			killed = 2;
 		}
