@@ -33,7 +33,10 @@
 #include "train/model.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
+#include "runtime/runner_state.h"
+#include "util/clock.h"
 #include "util/log.h"
+#include "util/test_faults.h"
 
 /* A stop asked of this rank (SIGINT or SIGTERM). Only a request: the ranks act on the flag they
  * agree on after each step (run_step), never on this one, because the signals reach the ranks at
@@ -51,14 +54,7 @@ void sl_dist_catch_stop(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-/* Time per rank, summed over the steps run. */
-enum { T_COMPUTE, T_P2P, T_SYNC, T_OPTIM, T_STEP, T_COUNT };
-
-struct tp_ctx {
-	struct sl_comm *comm;
-	const struct sl_comm_group *group;
-};
-
+/* The TP group's reductions, handed to the layers (struct tp_ctx, runner_state.h). */
 static int tp_sum(float *buf, long long count, void *ctx)
 {
 	struct tp_ctx *c = ctx;
@@ -71,45 +67,6 @@ static int tp_max(float *buf, long long count, void *ctx)
 	return sl_comm_allreduce(c->comm, c->group, buf, count, SL_COMM_FLOAT, SL_COMM_MAX, NULL);
 }
 
-struct worker {
-	const struct sl_run_options *o;
-	struct sl_comm *comm;
-	FILE *out;
-	FILE *events;                /* rank 0 with --events-file: each step line appended */
-	long long late_stop_step;    /* test-only, SAILOR_TEST_LATE_STOP=R:S (0: none) */
-	int training_lock;           /* rank 0: <ckpt-dir>/training.lock, shared (-1: none) */
-	struct sl_catalogue cat;
-	struct sl_plan plan;
-	struct sl_model_config model;
-	struct sl_role_table table;
-	struct sl_role me;
-	struct sl_dist_groups groups;
-	struct tp_ctx tp;
-	struct sl_schedule sched;
-	struct sl_gpt gpt;
-	struct sl_gpt whole;         /* rank 0 with checkpoints: the assembly area */
-	struct sl_grad_sync sync;
-	int zero_on;                 /* this stage's optimizer is sharded (zero.h) */
-	struct sl_zero zero;
-	struct sl_param **unsharded; /* with zero_on: the parameters AdamW updates whole */
-	int unsharded_count;
-	int has_data;                /* first or last stage: reads tokens/targets */
-	struct sl_token_file file;
-	struct sl_data_loader loader;
-	int32_t *tokens, *targets;   /* this pipeline's micro-batches of the step */
-	int32_t *skip;               /* scratch for the other pipelines' samples */
-	float **act_in;              /* per slot: the received input activation */
-	float **grad_out;            /* per slot: a copy of the input gradient being sent */
-	float *grad_in;              /* the received output gradient */
-	struct sl_comm_request *act_send, *grad_send; /* per slot x peers */
-	int max_peers;
-	int seq, nmb_total, nmb;     /* sequence length, micro-batches of the step, of my pipeline */
-	long long global;
-	double times[T_COUNT];
-	double *step_times;          /* one per step run, grown as steps run (not sized by --steps) */
-	long long step_times_cap;
-	char resumed_from[4200];
-};
 
 static long long mb_tokens(const struct worker *w)
 {
@@ -365,90 +322,6 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 	return 0;
 }
 
-static int save(struct worker *w, long long step, json_t *train, char *path, size_t size,
-		struct sl_err *err)
-{
-	struct sl_ckpt_state st = {
-		.step = step,
-		.data_epoch = w->loader.epoch,
-		.data_next = w->loader.next,
-		.data_seq = w->seq,
-		.data_tokens = w->file.count,
-		.seed = w->o->train.seed,
-		.train = train,
-	};
-	snprintf(st.data_path, sizeof(st.data_path), "%s", w->o->train.data);
-	/* a sharded optimizer lends the save whole moments for the snapshot (zero.h) */
-	int rc = w->zero_on ? sl_zero_materialize(&w->zero, 1, err) : 0;
-	/* the snapshot is taken now; the file is written in the background (dist_checkpoint.h) */
-	if (!rc)
-		rc = sl_dist_checkpoint_save_async(w->comm, &w->table, &w->gpt, &w->whole,
-						   w->o->train.ckpt_dir, &st, w->o->train.ckpt_keep,
-						   path, size, err);
-	if (w->zero_on)
-		sl_zero_release(&w->zero);
-	return rc;
-}
-
-/* Rank 0: says which checkpoints finished persisting since the last call; with json as
- * {"event":"checkpoint","step","path","persist_s"} (the controller logs them). */
-static void report_persisted(struct worker *w, char *ckpt, size_t size, int last)
-{
-	struct sl_dist_ckpt_report r;
-	while (sl_dist_checkpoint_persisted(&r)) {
-		const char *path = r.path;
-		snprintf(ckpt, size, "%s", path);
-		if (w->o->train.json) {
-			json_t *ev = json_pack("{s:s, s:I, s:s, s:f, s:f, s:f, s:f, s:f, s:f}",
-					       "event", "checkpoint", "step", (json_int_t)r.step,
-					       "path", path, "persist_s", r.persist_s, "wait_s",
-					       r.wait_s, "snapshot_s", r.snapshot_s, "place_s",
-					       r.place_s, "write_s", r.write_s, "persist_cpu_s",
-					       r.persist_cpu_s);
-			char *text = ev ? json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-			if (text)
-				fprintf(w->out, "%s\n", text);
-			free(text);
-			json_decref(ev);
-		} else if (!last) {
-			fprintf(w->out, "checkpoint '%s'\n", path); /* the last: in the summary */
-		}
-		fflush(w->out);
-	}
-}
-
-static int resume(struct worker *w, long long *start, struct sl_err *err)
-{
-	struct sl_ckpt_state st;
-	/* a sharded optimizer reads whole moments, then keeps its pieces of them (zero.h) */
-	int rc = w->zero_on ? sl_zero_materialize(&w->zero, 0, err) : 0;
-	if (!rc)
-		rc = sl_dist_checkpoint_load(w->comm, &w->gpt, w->o->train.ckpt_dir, &st,
-					     w->resumed_from, sizeof(w->resumed_from), err);
-	if (!rc && w->zero_on)
-		rc = sl_zero_load(&w->zero, 1, err);
-	if (w->zero_on)
-		sl_zero_release(&w->zero);
-	if (rc)
-		return rc;
-	json_decref(st.train);
-	if (st.data_tokens != w->file.count)
-		return sl_err_set(err, SL_EINPUT,
-				  "checkpoint '%s' was trained on %lld tokens, but '%s' has %lld: "
-				  "resume with the same data",
-				  w->resumed_from, st.data_tokens, w->o->train.data, w->file.count);
-	if (st.data_seq != w->seq)
-		return sl_err_set(err, SL_EINPUT,
-				  "checkpoint '%s' was trained with sequence length %d, not %d: resume "
-				  "with --seq-len %d",
-				  w->resumed_from, st.data_seq, w->seq, st.data_seq);
-	w->loader.seed = st.seed;
-	if ((rc = sl_data_loader_seek(&w->loader, st.data_epoch, st.data_next, err)))
-		return rc;
-	*start = st.step;
-	return 0;
-}
-
 /* The recomputation a stage runs: --recompute, else the plan's. */
 static int stage_recompute(const struct worker *w, int k)
 {
@@ -674,14 +547,14 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 				      norm, dt, (double)(w->global * w->seq));
 		int last = step + 1 == o->steps || stop;
 		if (o->ckpt_dir && (last || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0))) {
-			if ((rc = save(w, step + 1, train, ckpt, sizeof(ckpt), err)))
+			if ((rc = sl_dist_worker_save(w, step + 1, train, ckpt, sizeof(ckpt), err)))
 				break;
 			/* the last checkpoint is on disk before the job ends or stops */
 			if (last && (rc = sl_dist_checkpoint_finish(w->comm, ckpt, sizeof(ckpt), err)))
 				break;
 		}
 		if (rank0 && o->ckpt_dir)
-			report_persisted(w, ckpt, sizeof(ckpt), last);
+			sl_dist_worker_report_persisted(w, ckpt, sizeof(ckpt), last);
 		if (stop) {
 			/* a requested stop, agreed by every rank after the same step: not a failure
 			 * of the job; rank 0 says where it stopped and every rank ends cleanly */
@@ -775,9 +648,9 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 	/* a stop asked during the set-up (or before it, work() in cmd_run.c) is kept: the first
 	 * step's agreement carries it */
 	sl_dist_catch_stop();
-	/* test-only: SAILOR_TEST_LATE_STOP=R:S makes rank R send itself SIGTERM right after step
-	 * S's stop agreement, the moment that split the ranks' stop before (tests/integration/
-	 * run_stop_late_signal.sh) */
+	/* test-only (util/test_faults.h): a rank may send itself SIGTERM right after a step's stop
+	 * agreement, the moment that split the ranks' stop before (tests/integration/
+	 * run_stop_late_signal.sh); read below, after the training lock */
 	/* rank 0 (the one that writes checkpoints) says "a job trains here" for as long as it
 	 * lives, whatever becomes of mpirun and the launcher: a controller takes this lock
 	 * exclusively before it starts a generation (ctl/run_lock.h), so it never trains beside
@@ -793,11 +666,7 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 			w->training_lock = -1;
 		}
 	}
-	const char *late = getenv("SAILOR_TEST_LATE_STOP");
-	int late_rank = -1;
-	long long late_step = 0;
-	if (late && sscanf(late, "%d:%lld", &late_rank, &late_step) == 2 && late_rank == comm->rank)
-		w->late_stop_step = late_step;
+	w->late_stop_step = sl_test_late_stop_step(comm->rank);
 	long long start = 0;
 	double t_setup = sl_now_s();
 	int rc = setup_plan(w, err);
@@ -816,7 +685,7 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 	}
 	double t_load = sl_now_s();
 	if (!rc && o->train.resume)
-		rc = resume(w, &start, err);
+		rc = sl_dist_worker_resume(w, &start, err);
 	if (!rc && comm->rank == 0 && o->train.json) {
 		/* the controller splits a reconfiguration's start from its load with this */
 		double now = sl_now_s();

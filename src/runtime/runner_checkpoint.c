@@ -1,0 +1,96 @@
+/* The worker's checkpoint glue (runner_state.h): its state in and out of the plan-independent
+ * distributed checkpoint (dist_checkpoint.h) -- step, data position, seed, hyper-parameters,
+ * and the optimizer's moments, whole even when ZeRO-1 shards them (zero.h) -- and rank 0's
+ * report of the checkpoints that finished persisting. Invariants: a sharded optimizer lends
+ * whole moments only for the snapshot or the load, and takes them back (sl_zero_release)
+ * whatever happened; a resume refuses other data or another sequence length. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runtime/dist_checkpoint.h"
+#include "runtime/runner_state.h"
+#include "train/checkpoint.h"
+
+int sl_dist_worker_save(struct worker *w, long long step, json_t *train, char *path, size_t size,
+			struct sl_err *err)
+{
+	struct sl_ckpt_state st = {
+		.step = step,
+		.data_epoch = w->loader.epoch,
+		.data_next = w->loader.next,
+		.data_seq = w->seq,
+		.data_tokens = w->file.count,
+		.seed = w->o->train.seed,
+		.train = train,
+	};
+	snprintf(st.data_path, sizeof(st.data_path), "%s", w->o->train.data);
+	/* a sharded optimizer lends the save whole moments for the snapshot (zero.h) */
+	int rc = w->zero_on ? sl_zero_materialize(&w->zero, 1, err) : 0;
+	/* the snapshot is taken now; the file is written in the background (dist_checkpoint.h) */
+	if (!rc)
+		rc = sl_dist_checkpoint_save_async(w->comm, &w->table, &w->gpt, &w->whole,
+						   w->o->train.ckpt_dir, &st, w->o->train.ckpt_keep,
+						   path, size, err);
+	if (w->zero_on)
+		sl_zero_release(&w->zero);
+	return rc;
+}
+
+/* Rank 0: says which checkpoints finished persisting since the last call; with json as
+ * {"event":"checkpoint","step","path","persist_s"} (the controller logs them). */
+void sl_dist_worker_report_persisted(struct worker *w, char *ckpt, size_t size, int last)
+{
+	struct sl_dist_ckpt_report r;
+	while (sl_dist_checkpoint_persisted(&r)) {
+		const char *path = r.path;
+		snprintf(ckpt, size, "%s", path);
+		if (w->o->train.json) {
+			json_t *ev = json_pack("{s:s, s:I, s:s, s:f, s:f, s:f, s:f, s:f, s:f}",
+					       "event", "checkpoint", "step", (json_int_t)r.step,
+					       "path", path, "persist_s", r.persist_s, "wait_s",
+					       r.wait_s, "snapshot_s", r.snapshot_s, "place_s",
+					       r.place_s, "write_s", r.write_s, "persist_cpu_s",
+					       r.persist_cpu_s);
+			char *text = ev ? json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+			if (text)
+				fprintf(w->out, "%s\n", text);
+			free(text);
+			json_decref(ev);
+		} else if (!last) {
+			fprintf(w->out, "checkpoint '%s'\n", path); /* the last: in the summary */
+		}
+		fflush(w->out);
+	}
+}
+
+int sl_dist_worker_resume(struct worker *w, long long *start, struct sl_err *err)
+{
+	struct sl_ckpt_state st;
+	/* a sharded optimizer reads whole moments, then keeps its pieces of them (zero.h) */
+	int rc = w->zero_on ? sl_zero_materialize(&w->zero, 0, err) : 0;
+	if (!rc)
+		rc = sl_dist_checkpoint_load(w->comm, &w->gpt, w->o->train.ckpt_dir, &st,
+					     w->resumed_from, sizeof(w->resumed_from), err);
+	if (!rc && w->zero_on)
+		rc = sl_zero_load(&w->zero, 1, err);
+	if (w->zero_on)
+		sl_zero_release(&w->zero);
+	if (rc)
+		return rc;
+	json_decref(st.train);
+	if (st.data_tokens != w->file.count)
+		return sl_err_set(err, SL_EINPUT,
+				  "checkpoint '%s' was trained on %lld tokens, but '%s' has %lld: "
+				  "resume with the same data",
+				  w->resumed_from, st.data_tokens, w->o->train.data, w->file.count);
+	if (st.data_seq != w->seq)
+		return sl_err_set(err, SL_EINPUT,
+				  "checkpoint '%s' was trained with sequence length %d, not %d: resume "
+				  "with --seq-len %d",
+				  w->resumed_from, st.data_seq, w->seq, st.data_seq);
+	w->loader.seed = st.seed;
+	if ((rc = sl_data_loader_seek(&w->loader, st.data_epoch, st.data_next, err)))
+		return rc;
+	*start = st.step;
+	return 0;
+}

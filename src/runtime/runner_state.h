@@ -1,0 +1,89 @@
+/* The worker's state, private to runner.c and runner_checkpoint.c: one struct worker per rank
+ * for the life of sl_dist_worker_run. Ownership: the worker owns everything it points to except
+ * o, comm and out (the caller's); runner.c's teardown frees it. */
+#ifndef SL_RUNTIME_RUNNER_STATE_H
+#define SL_RUNTIME_RUNNER_STATE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "cluster/catalogue.h"
+#include "runtime/comm.h"
+#include "runtime/grad_sync.h"
+#include "runtime/groups.h"
+#include "runtime/roles.h"
+#include "runtime/runner.h"
+#include "runtime/schedule.h"
+#include "runtime/zero.h"
+#include "model/model_config.h"
+#include "plan/plan.h"
+#include "train/data.h"
+#include "train/model.h"
+
+/* Time per rank, summed over the steps run. */
+enum { T_COMPUTE, T_P2P, T_SYNC, T_OPTIM, T_STEP, T_COUNT };
+
+struct tp_ctx {
+	struct sl_comm *comm;
+	const struct sl_comm_group *group;
+};
+
+struct worker {
+	const struct sl_run_options *o;
+	struct sl_comm *comm;
+	FILE *out;
+	FILE *events;                /* rank 0 with --events-file: each step line appended */
+	long long late_stop_step;    /* test-only (util/test_faults.h; 0: none) */
+	int training_lock;           /* rank 0: <ckpt-dir>/training.lock, shared (-1: none) */
+	struct sl_catalogue cat;
+	struct sl_plan plan;
+	struct sl_model_config model;
+	struct sl_role_table table;
+	struct sl_role me;
+	struct sl_dist_groups groups;
+	struct tp_ctx tp;
+	struct sl_schedule sched;
+	struct sl_gpt gpt;
+	struct sl_gpt whole;         /* rank 0 with checkpoints: the assembly area */
+	struct sl_grad_sync sync;
+	int zero_on;                 /* this stage's optimizer is sharded (zero.h) */
+	struct sl_zero zero;
+	struct sl_param **unsharded; /* with zero_on: the parameters AdamW updates whole */
+	int unsharded_count;
+	int has_data;                /* first or last stage: reads tokens/targets */
+	struct sl_token_file file;
+	struct sl_data_loader loader;
+	int32_t *tokens, *targets;   /* this pipeline's micro-batches of the step */
+	int32_t *skip;               /* scratch for the other pipelines' samples */
+	float **act_in;              /* per slot: the received input activation */
+	float **grad_out;            /* per slot: a copy of the input gradient being sent */
+	float *grad_in;              /* the received output gradient */
+	struct sl_comm_request *act_send, *grad_send; /* per slot x peers */
+	int max_peers;
+	int seq, nmb_total, nmb;     /* sequence length, micro-batches of the step, of my pipeline */
+	long long global;
+	double times[T_COUNT];
+	double *step_times;          /* one per step run, grown as steps run (not sized by --steps) */
+	long long step_times_cap;
+	char resumed_from[4200];
+};
+
+/* ---- checkpoints (runner_checkpoint.c) ---- */
+
+/* Saves step's checkpoint: the snapshot now, the file in the background (dist_checkpoint.h);
+ * path gets where it goes. */
+int sl_dist_worker_save(struct worker *w, long long step, json_t *train, char *path, size_t size,
+			struct sl_err *err);
+
+/* Rank 0: says which checkpoints finished persisting since the last call; with json as
+ * {"event":"checkpoint","step","path","persist_s"} (the controller logs them). ckpt gets the
+ * newest path; last: the final call (the summary names it). */
+void sl_dist_worker_report_persisted(struct worker *w, char *ckpt, size_t size, int last);
+
+/* Loads the newest checkpoint of --ckpt-dir into the rank's model, optimizer and data loader;
+ * *start is its step. Data and sequence length must be the checkpoint's. */
+int sl_dist_worker_resume(struct worker *w, long long *start, struct sl_err *err);
+
+#endif
