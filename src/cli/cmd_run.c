@@ -294,6 +294,109 @@ static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, str
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* --dry-run: where each rank goes, and the command that would start them. */
+static void print_dry_run(const struct sl_run_options *o, const struct sl_role_table *table,
+			  const struct sl_catalogue *cat, const struct sl_cluster *cluster,
+			  const struct sl_launch_cmd *cmd)
+{
+	printf("ranks (stage, pipeline, tp rank / tp, layers, gpu, zone, host):\n");
+	for (int r = 0; r < table->world_size; r++) {
+		const struct sl_role *x = &table->roles[r];
+		printf("  rank %-4d stage %d pipeline %d tp %d/%d layers %d-%d %s %s %s\n", r,
+		       x->stage, x->pipeline, x->tp_rank, x->tp, x->first_layer, x->last_layer,
+		       cat->gpus[x->gpu].name, cat->zones[x->zone].name, host_name(cluster, x->host));
+	}
+	if (o->slurm)
+		printf("environment: %s\n", cmd->env[0]);
+	printf("command:");
+	for (int i = 0; i < cmd->argc; i++)
+		printf(" %s", cmd->argv[i]);
+	printf("\n");
+}
+
+/* --events-file: rank 0 opens it again on its host; this catches a bad path before anything
+ * starts. */
+static int check_events_file(const struct sl_run_options *o)
+{
+	if (!o->events_file)
+		return 0;
+	FILE *f = fopen(o->events_file, "a");
+	if (!f) {
+		sl_cli_error(&sl_cmd_run, "cannot append to events file '%s': %s", o->events_file,
+			     strerror(errno));
+		return SL_EIO;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* Slurm: after srun, its helpers reaped and whatever of the job is left cancelled. */
+static void slurm_tear_down(const char *job_name)
+{
+	int killed = sl_launch_slurm_reap_children(3.0);
+	if (killed)
+		sl_log_warn("%d of srun's processes did not end within 3 s: killed", killed);
+	/* srun has ended; whatever of its job is left (a step on a node that stopped
+	 * answering) goes with it */
+	struct sl_err e = {0};
+	if (sl_slurm_cancel_name(job_name, NULL, &e))
+		sl_log_warn("%s", e.msg);
+	slurm_job = NULL;
+}
+
+/* The job ended with status (nonzero, or a node Slurm lost): says how, naming the rank that
+ * died and where (the controller reads that line); the error code, 0 if it did not fail.
+ * cluster: NULL without one. */
+static int report_failure(const struct sl_run_options *o, const struct sl_role_table *table,
+			  const struct sl_catalogue *cat, const struct sl_cluster *cluster,
+			  struct watch *w, int status, const struct sl_err *err)
+{
+	int rc = 0;
+	if (w->failed_node[0]) {
+		/* Slurm lost a node of the job: a failure even when srun exits 0; the first rank
+		 * placed there is named (the controller takes the host from that line) */
+		for (int r = 0; r < table->world_size && cluster; r++)
+			if (!strcmp(cluster->hosts[table->roles[r].host].name, w->failed_node)) {
+				w->dead_rank = r;
+				w->dead_signal = 0;
+				break;
+			}
+		if (status == 0)
+			status = 1;
+	}
+	if (status < 0) {
+		sl_cli_error(&sl_cmd_run, "%s", err->msg);
+		rc = status;
+	} else if (status != 0) {
+		rc = SL_EIO;
+		if (w->dead_rank >= 0 && w->dead_rank < table->world_size) {
+			const struct sl_role *x = &table->roles[w->dead_rank];
+			char how[64] = "failed";
+			if (w->failed_node[0])
+				snprintf(how, sizeof(how), "died (Slurm: node failure)");
+			else if (w->dead_signal > 0)
+				snprintf(how, sizeof(how), "died (signal %d, %s)", w->dead_signal,
+					 strsignal(w->dead_signal));
+			sl_cli_error(&sl_cmd_run, "rank %d (stage %d, pipeline %d, tp rank %d of %d, layers %d-%d, %s "
+				     "in %s, on %s) %s during step %lld; the job was stopped%s%s",
+				     w->dead_rank, x->stage, x->pipeline, x->tp_rank, x->tp,
+				     x->first_layer, x->last_layer, cat->gpus[x->gpu].name,
+				     cat->zones[x->zone].name,
+				     host_name(cluster, x->host), how,
+				     w->last_step + 1 > 0 ? w->last_step + 1 : 1,
+				     o->train.ckpt_dir ? "; resume from the newest checkpoint with "
+							 "--resume --ckpt-dir "
+						       : "",
+				     o->train.ckpt_dir ? o->train.ckpt_dir : "");
+		} else if (launcher_signal) {
+			sl_cli_error(&sl_cmd_run, "stopped by signal %d", (int)launcher_signal);
+		} else {
+			sl_cli_error(&sl_cmd_run, "the job failed (mpirun exit status %d)", status);
+		}
+	}
+	return rc;
+}
+
 static int launch(const struct sl_run_options *o, int argc, char **argv, int dry_run)
 {
 	struct sl_err err = {0};
@@ -364,33 +467,11 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 		goto out;
 	}
 	if (dry_run) {
-		printf("ranks (stage, pipeline, tp rank / tp, layers, gpu, zone, host):\n");
-		for (int r = 0; r < table.world_size; r++) {
-			const struct sl_role *x = &table.roles[r];
-			printf("  rank %-4d stage %d pipeline %d tp %d/%d layers %d-%d %s %s %s\n", r,
-			       x->stage, x->pipeline, x->tp_rank, x->tp, x->first_layer,
-			       x->last_layer, cat.gpus[x->gpu].name, cat.zones[x->zone].name,
-			       host_name(have_cluster ? &cluster : NULL, x->host));
-		}
-		if (o->slurm)
-			printf("environment: %s\n", cmd.env[0]);
-		printf("command:");
-		for (int i = 0; i < cmd.argc; i++)
-			printf(" %s", cmd.argv[i]);
-		printf("\n");
+		print_dry_run(o, &table, &cat, have_cluster ? &cluster : NULL, &cmd);
 		goto out;
 	}
-	if (o->events_file) {
-		/* rank 0 opens it again on its host; this catches a bad path before anything starts */
-		FILE *f = fopen(o->events_file, "a");
-		if (!f) {
-			sl_cli_error(&sl_cmd_run, "cannot append to events file '%s': %s", o->events_file,
-				     strerror(errno));
-			rc = SL_EIO;
-			goto out;
-		}
-		fclose(f);
-	}
+	if ((rc = check_events_file(o)))
+		goto out;
 	struct watch w = {.last_step = -1, .dead_rank = -1};
 	if (o->slurm) {
 		slurm_job = job_name;
@@ -406,59 +487,10 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 		w.dead_rank = -1;
 		status = start_and_watch(&cmd, &w, &err);
 	}
-	if (o->slurm) {
-		int killed = sl_launch_slurm_reap_children(3.0);
-		if (killed)
-			sl_log_warn("%d of srun's processes did not end within 3 s: killed", killed);
-		/* srun has ended; whatever of its job is left (a step on a node that stopped
-		 * answering) goes with it */
-		struct sl_err e = {0};
-		if (sl_slurm_cancel_name(job_name, NULL, &e))
-			sl_log_warn("%s", e.msg);
-		slurm_job = NULL;
-	}
-	if (w.failed_node[0]) {
-		/* Slurm lost a node of the job: a failure even when srun exits 0; the first rank
-		 * placed there is named (the controller takes the host from that line) */
-		for (int r = 0; r < table.world_size && have_cluster; r++)
-			if (!strcmp(cluster.hosts[table.roles[r].host].name, w.failed_node)) {
-				w.dead_rank = r;
-				w.dead_signal = 0;
-				break;
-			}
-		if (status == 0)
-			status = 1;
-	}
-	if (status < 0) {
-		sl_cli_error(&sl_cmd_run, "%s", err.msg);
-		rc = status;
-	} else if (status != 0) {
-		rc = SL_EIO;
-		if (w.dead_rank >= 0 && w.dead_rank < table.world_size) {
-			const struct sl_role *x = &table.roles[w.dead_rank];
-			char how[64] = "failed";
-			if (w.failed_node[0])
-				snprintf(how, sizeof(how), "died (Slurm: node failure)");
-			else if (w.dead_signal > 0)
-				snprintf(how, sizeof(how), "died (signal %d, %s)", w.dead_signal,
-					 strsignal(w.dead_signal));
-			sl_cli_error(&sl_cmd_run, "rank %d (stage %d, pipeline %d, tp rank %d of %d, layers %d-%d, %s "
-				     "in %s, on %s) %s during step %lld; the job was stopped%s%s",
-				     w.dead_rank, x->stage, x->pipeline, x->tp_rank, x->tp,
-				     x->first_layer, x->last_layer, cat.gpus[x->gpu].name,
-				     cat.zones[x->zone].name,
-				     host_name(have_cluster ? &cluster : NULL, x->host), how,
-				     w.last_step + 1 > 0 ? w.last_step + 1 : 1,
-				     o->train.ckpt_dir ? "; resume from the newest checkpoint with "
-							 "--resume --ckpt-dir "
-						       : "",
-				     o->train.ckpt_dir ? o->train.ckpt_dir : "");
-		} else if (launcher_signal) {
-			sl_cli_error(&sl_cmd_run, "stopped by signal %d", (int)launcher_signal);
-		} else {
-			sl_cli_error(&sl_cmd_run, "the job failed (mpirun exit status %d)", status);
-		}
-	}
+	if (o->slurm)
+		slurm_tear_down(job_name);
+	if (status || w.failed_node[0])
+		rc = report_failure(o, &table, &cat, have_cluster ? &cluster : NULL, &w, status, &err);
 out:
 	if (cmd.hostfile[0])
 		unlink(cmd.hostfile);
