@@ -105,7 +105,7 @@ static int after_pool_change(struct ctl *c, const struct sl_pool *before, struct
 	double t0 = sl_now_s();
 	sl_ctl_plan_now(c, &p, why, sizeof(why));
 	int same = c->running && p.valid && c->cur.valid && !strcmp(p.key, c->cur.key) &&
-		   !sl_ctl_pool_watch_hosts_lost(&c->pool, c->rank_host, c->world);
+		   !sl_ctl_pool_watch_hosts_lost(&c->pool, c->probe.rank_host, c->probe.world);
 	sl_ctl_log_plan(c, &p, why, same);
 	int rc = 0;
 	switch (sl_ctl_decide_pool_change(c->running, c->stop, p.valid, same)) {
@@ -230,8 +230,8 @@ int sl_ctl_run(const struct sl_ctl_options *o, struct sl_err *err)
 	sl_ctl_run_lock_release(&c->lock); /* last: the records above are complete */
 	sl_ctl_candidate_free(&c->cur);
 	sl_ctl_candidate_free(&c->next);
-	free(c->rank_host);
-	free(c->answered);
+	free(c->probe.rank_host);
+	free(c->probe.answered);
 	sl_test_drop_lines_free(&c->drop);
 	sl_ctl_seen_steps_free(&c->seen);
 	sl_ctl_pool_watch_free(&c->pool);

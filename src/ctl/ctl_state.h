@@ -39,6 +39,17 @@ struct candidate {
 	double plan_s;
 };
 
+/* The liveness probe of the running generation (hang_probe.c): where its ranks run, and who
+ * answered. Set up by sl_ctl_start_generation; sent_s is cleared by every step. */
+struct ctl_probe {
+	int world;                    /* the generation's ranks */
+	int *rank_host;               /* cluster file index of each rank's host */
+	unsigned char *answered;      /* which ranks answered the probe */
+	double sent_s;                /* when the probe was sent (0: none in flight) */
+	int silent_hosts[16];         /* hosts of the ranks that did not answer */
+	int silent_count;
+};
+
 struct ctl {
 	const struct sl_ctl_options *o;
 	struct sl_sim_env *env;
@@ -65,13 +76,7 @@ struct ctl {
 	char gen_steps_path[PATH_MAX + 16]; /* gen-<n>/steps.jsonl: rank 0's own record */
 	int dead_rank;
 	char dead_host[256];
-	/* the liveness probe of a silent generation */
-	int world;                    /* its ranks */
-	int *rank_host;               /* cluster file index of each rank's host */
-	unsigned char *answered;      /* which ranks answered the probe */
-	double probe_s;               /* when the probe was sent (0: none in flight) */
-	int silent_hosts[16];         /* hosts of the ranks that did not answer */
-	int silent_count;
+	struct ctl_probe probe;       /* the liveness probe of a silent generation */
 	char last_error[512];
 	int end_seen;
 	/* progress */

@@ -91,15 +91,16 @@ int sl_ctl_start_generation(struct ctl *c, struct sl_err *err)
 		rc = write_cluster_file(c, cluster_path, err);
 	if (rc)
 		return rc;
-	free(c->rank_host);
-	free(c->answered);
-	c->rank_host = NULL;
-	c->answered = NULL;
-	c->world = 0;
-	if ((rc = sl_ctl_runnable(c, &c->next.plan, &c->rank_host, &c->world, err)))
+	free(c->probe.rank_host);
+	free(c->probe.answered);
+	c->probe.rank_host = NULL;
+	c->probe.answered = NULL;
+	c->probe.world = 0;
+	if ((rc = sl_ctl_runnable(c, &c->next.plan, &c->probe.rank_host, &c->probe.world,
+				  err)))
 		return rc;
-	c->answered = calloc((size_t)c->world, 1);
-	if (!c->answered)
+	c->probe.answered = calloc((size_t)c->probe.world, 1);
+	if (!c->probe.answered)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	/* the previous generation is reaped; a rank of it that escaped (a host's mpirun lost) must
 	 * not train beside the next one */
@@ -164,8 +165,8 @@ int sl_ctl_start_generation(struct ctl *c, struct sl_err *err)
 	sl_ctl_seen_steps_clear(&c->seen);
 	c->dead_rank = -1;
 	c->dead_host[0] = 0;
-	c->probe_s = 0;
-	c->silent_count = 0;
+	c->probe.sent_s = 0;
+	c->probe.silent_count = 0;
 	c->last_error[0] = 0;
 	c->end_seen = 0;
 	c->step_time_count = 0;
@@ -253,11 +254,12 @@ int sl_ctl_generation_ended(struct ctl *c)
 	if (h >= 0)
 		blamed[nblamed++] = h;
 	else if (c->stop == STOP_HANG)
-		for (int i = 0; i < c->silent_count && nblamed < 16; i++)
-			blamed[nblamed++] = c->silent_hosts[i];
+		for (int i = 0; i < c->probe.silent_count && nblamed < 16; i++)
+			blamed[nblamed++] = c->probe.silent_hosts[i];
 	int rank = c->dead_rank;
-	for (int r = 0; rank < 0 && c->stop == STOP_HANG && nblamed && r < c->world; r++)
-		if (!c->answered[r])
+	for (int r = 0; rank < 0 && c->stop == STOP_HANG && nblamed && r < c->probe.world;
+	     r++)
+		if (!c->probe.answered[r])
 			rank = r;
 	f = json_object();
 	json_object_set_new(f, "generation", json_integer(c->gen.index));

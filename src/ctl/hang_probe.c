@@ -17,23 +17,24 @@ static double probe_window_s(const struct ctl *c)
 
 void sl_ctl_probe_check(struct ctl *c, double now_s)
 {
-	if (c->stop == STOP_NONE && c->o->hang_timeout_s > 0 && c->probe_s == 0 &&
+	struct ctl_probe *p = &c->probe;
+	if (c->stop == STOP_NONE && c->o->hang_timeout_s > 0 && p->sent_s == 0 &&
 	    now_s - c->last_output_s > c->o->hang_timeout_s) {
 		/* silent: ask every rank to answer, to learn which host stopped */
-		memset(c->answered, 0, (size_t)c->world);
-		c->probe_s = now_s;
+		memset(p->answered, 0, (size_t)p->world);
+		p->sent_s = now_s;
 		sl_ctl_gen_probe(&c->gen);
 	}
-	if (c->stop == STOP_NONE && c->probe_s > 0 && now_s - c->probe_s > probe_window_s(c)) {
-		c->silent_count = sl_ctl_silent_hosts(c->world, c->rank_host, c->answered,
-						      c->silent_hosts, 16);
+	if (c->stop == STOP_NONE && p->sent_s > 0 && now_s - p->sent_s > probe_window_s(c)) {
+		p->silent_count = sl_ctl_silent_hosts(p->world, p->rank_host, p->answered,
+						      p->silent_hosts, 16);
 		char names[512] = "";
-		for (int i = 0; i < c->silent_count; i++)
+		for (int i = 0; i < p->silent_count; i++)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s'%s'",
-				 i ? ", " : "", c->cluster.hosts[c->silent_hosts[i]].name);
+				 i ? ", " : "", c->cluster.hosts[p->silent_hosts[i]].name);
 		sl_log_warn("generation %d printed nothing for %.1f s%s%s: stopping it",
 			    c->gen.index, now_s - c->last_output_s,
-			    c->silent_count ? "; no answer from host " : "", names);
+			    p->silent_count ? "; no answer from host " : "", names);
 		sl_ctl_stop_generation(c, STOP_HANG);
 		/* a stuck job cannot write its checkpoint: no use waiting for one */
 		sl_ctl_gen_kill(&c->gen);

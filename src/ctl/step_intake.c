@@ -39,7 +39,7 @@ static void on_step(struct ctl *c, json_t *e, int recovered)
 	}
 	free(text);
 	json_decref(s);
-	c->probe_s = 0; /* a step: the generation is not stuck */
+	c->probe.sent_s = 0; /* a step: the generation is not stuck */
 	if (c->gen_steps == 1 && c->rc.active && c->rc.start_s > 0) {
 		/* the first step under the new plan: the reconfiguration is over */
 		struct sl_ctl_reconf_parts parts;
@@ -103,8 +103,8 @@ void sl_ctl_on_line(void *ctx, int is_stderr, const char *line)
 	} else if (type && !strcmp(type, "alive")) {
 		/* a rank's answer to the liveness probe (written by its SIGUSR1 handler) */
 		json_int_t r = json_integer_value(json_object_get(e, "rank"));
-		if (r >= 0 && r < c->world)
-			c->answered[r] = 1;
+		if (r >= 0 && r < c->probe.world)
+			c->probe.answered[r] = 1;
 	} else if (type && !strcmp(type, "ready")) {
 		/* the generation loaded its checkpoint and starts training */
 		if (c->rc.active && c->rc.start_s > 0 && c->rc.ready_s == 0) {
