@@ -1,5 +1,6 @@
 /* The controller's lock on its directories (run_lock.h). */
 #include "ctl/run_lock.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,13 +12,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The pid the holder wrote, or 0. */
 static int holder_pid(int fd)
@@ -42,7 +36,7 @@ static int lock_one(struct sl_ctl_run_lock *l, int slot, const char *dir, const 
 	if (fd < 0)
 		return sl_err_set(err, SL_EIO, "cannot open lock file '%s': %s", path,
 				  strerror(errno));
-	double t0 = now_s(), deadline = t0 + wait_s;
+	double t0 = sl_now_s(), deadline = t0 + wait_s;
 	int waited = 0;
 	while (flock(fd, LOCK_EX | LOCK_NB)) {
 		if (errno == EINTR)
@@ -52,7 +46,7 @@ static int lock_one(struct sl_ctl_run_lock *l, int slot, const char *dir, const 
 			close(fd);
 			return sl_err_set(err, SL_EIO, "cannot lock '%s': %s", path, strerror(e));
 		}
-		if (alive(pid) || now_s() > deadline) {
+		if (alive(pid) || sl_now_s() > deadline) {
 			close(fd);
 			if (alive(pid))
 				return sl_err_set(err, SL_EUSAGE,
@@ -69,7 +63,7 @@ static int lock_one(struct sl_ctl_run_lock *l, int slot, const char *dir, const 
 		usleep(100000);
 	}
 	if (waited)
-		l->waited_s += now_s() - t0;
+		l->waited_s += sl_now_s() - t0;
 	char text[32];
 	int n = snprintf(text, sizeof(text), "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) || pwrite(fd, text, (size_t)n, 0) != n) {
@@ -119,13 +113,13 @@ int sl_ctl_wait_no_training(const char *ckpt_dir, double wait_s, double *waited_
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 	if (fd < 0)
 		return 0; /* no folder yet: nothing trains there */
-	double t0 = now_s();
+	double t0 = sl_now_s();
 	while (flock(fd, LOCK_EX | LOCK_NB)) {
 		if (errno != EINTR && errno != EWOULDBLOCK) {
 			close(fd);
 			return 0; /* advisory: a file system without flock */
 		}
-		if (now_s() - t0 > wait_s) {
+		if (sl_now_s() - t0 > wait_s) {
 			close(fd);
 			return sl_err_set(err, SL_EUSAGE,
 					  "checkpoint directory '%s': a rank of an earlier job still "
@@ -135,7 +129,7 @@ int sl_ctl_wait_no_training(const char *ckpt_dir, double wait_s, double *waited_
 		usleep(100000);
 	}
 	if (waited_s)
-		*waited_s = now_s() - t0;
+		*waited_s = sl_now_s() - t0;
 	flock(fd, LOCK_UN);
 	close(fd);
 	return 0;
