@@ -11,18 +11,8 @@ TB=sldrain NET=94
 source tests/lib/slurm_setup.sh
 N=500
 K=10
-common=(--model gpt2-tiny --data "$work/tokens.bin" --seq-len 32 --steps $N --seed 7)
-# lr 2e-4: at the default 6e-4 this tiny model's training turns unstable after ~300 steps, and
-# then the runtime's pipelined micro-batches (plans of micro-batch 1) and sailor train's one
-# batch of 8 drift apart by more than 1e-5 (measured: 2e-5 at step 25 of 700 under plain
-# mpirun, no Slurm involved); at 2e-4 they agree within 1e-7 over 400 steps
-"$SAILOR" train "${common[@]}" --micro-batch 8 --global-batch 8 --threads 1 --lr 2e-4 --json \
-  --ckpt-dir "$work/ref" >"$work/ref.jsonl"
-
-timeout 240 "$SAILOR" control "${common[@]}" --global-batch 8 --slurm --partition $TB \
-  "${PLAN_ENV[@]}" --ckpt-dir "$work/ckpt" --run-dir "$work/run" --ckpt-every $K \
-  --stop-timeout 20 -- --lr 2e-4 >"$work/out" 2>"$work/err" &
-ctl=$!
+slurm_reference $N
+slurm_control_start 240 20
 # the node to drain: one the first generation runs on
 wait_for 60 test -s "$work/run/gen-1/stdout.jsonl"
 wait_for 60 eval '[ "$(last_step)" -ge 40 ]'

@@ -10,16 +10,10 @@ TB=slgrow NET=97
 source tests/lib/slurm_setup.sh
 N=400
 K=10
-common=(--model gpt2-tiny --data "$work/tokens.bin" --seq-len 32 --steps $N --seed 7)
-# lr 2e-4: see slurm_control_drain.sh
-"$SAILOR" train "${common[@]}" --micro-batch 8 --global-batch 8 --threads 1 --lr 2e-4 --json \
-  --ckpt-dir "$work/ref" >"$work/ref.jsonl"
+slurm_reference $N
 for n in fa1 sb0; do scontrol update nodename=$n state=down reason=sailor-test; done
 
-timeout 240 "$SAILOR" control "${common[@]}" --global-batch 8 --slurm --partition $TB \
-  "${PLAN_ENV[@]}" --ckpt-dir "$work/ckpt" --run-dir "$work/run" --ckpt-every $K \
-  --stop-timeout 20 -- --lr 2e-4 >"$work/out" 2>"$work/err" &
-ctl=$!
+slurm_control_start 240 20
 wait_for 60 test -s "$work/run/gen-1/stdout.jsonl"
 wait_for 60 eval '[ "$(last_step)" -ge 30 ]'
 gpus1=$(jq -r 'select(.event == "generation_start") | .plan.gpus' "$work/run/events.jsonl")

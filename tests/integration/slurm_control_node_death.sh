@@ -11,17 +11,10 @@ TB=sldeath NET=95
 source tests/lib/slurm_setup.sh
 N=500
 K=10
-common=(--model gpt2-tiny --data "$work/tokens.bin" --seq-len 32 --steps $N --seed 7)
-# lr 2e-4: see slurm_control_drain.sh
-"$SAILOR" train "${common[@]}" --micro-batch 8 --global-batch 8 --threads 1 --lr 2e-4 --json \
-  --ckpt-dir "$work/ref" >"$work/ref.jsonl"
-
+slurm_reference $N
 # --stop-timeout above srun's own wait for a lost node (SlurmdTimeout 10 s + its 20 s): the
 # ranks left cannot checkpoint without the dead ones, and srun's report names the node
-timeout 300 "$SAILOR" control "${common[@]}" --global-batch 8 --slurm --partition $TB \
-  "${PLAN_ENV[@]}" --ckpt-dir "$work/ckpt" --run-dir "$work/run" --ckpt-every $K \
-  --stop-timeout 60 -- --lr 2e-4 >"$work/out" 2>"$work/err" &
-ctl=$!
+slurm_control_start 300 60
 wait_for 60 test -s "$work/run/gen-1/stdout.jsonl"
 wait_for 60 eval '[ "$(last_step)" -ge 60 ]'
 used=$(squeue -h -p $TB -o '%N')

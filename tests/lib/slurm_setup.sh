@@ -82,3 +82,25 @@ expect_nothing_queued() {
 	q=$(squeue -h -p "$TB" -o '%i %j %T' 2>&1)
 	[ -z "$q" ] || { echo "FAIL: jobs left in squeue: $q"; exit 1; }
 }
+
+# slurm_reference N: the controller tests' common options in common[] (gpt2-tiny, seq 32, N
+# steps, seed 7) and the uninterrupted single-process run they are compared with, in
+# $work/ref.jsonl and $work/ref/. lr 2e-4: at the default 6e-4 this tiny model's training turns
+# unstable after ~300 steps, and then the runtime's pipelined micro-batches (plans of
+# micro-batch 1) and sailor train's one batch of 8 drift apart by more than 1e-5 (measured: 2e-5
+# at step 25 of 700 under plain mpirun, no Slurm involved); at 2e-4 they agree within 1e-7 over
+# 400 steps
+slurm_reference() {
+	common=(--model gpt2-tiny --data "$work/tokens.bin" --seq-len 32 --steps "$1" --seed 7)
+	train_reference "$work/ref.jsonl" "${common[@]}" --micro-batch 8 --global-batch 8 --lr 2e-4 \
+		--ckpt-dir "$work/ref"
+}
+
+# slurm_control_start LIMIT_S STOP_TIMEOUT_S: `sailor control --slurm` on the testbed's partition
+# in the background ($ctl), checkpoints every $K steps, at most LIMIT_S seconds
+slurm_control_start() {
+	timeout "$1" "$SAILOR" control "${common[@]}" --global-batch 8 --slurm --partition "$TB" \
+		"${PLAN_ENV[@]}" --ckpt-dir "$work/ckpt" --run-dir "$work/run" --ckpt-every "$K" \
+		--stop-timeout "$2" -- --lr 2e-4 >"$work/out" 2>"$work/err" &
+	ctl=$!
+}
