@@ -39,20 +39,32 @@ int sl_uneven_counts(const double *pipeline_s, int D, long long total, int *n)
 static int pipeline_times(const struct sl_sim_env *env, enum sl_cost_model cm,
 			  const struct sl_plan *plan, double *pipeline_s)
 {
-	int differ = 0;
-	for (int j = 0; j < plan->num_pipelines; j++) {
+	const int D = plan->num_pipelines;
+	for (int j = 0; j < D; j++)
 		pipeline_s[j] = 0;
-		for (int k = 0; k < plan->num_stages; k++) {
+	/* stage by stage: a stage's replicas come grouped by kind (canonical order), so a kind's
+	 * time is looked up once per run of equal replicas, not once per replica */
+	for (int k = 0; k < plan->num_stages; k++) {
+		int prev_gpu = -1, prev_tp = -1;
+		double c = 0;
+		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			/* without the stage's options */
-			struct sl_sim_replica_query q = {.gpu = r->gpu, .mbs = plan->micro_batch,
-							 .tp = r->tp,
-							 .first_layer = plan->stages[k].first_layer,
-							 .last_layer = plan->stages[k].last_layer};
-			double c = sl_sim_stage_compute_s(env, cm, &q);
+			if (r->gpu != prev_gpu || r->tp != prev_tp) {
+				/* without the stage's options */
+				struct sl_sim_replica_query q = {
+					.gpu = r->gpu, .mbs = plan->micro_batch, .tp = r->tp,
+					.first_layer = plan->stages[k].first_layer,
+					.last_layer = plan->stages[k].last_layer};
+				c = sl_sim_stage_compute_s(env, cm, &q);
+				prev_gpu = r->gpu;
+				prev_tp = r->tp;
+			}
 			if (c > pipeline_s[j])
 				pipeline_s[j] = c;
 		}
+	}
+	int differ = 0;
+	for (int j = 0; j < D; j++) {
 		if (!(pipeline_s[j] > 0))
 			return 0;
 		differ |= pipeline_s[j] != pipeline_s[0];
