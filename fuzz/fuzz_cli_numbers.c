@@ -10,7 +10,7 @@
  * The first byte picks the family, the rest (up to a NUL) is the option's text. */
 #include <math.h>
 
-#include "cli/options.h"
+#include "cli/args.h"
 #include "cluster/pool.h"
 #include "fuzz_util.h"
 #include "plan/plan.h"

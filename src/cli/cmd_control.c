@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cli/options.h"
+#include "cli/args.h"
 #include "util/limits.h"
 #include "cluster/cluster_file.h"
 #include "ctl/controller.h"

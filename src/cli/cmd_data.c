@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/options.h"
+#include "cli/args.h"
 #include "train/data.h"
 #include "train/tokenizer.h"
 #include "util/log.h"

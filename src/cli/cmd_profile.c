@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/options.h"
+#include "cli/args.h"
 #include "cluster/catalogue.h"
 #include "runtime/comm.h"
 #include "runtime/launch.h"

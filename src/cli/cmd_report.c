@@ -1,7 +1,7 @@
 /* `sailor report RUNDIR`: draws a controller run (src/ctl/report.h) and summarises it. */
 #include <stdio.h>
 
-#include "cli/options.h"
+#include "cli/args.h"
 #include "ctl/report.h"
 #include "util/log.h"
 

@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/options.h"
-#include "cli/train_options.h"
+#include "cli/args.h"
+#include "cli/train_args.h"
 #include "cluster/catalogue.h"
 #include "cluster/cluster_file.h"
 #include "cluster/slurm.h"

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/options.h"
+#include "cli/args.h"
 #include "cluster/catalogue.h"
 #include "cluster/cluster_file.h"
 #include "sim/sim.h"

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/options.h"
-#include "cli/train_options.h"
+#include "cli/args.h"
+#include "cli/train_args.h"
 #include "train/trainer.h"
 #include "util/limits.h"
 #include "util/log.h"

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/options.h"
+#include "cli/args.h"
 #include "cluster/cluster_file.h"
 #include "cluster/catalogue.h"
 #include "sim/validate.h"

@@ -1,7 +1,7 @@
 /* `sailor version`: prints the version and the build's optional parts. */
 #include <stdio.h>
 
-#include "cli/options.h"
+#include "cli/args.h"
 
 #define SAILOR_VERSION "0.1.0"
 

@@ -1,6 +1,6 @@
 /* The subcommand table: the single place a subcommand is registered. `sailor --help` lists
  * it in this order; each entry's options and run function live in src/cli/cmd_<name>.c. */
-#include "cli/options.h"
+#include "cli/args.h"
 
 extern const struct sl_cli_command sl_cmd_version;
 extern const struct sl_cli_command sl_cmd_simulate;

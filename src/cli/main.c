@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/options.h"
+#include "cli/args.h"
 #include "train/cpu/kernels.h"
 
 #if defined(__SANITIZE_ADDRESS__)

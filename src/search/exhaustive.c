@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "search/options.h"
+#include "search/memory_options.h"
 #include "search/partition.h"
 #include "search/ranking.h"
 #include "search/search.h"

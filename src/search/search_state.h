@@ -18,7 +18,7 @@
 #include <stdatomic.h>
 
 #include "search/assign.h"
-#include "search/options.h"
+#include "search/memory_options.h"
 #include "search/partition.h"
 #include "search/ranking.h"
 #include "search/search.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "search/options.h"
+#include "search/memory_options.h"
 #include "sim/sim.h"
 
 static struct sl_sim_env *env;

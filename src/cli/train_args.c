@@ -1,5 +1,5 @@
 /* Parsing of the training options shared by `sailor train` and `sailor run` (train_options.h). */
-#include "cli/train_options.h"
+#include "cli/train_args.h"
 
 #include <limits.h>
 #include <stdint.h>

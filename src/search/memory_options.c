@@ -1,5 +1,5 @@
 /* The memory options as search dimensions: see options.h. */
-#include "search/options.h"
+#include "search/memory_options.h"
 
 #include <string.h>
 

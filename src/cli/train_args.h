@@ -5,7 +5,7 @@
 #ifndef SL_CLI_TRAIN_OPTIONS_H
 #define SL_CLI_TRAIN_OPTIONS_H
 
-#include "cli/options.h"
+#include "cli/args.h"
 #include "train/trainer.h"
 
 enum {

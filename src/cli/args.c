@@ -1,5 +1,5 @@
 /* Table-driven option parsing and help: see options.h. */
-#include "cli/options.h"
+#include "cli/args.h"
 
 #include "cluster/catalogue.h"
 #include "cluster/network.h"
