@@ -15,8 +15,8 @@
  *   }
  *   positional arguments: argv[parser.next_index .. argc-1]
  */
-#ifndef SL_CLI_OPTIONS_H
-#define SL_CLI_OPTIONS_H
+#ifndef SL_CLI_ARGS_H
+#define SL_CLI_ARGS_H
 
 #include <getopt.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Parsing of the training options shared by `sailor train` and `sailor run` (train_options.h). */
+/* Parsing of the training options shared by `sailor train` and `sailor run` (train_args.h). */
 #include "cli/train_args.h"
 
 #include <limits.h>

@@ -2,8 +2,8 @@
  * schedule, AdamW, checkpoints, output), declared once: each command's option table starts with
  * SL_CLI_TRAIN_OPTIONS, so indices 0 .. SL_TOPT_COUNT-1 are these, in this order, and
  * sl_cli_train_option() parses them into struct sl_train_options. */
-#ifndef SL_CLI_TRAIN_OPTIONS_H
-#define SL_CLI_TRAIN_OPTIONS_H
+#ifndef SL_CLI_TRAIN_ARGS_H
+#define SL_CLI_TRAIN_ARGS_H
 
 #include "cli/args.h"
 #include "train/trainer.h"

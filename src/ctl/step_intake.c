@@ -87,7 +87,7 @@ void sl_ctl_on_line(void *ctx, int is_stderr, const char *line)
 			c->dead_rank = rank;
 			memcpy(c->dead_host, host, sizeof(host));
 		}
-		/* the generation's failure, as `sailor run` reports it (cli/options.h, sl_cli_error) */
+		/* the generation's failure, as `sailor run` reports it (cli/args.h, sl_cli_error) */
 		if (!strncmp(line, "sailor run: ", 12))
 			snprintf(c->last_error, sizeof(c->last_error), "%s", line);
 		return;

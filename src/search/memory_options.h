@@ -1,6 +1,6 @@
 /* The memory options as search dimensions (plan.h "recompute" and "zero" per stage).
  *
- * Under the sailor cost model (sim/options.c) the options of a stage trade as follows, for
+ * Under the sailor cost model (sim/memory_options.c) the options of a stage trade as follows, for
  * replicas already chosen: recomputation only adds time (none < selective < full) and only
  * saves memory; ZeRO-1 on a stage with D > 1 replicas saves memory and optimizer time and costs
  * nothing else (same sync, same bytes). So the fastest option set that fits is, per stage:
@@ -16,8 +16,8 @@
  *
  * The options are searched only when the request asks (memory_options) and the cost model has
  * them (sailor); otherwise every plan is built without options, as before they existed. */
-#ifndef SL_SEARCH_OPTIONS_H
-#define SL_SEARCH_OPTIONS_H
+#ifndef SL_SEARCH_MEMORY_OPTIONS_H
+#define SL_SEARCH_MEMORY_OPTIONS_H
 
 #include "search/search.h"
 

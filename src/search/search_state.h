@@ -93,7 +93,7 @@ struct search_state {
 	long long simulated;
 	/* per stage, per gpu, per tp slot: compute seconds per micro-batch (< 0: none) */
 	double stage_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
-	/* the same with each recomputation level of search/options.h (memory options on; level 0
+	/* the same with each recomputation level of search/memory_options.h (memory options on; level 0
 	 * is stage_time_s) */
 	double stage_time_rc_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS][SL_SEARCH_RECOMPUTE_LEVELS];
 	/* at the current (D, micro-batches): the time of each replica kind at the least

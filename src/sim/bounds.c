@@ -9,7 +9,7 @@
  *     homogeneous fit, cluster/network.h and the SOSP'25 file's construction), every TP degree
  *     the pool allows, with the ring's smallest TP degree equal to the hop's (a smaller one
  *     only cuts the same bytes into more, smaller bucket rounds, never faster for these fits).
- * sl_simulate computes exactly these formulas (comm.c, time_sosp25.c); the bound evaluates them
+ * sl_simulate computes exactly these formulas (comm_time.c, time_sosp25.c); the bound evaluates them
  * on the best case instead of the plan. The plan-level bounds below evaluate them on a plan's
  * own replicas, skipping only the pipeline schedule. */
 #include <float.h>
@@ -135,7 +135,7 @@ double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl
 {
 	if (cm == SL_COST_SOSP25)
 		return sync; /* its pipeline term is cheap to simulate; the sync is what prunes */
-	/* sailor: every transfer occupies sender and receiver (schedule.c), so stage k of pipeline
+	/* sailor: every transfer occupies sender and receiver (schedule_deepspeed.c), so stage k of pipeline
 	 * j is busy for at least M_j (fwd + bwd + the four transfers at its two boundaries); stage 0
 	 * then all-reduces. Runs of equal pipelines are bounded once. */
 	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;

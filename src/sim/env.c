@@ -1,6 +1,6 @@
 /* The simulation environment: loading everything a model needs once, precomputing prefix sums,
  * and reading the tables (layer times and parameters of a layer range, GPU prices and sizes).
- * The stage queries with memory options are in sim/options.c, memory in sim/memory.c; both read
+ * The stage queries with memory options are in sim/memory_options.c, memory in sim/memory.c; both read
  * the tables through the readers here, and nothing here calls them back. Invariants: see
  * internal.h. */
 #include <dirent.h>

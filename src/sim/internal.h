@@ -59,7 +59,7 @@ static inline const struct sl_time_slot *sl_sim_slot(const struct sl_sim_env *en
 
 /* Forward and backward seconds per micro-batch of layers [first, last] on (gpu, mbs, tp) as the
  * time tables hold them, without memory options (env.c): SL_ENOTFOUND when there is none. The
- * public sl_sim_stage_fwd_bwd adds the options (sim/options.c). */
+ * public sl_sim_stage_fwd_bwd adds the options (sim/memory_options.c). */
 int sl_sim_layers_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
 			  int tp, int first, int last, double *fwd_s, double *bwd_s);
 /* Optimizer step seconds of layers [first, last] on (gpu, mbs, tp), without ZeRO-1 (env.c);
@@ -105,7 +105,7 @@ double sl_sosp25_stage_sync_s(const struct sl_sim_env *env, const struct sl_plan
 
 /* ---- sailor model pieces ---- */
 
-/* The DeepSpeed 1F1B TrainSchedule of one pipeline (schedule.c). Inputs per stage k < P:
+/* The DeepSpeed 1F1B TrainSchedule of one pipeline (schedule_deepspeed.c). Inputs per stage k < P:
  * fwd_s[k], bwd_s[k] per micro-batch; act_s[k] / grad_s[k] the blocking transfer of an activation
  * from stage k to k+1 / of its gradient back (k < P-1). Outputs per stage: finish_s[k] (its last
  * backward and transfer done), compute_s, p2p_s (busy in transfers, waiting for the partner
@@ -115,11 +115,11 @@ void sl_sim_schedule_1f1b(int P, int M, const double *fwd_s, const double *bwd_s
 			  double *compute_s, double *p2p_s);
 
 /* Seconds for one activation (or gradient) transfer between replicas src and dst of adjacent
- * stages carrying bytes per TP rank (comm.c). */
+ * stages carrying bytes per TP rank (comm_time.c). */
 double sl_sim_p2p_time(const struct sl_sim_env *env, const struct sl_replica *src,
 		       const struct sl_replica *dst, double bytes);
 /* Seconds for the data-parallel all-reduce of grad_bytes (full stage gradient) over the D
- * replicas reps[0..D-1] (stride apart in memory), as DeepSpeed runs it (comm.c). */
+ * replicas reps[0..D-1] (stride apart in memory), as DeepSpeed runs it (comm_time.c). */
 double sl_sim_allreduce_time(const struct sl_sim_env *env, const struct sl_replica *reps, int D,
 			     double grad_bytes);
 /* Seconds for the tied-embedding all-reduce between a first- and last-stage replica. */
@@ -133,7 +133,7 @@ double sl_sim_tied_time(const struct sl_sim_env *env, const struct sl_replica *f
 			const struct sl_replica *last, double bytes_per_gpu);
 
 /* Memory of the replica q under the sailor model, with q's memory options where they change
- * anything (memory.c; which do: sim/options.c). q's layers and TP must be in range. */
+ * anything (memory.c; which do: sim/memory_options.c). q's layers and TP must be in range. */
 void sl_sim_memory_sailor(const struct sl_sim_env *env, const struct sl_sim_replica_query *q,
 			  struct sl_sim_memory *mem);
 /* Transformer blocks among layers [first, last]: their count, and their range in

@@ -20,7 +20,7 @@
  *                every communicator the GPU joins (world, TP group if t > 1, data-parallel group
  *                if D > 1, one per pipeline neighbour, the tied-embedding group if P > 1) at the
  *                GPU type's nccl_buffer_bytes each
- *                With recomputation (plan "recompute", sim/options.c): "full" keeps per in-flight
+ *                With recomputation (plan "recompute", sim/memory_options.c): "full" keeps per in-flight
  *                micro-batch only each block's output (the next block's input) instead of the
  *                block's activations, and the block whose backward runs holds its activations
  *                again (+ mbs × the largest block's); "selective" drops each block's attention
@@ -33,7 +33,7 @@
  * fit", with or without memory options), is asked here with one struct sl_sim_replica_query
  * (sim.h) and answered here: sl_sim_replica_memory and sl_sim_replica_fits dispatch on the cost
  * model to the sailor model or the SOSP'25 estimates below. This file reads the environment's
- * tables (env.c) and which options apply (sim/options.c); nothing it calls asks memory back.
+ * tables (env.c) and which options apply (sim/memory_options.c); nothing it calls asks memory back.
  * Invariant: a query with recompute NONE and zero 0 costs bit for bit what a stage without
  * options costs, and an option that changes nothing (sl_sim_effective_*) is no option.
  */

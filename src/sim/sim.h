@@ -7,7 +7,7 @@
  *                   (bucketed ring over the slowest link, TP shards reduced concurrently), the
  *                   optimizer step per stage, and a per-component memory model with per-GPU-type
  *                   runtime overheads, and the per-stage memory options (activation
- *                   recomputation, ZeRO-1). Files: time_sailor.c, comm.c, memory.c, options.c.
+ *                   recomputation, ZeRO-1). Files: time_sailor.c, comm_time.c, memory.c, memory_options.c.
  *                   When every GPU type of a plan has a profile of OUR runtime (sailor.profile/1,
  *                   written by `sailor profile`), the plan is modelled as `sailor run` executes
  *                   it instead (time_runtime.c: its own instruction lists, whole-copy transfers,
@@ -188,7 +188,7 @@ struct sl_sim_replica_query {
 };
 
 /* Forward and backward seconds per micro-batch of q's layers on q's (gpu, mbs, tp) under a cost
- * model, recomputation (q->recompute) included in the backward (sim/options.c). Returns 0, or
+ * model, recomputation (q->recompute) included in the backward (sim/memory_options.c). Returns 0, or
  * SL_ENOTFOUND when there is no time. */
 int sl_sim_stage_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm,
 			 const struct sl_sim_replica_query *q, double *fwd_s, double *bwd_s);
@@ -208,7 +208,7 @@ struct sl_sim_replica_query sl_sim_replica_query_of(const struct sl_plan *plan, 
 						   int microbatches);
 
 /* Memory per GPU of the replica q under a cost model, with q's memory options where they
- * change anything (sim/options.c); all zero when q's layers or TP are out of range. Fills *mem
+ * change anything (sim/memory_options.c); all zero when q's layers or TP are out of range. Fills *mem
  * when non-NULL; returns total bytes. */
 double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm,
 			     const struct sl_sim_replica_query *q, struct sl_sim_memory *mem);
@@ -219,7 +219,7 @@ double sl_sim_replica_memory(const struct sl_sim_env *env, enum sl_cost_model cm
 int sl_sim_replica_fits(const struct sl_sim_env *env, enum sl_cost_model cm,
 			const struct sl_sim_replica_query *q);
 
-/* ---- memory options of a stage (plan.h "recompute", "zero"; sim/options.c) ----
+/* ---- memory options of a stage (plan.h "recompute", "zero"; sim/memory_options.c) ----
  * Under the sailor cost model: "full" recomputation adds the forward of the stage's blocks to
  * each micro-batch's backward and keeps only block outputs per micro-batch in flight;
  * "selective" adds the attention core's share of it and drops the attention scores; ZeRO-1

@@ -1,10 +1,10 @@
 /* The sailor cost model: iteration time and cost of a plan as the runtime (Megatron-DeepSpeed's
  * pipeline engine, fp32) executes it.
  *
- *   1. Every pipeline j runs DeepSpeed's 1F1B TrainSchedule (schedule.c) with its own stage
+ *   1. Every pipeline j runs DeepSpeed's 1F1B TrainSchedule (schedule_deepspeed.c) with its own stage
  *      times: per micro-batch forward/backward of its replica of each stage (profile, made
  *      monotone in micro-batch size; see env.c), and blocking activation/gradient transfers
- *      between its consecutive replicas (comm.c: partitioned over the TP ranks, all-gathered by the
+ *      between its consecutive replicas (comm_time.c: partitioned over the TP ranks, all-gathered by the
  *      receiver).
  *      Pipelines with the same signature (replicas and micro-batch count) are simulated once.
  *   2. Stage k's gradient all-reduce starts when the last of its D replicas has finished its
@@ -14,7 +14,7 @@
  *   3. Then the stage's optimizer step: seconds per parameter from the profile's update_s (the
  *      step of the profiled embedding + 2 blocks + head model) times the stage's parameters.
  *   4. The iteration ends when the last stage finishes its step.
- * Memory options of a stage (sim/options.c): recomputation lengthens each backward in step 1;
+ * Memory options of a stage (sim/memory_options.c): recomputation lengthens each backward in step 1;
  * with ZeRO-1 step 2 is a reduce-scatter and an all-gather with the all-reduce's time and bytes
  * (the all-gather after the step: the sum is the same), and step 3 updates 1/D of the stage.
  * Cost: GPU rent of every GPU of the plan for the iteration, plus egress of every byte that
@@ -80,7 +80,7 @@ static int stage_updates(const struct sl_sim_env *env, const struct sl_plan *pla
 		stage_opt[k] = 0;
 		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			/* ZeRO-1: each replica updates its 1/D share (sim/options.c) */
+			/* ZeRO-1: each replica updates its 1/D share (sim/memory_options.c) */
 			struct sl_sim_replica_query query = sl_sim_replica_query_of(plan, k, j, 0);
 			double upd = sl_sim_stage_update_s(env, SL_COST_SAILOR, &query);
 			if (upd < 0)
@@ -104,7 +104,7 @@ static int pipeline_stage_times(const struct sl_sim_env *env, const struct sl_pl
 	for (int k = 0; k < P; k++) {
 		const struct sl_replica *r = sl_plan_replica(plan, k, j);
 		int last = plan->stages[k].last_layer;
-		/* recomputation lengthens the backward (sim/options.c) */
+		/* recomputation lengthens the backward (sim/memory_options.c) */
 		struct sl_sim_replica_query query = sl_sim_replica_query_of(plan, k, j, 0);
 		if (sl_sim_stage_fwd_bwd(env, SL_COST_SAILOR, &query, &f[k], &bw[k]))
 			return sl_err_set(err, SL_ENOTFOUND, "no layer times for %s mbs %d tp %d",
@@ -240,7 +240,7 @@ static void cost(const struct sl_sim_env *env, const struct sl_plan *plan, const
 			usd_per_hour += r->tp * env->catalogue.gpus[r->gpu].usd_per_hour;
 			if (k + 1 < P) {
 				const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
-				/* one copy of each activation and gradient crosses (comm.c) */
+				/* one copy of each activation and gradient crosses (comm_time.c) */
 				double bytes = (double)M[j] * sz->act_output_bytes[1][last] * b;
 				egress_bytes_usd += bytes * (sl_network_egress_usd_per_gb(env->network, r->zone, n->zone) +
 							     sl_network_egress_usd_per_gb(env->network, n->zone, r->zone));

@@ -1,5 +1,5 @@
 /* One line format on stderr: "sailor: <level>: <message>", for warnings and notes from any
- * module. A command's failure is reported by the command (cli/options.h, sl_cli_error: "sailor
+ * module. A command's failure is reported by the command (cli/args.h, sl_cli_error: "sailor
  * <command>: <message>"). Progress lines of training are not logs; they go to stdout from rank 0
  * (see src/train/). */
 #ifndef SL_UTIL_LOG_H

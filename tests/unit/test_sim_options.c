@@ -1,4 +1,4 @@
-/* Unit tests for the per-stage memory options under the sailor cost model (sim/options.c,
+/* Unit tests for the per-stage memory options under the sailor cost model (sim/memory_options.c,
  * sim/memory.c): closed forms for what activation recomputation and ZeRO-1 add and save, options
  * that change nothing costing bit for bit what the plan without them costs, and the sosp25 cost
  * model refusing plans that use them. Expected values are computed here from the per-layer sizes
@@ -309,7 +309,7 @@ static void recomputation_fits_what_did_not(void **state)
 		    sl_sim_stage_compute_s(env, SL_COST_SOSP25, LAYERS(g, 8, 1, 0, 25)));
 }
 
-/* The planner's option sets (search/options.h) with ZeRO-1 and without it, which it also tries
+/* The planner's option sets (search/memory_options.h) with ZeRO-1 and without it, which it also tries
  * where the model of our runtime makes ZeRO-1 cost time: without, the replicas hold whole
  * moments and may need more recomputation to fit. */
 static void options_without_zero_recompute_at_least_as_much(void **state)
