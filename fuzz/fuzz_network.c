@@ -40,15 +40,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!sl_network_load(dir, &cat, &net, &err)) {
 		for (int a = 0; a < cat.zone_count; a++)
 			for (int b = 0; b < cat.zone_count; b++) {
-				const struct sl_net_fit *fit = sl_network_fit(net, a, 0, 1, b, 0, 1);
+				const struct sl_link_fit *fit = sl_network_fit(net, a, 0, 1, b, 0, 1);
 				if (fit)
-					fuzz_assert(isfinite(sl_net_send_time_s(fit, 1e6)) && sl_net_send_time_s(fit, 1e6) >= 0);
+					fuzz_assert(isfinite(sl_link_send_time_s(fit, 1e6)) && sl_link_send_time_s(fit, 1e6) >= 0);
 				fuzz_assert(sl_network_egress_usd_per_gb(net, a, b) >= 0);
 			}
 		for (int g = 0; g < cat.gpu_count; g++) {
-			const struct sl_net_fit *fit = sl_network_intra_fit(net, g, 2);
+			const struct sl_link_fit *fit = sl_network_intra_fit(net, g, 2);
 			if (fit)
-				fuzz_assert(isfinite(sl_net_send_time_s(fit, 1e6)) && sl_net_send_time_s(fit, 1e6) >= 0);
+				fuzz_assert(isfinite(sl_link_send_time_s(fit, 1e6)) && sl_link_send_time_s(fit, 1e6) >= 0);
 		}
 	}
 	sl_network_free(net);

@@ -14,26 +14,26 @@
 
 struct sl_network {
 	int zones, gpus;
-	struct sl_net_fit *measured;   /* [end(src)][end(dst)], max_bps < 0 = absent */
-	struct sl_net_fit *links;      /* resolved */
-	struct sl_net_fit intra[SL_MAX_GPU_TYPES][SL_NET_COUNTS];
+	struct sl_link_fit *measured;   /* [end(src)][end(dst)], max_bps < 0 = absent */
+	struct sl_link_fit *links;      /* resolved */
+	struct sl_link_fit intra[SL_MAX_GPU_TYPES][SL_NET_COUNTS];
 	int intra_present[SL_MAX_GPU_TYPES][SL_NET_COUNTS];
 	double *egress;                /* [src zone][dst zone], USD per GB */
 	int gpu_measured[SL_MAX_GPU_TYPES]; /* the file has some link for this GPU type */
 	int stand_in[SL_MAX_GPU_TYPES];
-	const struct sl_net_fit *wan[SL_MAX_ZONES][SL_MAX_ZONES]; /* slowest measured, either way */
-	const struct sl_net_fit *wan_any;                          /* slowest inter-zone overall */
+	const struct sl_link_fit *wan[SL_MAX_ZONES][SL_MAX_ZONES]; /* slowest measured, either way */
+	const struct sl_link_fit *wan_any;                          /* slowest inter-zone overall */
 	/* two-rank all-reduce fits measured by `sailor profile --network` (overlay only) */
 	struct measured_allreduce {
 		int za, ga, zb, gb, same_host;
-		struct sl_net_fit fit;
+		struct sl_link_fit fit;
 	} allreduce[SL_NET_MAX_ALLREDUCE];
 	int allreduce_count;
 };
 
 static const int count_values[SL_NET_COUNTS] = {1, 2, 4, 8};
 
-int sl_net_count_index(int count)
+int sl_link_count_index(int count)
 {
 	if (count <= 1)
 		return 0;
@@ -66,10 +66,10 @@ static size_t link_index(const struct sl_network *net, int sz, int sg, int sc, i
 	return end_index(net, sz, sg, sc) * ends + end_index(net, rz, rg, rc);
 }
 
-static const struct sl_net_fit *measured(const struct sl_network *net, int sz, int sg, int sc,
+static const struct sl_link_fit *measured(const struct sl_network *net, int sz, int sg, int sc,
 					 int rz, int rg, int rc)
 {
-	const struct sl_net_fit *f = &net->measured[link_index(net, sz, sg, sc, rz, rg, rc)];
+	const struct sl_link_fit *f = &net->measured[link_index(net, sz, sg, sc, rz, rg, rc)];
 	return f->max_bps >= 0 ? f : NULL;
 }
 
@@ -85,7 +85,7 @@ static int count_order(int c, int *order)
 	return n;
 }
 
-static const struct sl_net_fit *with_counts(const struct sl_network *net, int sz, int sg, int sc,
+static const struct sl_link_fit *with_counts(const struct sl_network *net, int sz, int sg, int sc,
 					    int rz, int rg, int rc, int *exact)
 {
 	int so[SL_NET_COUNTS], ro[SL_NET_COUNTS];
@@ -93,7 +93,7 @@ static const struct sl_net_fit *with_counts(const struct sl_network *net, int sz
 	count_order(rc, ro);
 	/* same counts on both sides first (the file's links are mostly count-to-same-count) */
 	for (int i = 0; i < SL_NET_COUNTS; i++) {
-		const struct sl_net_fit *f = measured(net, sz, sg, so[i], rz, rg, ro[i]);
+		const struct sl_link_fit *f = measured(net, sz, sg, so[i], rz, rg, ro[i]);
 		if (f) {
 			*exact = (i == 0);
 			return f;
@@ -101,7 +101,7 @@ static const struct sl_net_fit *with_counts(const struct sl_network *net, int sz
 	}
 	for (int i = 0; i < SL_NET_COUNTS; i++)
 		for (int j = 0; j < SL_NET_COUNTS; j++) {
-			const struct sl_net_fit *f = measured(net, sz, sg, so[i], rz, rg, ro[j]);
+			const struct sl_link_fit *f = measured(net, sz, sg, so[i], rz, rg, ro[j]);
 			if (f) {
 				*exact = 0;
 				return f;
@@ -110,7 +110,7 @@ static const struct sl_net_fit *with_counts(const struct sl_network *net, int sz
 	return NULL;
 }
 
-static const struct sl_net_fit *slower(const struct sl_net_fit *a, const struct sl_net_fit *b)
+static const struct sl_link_fit *slower(const struct sl_link_fit *a, const struct sl_link_fit *b)
 {
 	if (!a)
 		return b;
@@ -121,9 +121,9 @@ static const struct sl_net_fit *slower(const struct sl_net_fit *a, const struct 
 
 /* Slowest measured link between two different zones (either direction), or over all zone pairs
  * when za < 0. Computed once per zone pair at load time. */
-static const struct sl_net_fit *slowest_between(const struct sl_network *net, int za, int zb)
+static const struct sl_link_fit *slowest_between(const struct sl_network *net, int za, int zb)
 {
-	const struct sl_net_fit *best = NULL;
+	const struct sl_link_fit *best = NULL;
 	for (int sz = 0; sz < net->zones; sz++)
 		for (int rz = 0; rz < net->zones; rz++) {
 			if (sz == rz)
@@ -140,11 +140,11 @@ static const struct sl_net_fit *slowest_between(const struct sl_network *net, in
 }
 
 /* Same-zone link of these types in zone z, or in any zone that measured it. */
-static const struct sl_net_fit *same_zone(const struct sl_network *net, int z, int sg, int sc,
+static const struct sl_link_fit *same_zone(const struct sl_network *net, int z, int sg, int sc,
 					  int rg, int rc)
 {
 	int exact;
-	const struct sl_net_fit *f = with_counts(net, z, sg, sc, z, rg, rc, &exact);
+	const struct sl_link_fit *f = with_counts(net, z, sg, sc, z, rg, rc, &exact);
 	if (f)
 		return f;
 	if (sg != rg) {
@@ -164,13 +164,13 @@ static const struct sl_net_fit *same_zone(const struct sl_network *net, int z, i
 	return NULL;
 }
 
-static struct sl_net_fit resolve(const struct sl_network *net, int sz, int sg0, int sc, int rz,
+static struct sl_link_fit resolve(const struct sl_network *net, int sz, int sg0, int sc, int rz,
 				 int rg0, int rc)
 {
 	int sg = net->stand_in[sg0], rg = net->stand_in[rg0];
 	int exact = 0;
-	const struct sl_net_fit *f = with_counts(net, sz, sg, sc, rz, rg, rc, &exact);
-	struct sl_net_fit out;
+	const struct sl_link_fit *f = with_counts(net, sz, sg, sc, rz, rg, rc, &exact);
+	struct sl_link_fit out;
 	if (f) {
 		out = *f;
 		out.derived = !(exact && sg == sg0 && rg == rg0);
@@ -180,7 +180,7 @@ static struct sl_net_fit resolve(const struct sl_network *net, int sz, int sg0, 
 		f = slower(with_counts(net, sz, sg, sc, rz, sg, sc, &exact),
 			   with_counts(net, sz, rg, rc, rz, rg, rc, &exact));
 	if (!f && sz != rz) {
-		const struct sl_net_fit *wan = net->wan[sz][rz] ? net->wan[sz][rz] : net->wan_any;
+		const struct sl_link_fit *wan = net->wan[sz][rz] ? net->wan[sz][rz] : net->wan_any;
 		f = slower(same_zone(net, sz, sg, sc, rg, rc), wan);
 	}
 	if (!f)
@@ -198,7 +198,7 @@ static struct sl_net_fit resolve(const struct sl_network *net, int sz, int sg0, 
 	return out;
 }
 
-static int parse_fit(const json_t *v, const char *ctx, struct sl_net_fit *out, struct sl_err *err)
+static int parse_fit(const json_t *v, const char *ctx, struct sl_link_fit *out, struct sl_err *err)
 {
 	json_t *coeffs = json_array_get(v, 0), *maxv = json_array_get(v, 1);
 	if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_array(coeffs) ||
@@ -495,7 +495,7 @@ int sl_network_load(const char *data_dir, const struct sl_catalogue *cat,
 					}
 			}
 			if (!found) { /* nothing measured: NVLink-less PCIe-class 10 GB/s, flagged */
-				net->intra[g][ci] = (struct sl_net_fit){0, 0, 10.0, 1e10, 1};
+				net->intra[g][ci] = (struct sl_link_fit){0, 0, 10.0, 1e10, 1};
 			}
 		}
 	for (int za = 0; za < net->zones; za++)
@@ -524,19 +524,19 @@ void sl_network_free(struct sl_network *net)
 	free(net);
 }
 
-const struct sl_net_fit *sl_network_fit(const struct sl_network *net, int src_zone, int src_gpu,
+const struct sl_link_fit *sl_network_fit(const struct sl_network *net, int src_zone, int src_gpu,
 					int src_count, int dst_zone, int dst_gpu, int dst_count)
 {
-	return &net->links[link_index(net, src_zone, src_gpu, sl_net_count_index(src_count), dst_zone,
-				      dst_gpu, sl_net_count_index(dst_count))];
+	return &net->links[link_index(net, src_zone, src_gpu, sl_link_count_index(src_count), dst_zone,
+				      dst_gpu, sl_link_count_index(dst_count))];
 }
 
-const struct sl_net_fit *sl_network_intra_fit(const struct sl_network *net, int gpu, int count)
+const struct sl_link_fit *sl_network_intra_fit(const struct sl_network *net, int gpu, int count)
 {
-	return &net->intra[gpu][sl_net_count_index(count < 2 ? 2 : count)];
+	return &net->intra[gpu][sl_link_count_index(count < 2 ? 2 : count)];
 }
 
-const struct sl_net_fit *sl_network_allreduce_fit(const struct sl_network *net, int za, int ga,
+const struct sl_link_fit *sl_network_allreduce_fit(const struct sl_network *net, int za, int ga,
 					       int zb, int gb, int same_host)
 {
 	for (int i = 0; i < net->allreduce_count; i++) {
@@ -550,17 +550,17 @@ const struct sl_net_fit *sl_network_allreduce_fit(const struct sl_network *net, 
 	return NULL;
 }
 
-double sl_net_fit_gbps(const struct sl_net_fit *fit, double bytes)
+double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes)
 {
 	double x = log2(bytes / 1e6);
 	return fit->a2 * x * x + fit->a1 * x + fit->a0;
 }
 
-double sl_net_send_time_s(const struct sl_net_fit *fit, double bytes)
+double sl_link_send_time_s(const struct sl_link_fit *fit, double bytes)
 {
 	if (bytes <= 0)
 		return 0.0;
-	double gbps = sl_net_fit_gbps(fit, bytes);
+	double gbps = sl_link_fit_gbps(fit, bytes);
 	if (!(gbps > 0)) {
 		gbps = fit->a0 > 0 ? fit->a0 : fit->max_bps / 1e9;
 		if (!(gbps > 0))

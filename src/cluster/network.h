@@ -23,6 +23,8 @@
  * Egress prices (data/network/egress_usd_per_gb.json): USD per GB (1e9 bytes) sent from one zone
  * to another; 0 within a zone. A zone pair missing from the file is an error at load time.
  *
+ * Names: `sl_network_*` is the whole table (load, lookups, prices); `sl_link_*` one link's fit.
+ *
  * Ownership: sl_network_load allocates; sl_network_free frees. Lookups allocate nothing and are
  * O(1) table reads (the whole table is resolved at load time).
  */
@@ -34,7 +36,7 @@
 
 #define SL_NET_COUNTS 4 /* counts 1, 2, 4, 8 */
 
-struct sl_net_fit {
+struct sl_link_fit {
 	double a2, a1, a0;  /* bandwidth in GB/s = a2 x^2 + a1 x + a0, x = log2(bytes/1e6) */
 	double max_bps;     /* largest measured bandwidth, bytes/s */
 	int derived;        /* 0 measured for exactly this link, 1 a stand-in (see above) */
@@ -59,28 +61,28 @@ void sl_network_free(struct sl_network *net);
 int sl_network_set_overlay(const char *path, const struct sl_catalogue *cat, struct sl_err *err);
 
 /* Index of a GPU count in the tables: 1->0, 2->1, 3..4->2, 5+ ->3 (largest power of two <= n). */
-int sl_net_count_index(int count);
+int sl_link_count_index(int count);
 
 /* The fit for a link between nodes; counts are GPUs per node sending in parallel (1..8). */
-const struct sl_net_fit *sl_network_fit(const struct sl_network *net, int src_zone, int src_gpu,
+const struct sl_link_fit *sl_network_fit(const struct sl_network *net, int src_zone, int src_gpu,
 					int src_count, int dst_zone, int dst_gpu, int dst_count);
 /* The intra-node fit for count GPUs of one type (count 1 is treated as 2). */
-const struct sl_net_fit *sl_network_intra_fit(const struct sl_network *net, int gpu, int count);
+const struct sl_link_fit *sl_network_intra_fit(const struct sl_network *net, int gpu, int count);
 
 /* Bandwidth in GB/s of a fit at a message size, exactly as the SOSP'25 simulator evaluates it
  * (Python form: x = log2(bytes/1e6), a2 x^2 + a1 x + a0). May be <= 0 for tiny messages. */
-double sl_net_fit_gbps(const struct sl_net_fit *fit, double bytes);
+double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes);
 
 /* Seconds to send bytes over a fit: (bytes/1e9) / gbps; 0 for bytes <= 0. A non-positive fit
  * value (tiny messages) is clamped to the fit's value at 1 MB so the result stays finite. */
-double sl_net_send_time_s(const struct sl_net_fit *fit, double bytes);
+double sl_link_send_time_s(const struct sl_link_fit *fit, double bytes);
 
 /* The all-reduce of two ranks measured by `sailor profile --network` between (zone a, GPU type
  * a) and (zone b, GPU type b), on two hosts or (same_host) on one: its fit gives bytes / time of
  * the whole all-reduce of a message of that size ("algorithm bandwidth"). NULL when the --network
  * overlay has no such pair (the shipped files have none). */
 #define SL_NET_MAX_ALLREDUCE 256
-const struct sl_net_fit *sl_network_allreduce_fit(const struct sl_network *net, int za, int ga,
+const struct sl_link_fit *sl_network_allreduce_fit(const struct sl_network *net, int za, int ga,
 					       int zb, int gb, int same_host);
 
 /* Egress price from zone a to zone b, USD per GB (1e9 bytes). */

@@ -92,7 +92,7 @@ static int solve(double a[3][3], double b[3], int k, double x[3])
 	return 0;
 }
 
-int sl_netprof_fit(const double *bytes, const double *bandwidth_bps, int n, struct sl_net_fit *out)
+int sl_netprof_fit(const double *bytes, const double *bandwidth_bps, int n, struct sl_link_fit *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (n < 1)
@@ -266,14 +266,14 @@ static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 	return rc;
 }
 
-static json_t *fit_json(const struct sl_net_fit *f)
+static json_t *fit_json(const struct sl_link_fit *f)
 {
 	return json_pack("[[f, f, f], f]", f->a2, f->a1, f->a0, f->max_bps);
 }
 
 /* Sets root[z1][g1]["1"][z2][g2]["1"] = fit. */
 static void put_link(json_t *root, const char *z1, const char *g1, const char *z2,
-		     const char *g2, const struct sl_net_fit *f)
+		     const char *g2, const struct sl_link_fit *f)
 {
 	const char *keys[5] = {z1, g1, "1", z2, g2};
 	json_t *o = root;
@@ -366,7 +366,7 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 			json_array_append_new(jp, json_real(p2p[s]));
 			json_array_append_new(ja, json_real(ar[s]));
 		}
-		struct sl_net_fit fp, fa;
+		struct sl_link_fit fp, fa;
 		sl_netprof_fit(bytes, p2p, o->size_count, &fp);
 		sl_netprof_fit(bytes, ar, o->size_count, &fa);
 		const char *za = cat->zones[ha->zone].name, *zb = cat->zones[hb->zone].name;

@@ -68,7 +68,7 @@ void sl_netprof_layout_free(struct sl_netprof_layout *layout);
  * (bytes[i], bandwidth_bps[i]); max_bps = the largest bandwidth. With fewer than 3 distinct
  * sizes the fit is a line or a constant. Returns 0, or SL_EINPUT when n < 1. */
 int sl_netprof_fit(const double *bytes, const double *bandwidth_bps, int n,
-		   struct sl_net_fit *out);
+		   struct sl_link_fit *out);
 
 /* Launcher: places the ranks, starts `mpirun ... worker_argv` and waits (at most
  * o->timeout_s). worker_argv: this program and its arguments (every rank runs them). */

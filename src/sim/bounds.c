@@ -32,7 +32,7 @@ static double sosp25_bound(const struct sl_sim_env *env, double W, int D, int cr
 				for (int g2 = g1; g2 == g1; g2++) {
 					if (avail[g2][z2] <= 0 || (cross ? z1 == z2 : z1 != z2))
 						continue;
-					const struct sl_net_fit *f =
+					const struct sl_link_fit *f =
 						sl_network_fit(env->network, z1, g1, 1, z2, g2, 1);
 					/* tau = min(4, min tp) is 1, 2 or 4 */
 					for (int tau = 1; tau <= 4; tau *= 2) {
@@ -120,13 +120,6 @@ double sl_sim_plan_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost
 	return sl_sim_allreduce_time(env, sl_plan_replica(plan, 0, 0), plan->num_pipelines,
 				     sl_sim_stage_grad_bytes(env, plan->stages[0].first_layer,
 							     plan->stages[0].last_layer));
-}
-
-double sl_sim_plan_time_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm,
-				      const struct sl_plan *plan, long long global_batch)
-{
-	return sl_sim_plan_time_lower_bound_sync_s(env, cm, plan, global_batch,
-						   sl_sim_plan_sync_lower_bound_s(env, cm, plan));
 }
 
 double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl_cost_model cm,

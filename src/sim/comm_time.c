@@ -12,21 +12,21 @@
 
 /* ---- SOSP'25 (SIMULATOR.md section 3, Python form) ---- */
 
-double sl_sosp25_send_time(const struct sl_net_fit *fit, double nbytes)
+double sl_sosp25_send_time(const struct sl_link_fit *fit, double nbytes)
 {
 	if (nbytes == 0)
 		return 0.0;
-	return (nbytes / 1e9) / sl_net_fit_gbps(fit, nbytes);
+	return (nbytes / 1e9) / sl_link_fit_gbps(fit, nbytes);
 }
 
-static double sosp25_ar_time(double nbytes, int n, const struct sl_net_fit *fit)
+static double sosp25_ar_time(double nbytes, int n, const struct sl_link_fit *fit)
 {
 	if (nbytes == 0 || n <= 1)
 		return 0.0;
 	return 2.0 * (n - 1) * sl_sosp25_send_time(fit, nbytes / n);
 }
 
-double sl_sosp25_ar_time_buckets(double nbytes, int n, const struct sl_net_fit *fit)
+double sl_sosp25_ar_time_buckets(double nbytes, int n, const struct sl_link_fit *fit)
 {
 	double full = floor(nbytes / SL_SOSP25_BUCKET_BYTES);
 	double rest = nbytes - full * SL_SOSP25_BUCKET_BYTES;
@@ -40,9 +40,9 @@ double sl_sosp25_ar_time_buckets(double nbytes, int n, const struct sl_net_fit *
 
 /* A fit's bandwidth at a message size, GB/s; a non-positive value of the quadratic (messages far
  * below the sizes measured) falls back to the fit's constant term, else 1 GB/s. */
-static double fit_gbps_at(const struct sl_net_fit *fit, double bytes)
+static double fit_gbps_at(const struct sl_link_fit *fit, double bytes)
 {
-	double gbps = sl_net_fit_gbps(fit, bytes);
+	double gbps = sl_link_fit_gbps(fit, bytes);
 	if (!(gbps > 0))
 		gbps = fit->a0 > 0 ? fit->a0 : 1.0;
 	return gbps;
@@ -77,14 +77,14 @@ double sl_sim_p2p_time(const struct sl_sim_env *env, const struct sl_replica *sr
 	 * out: up to 7.8x the measured time, where with one copy 8 of their 10 timed runs are
 	 * within 4.1%. The GH200 four-stage runs come out 12% short with it (README, validate). */
 	int c = src->tp < dst->tp ? src->tp : dst->tp;
-	const struct sl_net_fit *fit = sl_network_fit(env->network, src->zone, src->gpu, c,
+	const struct sl_link_fit *fit = sl_network_fit(env->network, src->zone, src->gpu, c,
 						      dst->zone, dst->gpu, c);
 	/* c pairs each send bytes/c; the count-c fit is their aggregate bandwidth */
 	double net_s = (bytes / 1e9) / fit_gbps_at(fit, bytes / c);
 	double gather_s = 0.0;
 	if (dst->tp > 1) {
 		/* ring all-gather: every GPU receives the (tp-1) slices it lacks */
-		const struct sl_net_fit *intra = sl_network_intra_fit(env->network, dst->gpu, dst->tp);
+		const struct sl_link_fit *intra = sl_network_intra_fit(env->network, dst->gpu, dst->tp);
 		double slice = bytes / dst->tp;
 		gather_s = ((dst->tp - 1) * slice / 1e9) / fit_gbps_at(intra, slice);
 	}
@@ -96,7 +96,7 @@ static double ring_step(const struct sl_sim_env *env, const struct sl_replica *a
 			const struct sl_replica *b, double chunk)
 {
 	int c = a->tp < b->tp ? a->tp : b->tp;
-	const struct sl_net_fit *fit = sl_network_fit(env->network, a->zone, a->gpu, c, b->zone,
+	const struct sl_link_fit *fit = sl_network_fit(env->network, a->zone, a->gpu, c, b->zone,
 						      b->gpu, c);
 	/* the count-c fit is the aggregate bandwidth of c pairs each sending chunk/c */
 	return (chunk / 1e9) / fit_gbps_at(fit, chunk / c);

@@ -95,8 +95,8 @@ int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		  struct sl_sim_result *out, struct sl_err *err);
 
 /* SOSP'25 primitives (SIMULATOR.md section 3, Python form). */
-double sl_sosp25_send_time(const struct sl_net_fit *fit, double nbytes);
-double sl_sosp25_ar_time_buckets(double nbytes, int n, const struct sl_net_fit *fit);
+double sl_sosp25_send_time(const struct sl_link_fit *fit, double nbytes);
+double sl_sosp25_ar_time_buckets(double nbytes, int n, const struct sl_link_fit *fit);
 
 /* The SOSP'25 gradient sync of stage i of a plan (estimate_sync_time for one stage: adjacent
  * replica pairs, count-1 fits, W / min(4, min tp) bytes); ORs derived fits into *derived. */

@@ -31,9 +31,9 @@
 
 #include "sim/runtime_model.h"
 
-static double gbps_at(const struct sl_net_fit *fit, double bytes)
+static double gbps_at(const struct sl_link_fit *fit, double bytes)
 {
-	double gbps = sl_net_fit_gbps(fit, bytes);
+	double gbps = sl_link_fit_gbps(fit, bytes);
 	if (!(gbps > 0))
 		gbps = fit->a0 > 0 ? fit->a0 : 1.0;
 	return gbps;
@@ -45,7 +45,7 @@ double sl_rt_link_s(const struct sl_sim_env *env, const struct sl_role *a, int h
 {
 	if (bytes <= 0)
 		return 0;
-	const struct sl_net_fit *fit =
+	const struct sl_link_fit *fit =
 		host_a == host_b ? sl_network_intra_fit(env->network, a->gpu, 2)
 				 : sl_network_fit(env->network, a->zone, a->gpu, 1, b->zone, b->gpu, 1);
 	return (bytes / 1e9) / gbps_at(fit, bytes);
@@ -56,7 +56,7 @@ double sl_rt_link_s(const struct sl_sim_env *env, const struct sl_role *a, int h
  * the wire is nearly free (none measured: nothing). */
 double sl_rt_reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *rb, double bytes)
 {
-	const struct sl_net_fit *ar =
+	const struct sl_link_fit *ar =
 		sl_network_allreduce_fit(env->network, rb->zone, rb->gpu, rb->zone, rb->gpu, 1);
 	return ar && bytes > 0 ? 0.5 * (2 * bytes / 1e9) / gbps_at(ar, 2 * bytes) : 0;
 }
@@ -84,7 +84,7 @@ static int ring_loads_reverse(const struct sl_role_table *t, const struct sl_rt_
 static double both_ways_s(const struct sl_sim_env *env, const struct sl_role *ra,
 			  const struct sl_role *rb, double bytes)
 {
-	const struct sl_net_fit *ar =
+	const struct sl_link_fit *ar =
 		sl_network_allreduce_fit(env->network, ra->zone, ra->gpu, rb->zone, rb->gpu, 0);
 	return ar && bytes > 0 ? 0.5 * (2 * bytes / 1e9) / gbps_at(ar, 2 * bytes) : 0;
 }

@@ -275,12 +275,8 @@ double sl_sim_plan_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost
  * schedule: with the sailor model, the busiest stage of any pipeline (its compute and the
  * blocking transfers at its boundaries, which occupy both partners) and stage 0's busy time
  * plus its all-reduce; with the sosp25 model the slowest stage's sync. 0 when the plan has no
- * layer times. For the planner's pruning. */
-double sl_sim_plan_time_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm,
-				      const struct sl_plan *plan, long long global_batch);
-
-/* The same, given the plan's sl_sim_plan_sync_lower_bound_s (the planner asks that first: it
- * alone prunes most plans, without the transfers). */
+ * layer times. For the planner's pruning, which passes the plan's sl_sim_plan_sync_lower_bound_s
+ * as sync_s (it asks that first: it alone prunes most plans, without the transfers). */
 double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl_cost_model cm,
 					   const struct sl_plan *plan, long long global_batch,
 					   double sync_s);

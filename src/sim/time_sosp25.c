@@ -12,7 +12,7 @@
 
 #include "sim/internal.h"
 
-static const struct sl_net_fit *fit(const struct sl_sim_env *env, const struct sl_replica *s,
+static const struct sl_link_fit *fit(const struct sl_sim_env *env, const struct sl_replica *s,
 				    int sc, const struct sl_replica *d, int dc)
 {
 	return sl_network_fit(env->network, s->zone, s->gpu, sc, d->zone, d->gpu, dc);
@@ -43,12 +43,12 @@ double sl_sosp25_stage_sync_s(const struct sl_sim_env *env, const struct sl_plan
 	double stage_sync = 0.0;
 	/* the time depends on the pair only through its fit: evaluate each distinct fit once
 	 * (canonical plans repeat the same pair along a zone's run of replicas) */
-	const struct sl_net_fit *seen[8];
+	const struct sl_link_fit *seen[8];
 	int seen_count = 0;
 	for (int j = 0; j + 1 < D; j++) {
 		const struct sl_replica *r = sl_plan_replica(plan, i, j);
 		const struct sl_replica *n = sl_plan_replica(plan, i, j + 1);
-		const struct sl_net_fit *f = fit(env, r, 1, n, 1);
+		const struct sl_link_fit *f = fit(env, r, 1, n, 1);
 		int known = 0;
 		for (int q = 0; q < seen_count && !known; q++)
 			known = seen[q] == f;
@@ -118,7 +118,7 @@ static void stage_transfers(const struct sl_sim_env *env, const struct sl_plan *
 			continue;
 		if (i < P - 1) {
 			const struct sl_replica *n = sl_plan_replica(plan, i + 1, j % D);
-			const struct sl_net_fit *f = fit(env, r, r->tp, n, n->tp);
+			const struct sl_link_fit *f = fit(env, r, r->tp, n, n->tp);
 			out->network_derived |= f->derived;
 			double tm = sl_sosp25_send_time(f, A);
 			if (tm > *act)
@@ -126,7 +126,7 @@ static void stage_transfers(const struct sl_sim_env *env, const struct sl_plan *
 		}
 		if (i > 0) {
 			const struct sl_replica *p = sl_plan_replica(plan, i - 1, j % D);
-			const struct sl_net_fit *f = fit(env, r, r->tp, p, p->tp);
+			const struct sl_link_fit *f = fit(env, r, r->tp, p, p->tp);
 			out->network_derived |= f->derived;
 			double tm = sl_sosp25_send_time(f, B);
 			if (tm > *grad)

@@ -6,13 +6,11 @@
 # (20 Mbit/s), both below their shaped rates. Needs root, namespaces, tc, jq, mpirun: skips if not.
 set -u
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-skip() { echo "$*"; exit 77; }
+source tests/lib/common.sh
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, tc, cgroups)"
 for c in ip tc jq mpirun timeout; do command -v $c >/dev/null || skip "$c is missing (scripts/install-deps.sh)"; done
 ip netns add sailor-tbprobe 2>/dev/null || skip "cannot create network namespaces here"
 ip netns del sailor-tbprobe
-work=$(mktemp -d)
 export SAILOR_TESTBED_STATE=$work/state
 desc=$work/tb.json
 cat >"$desc" <<'JSON'
@@ -23,10 +21,12 @@ cat >"$desc" <<'JSON'
                                               {"name": "a1", "class": "cpu-fast", "slots": 1}]},
            {"name": "us-west1-b", "hosts": [{"name": "w0", "class": "cpu-fast", "slots": 1}]}]}
 JSON
-trap 'scripts/testbed down "$desc" >/dev/null 2>&1; rm -rf "$work"' EXIT
-timeout 60 scripts/testbed up "$desc" -o "$work/cluster.json" 2>"$work/up-err" || { echo "testbed up failed:"; cat "$work/up-err"; exit 1; }
-fails=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi; }
+# only the testbed this test brings up is taken down (down finds namespaces by name); a failed
+# up removes what it made itself
+up_status=0
+timeout 60 scripts/testbed up "$desc" -o "$work/cluster.json" 2>"$work/up-err" || up_status=$?
+case $up_status in 0 | 124 | 137) at_exit 'scripts/testbed down "$desc" >/dev/null 2>&1' ;; esac
+[ "$up_status" -eq 0 ] || { echo "testbed up failed:"; cat "$work/up-err"; exit 1; }
 # no retry here: a start failure of mpirun is retried once by the profiler's launcher itself
 # (src/runtime/start_failure.h), which says so on stderr
 timeout 90 "$SAILOR" profile --network --cluster "$work/cluster.json" --gpus data/testbed/gpus-cpu.json \
@@ -41,4 +41,4 @@ echo "p2p at 512 kB: within the zone $zone B/s, between regions $world B/s"
 check "within a zone faster than between regions" 'awk -v z="$zone" -v w="$world" "BEGIN { exit !(z > 1.5 * w) }"'
 check "between regions below its 20 Mbit/s (2.5 MB/s) shaping" 'awk -v w="$world" "BEGIN { exit !(w > 0 && w < 2.5e6 * 1.1) }"'
 check "simulator's loader skips the extra keys (schema, source, intra_node)" 'jq -e ".source.pairs | length == 3" "$n" >/dev/null'
-[ "$fails" -eq 0 ]
+finish

@@ -6,14 +6,11 @@
 # it until a SIGKILL (issue 20). SAILOR_TEST_LATE_STOP=R:S (runner.c) sends the signal exactly then.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${SAILOR:?set SAILOR to the sailor binary}"
-command -v mpirun >/dev/null || { echo "mpirun is missing (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
+source tests/lib/common.sh
+use_mpi
 launcher=""
-cleanup() { [ -n "$launcher" ] && kill -9 "$launcher" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-"$SAILOR" data data/text/fsf-licenses.txt -o "$work/tokens.bin" >/dev/null
+at_exit '[ -n "$launcher" ] && kill -9 "$launcher" 2>/dev/null'
+tokens "$work/tokens.bin"
 for case in "03-pp2.json 1:5" "04-tp2.json 0:4"; do
   read -r plan hook <<<"$case"
   rm -rf "$work/ckpt"

@@ -6,12 +6,11 @@
 # nothing behind. Needs root, network namespaces, tc, cgroups, jq and mpirun: skips (77) if not.
 set -u  # no pipefail: "cmd | grep -q" may end cmd early with SIGPIPE
 cd "$(dirname "$0")/../.."
-skip() { echo "$*"; exit 77; }
+source tests/lib/common.sh
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, tc, cgroups)"
 for c in ip tc jq mpirun timeout; do command -v $c >/dev/null || skip "$c is missing (scripts/install-deps.sh)"; done
 ip netns add sailor-tbprobe 2>/dev/null || skip "cannot create network namespaces here"
 ip netns del sailor-tbprobe
-work=$(mktemp -d)
 export SAILOR_TESTBED_STATE=$work/state
 desc=$work/tb.json
 cat >"$desc" <<'JSON'
@@ -24,11 +23,12 @@ cat >"$desc" <<'JSON'
            {"name": "us-west1-b", "region": "us-west1", "hosts": [{"name": "w0", "class": "cpu-slow", "slots": 1}]}]}
 JSON
 # never remove through the testbed's cgroup bind mount should `down` fail
-trap 'scripts/testbed down "$desc" >/dev/null 2>&1; mountpoint -q "$work/state/tbud/cgroup" || rm -rf "$work"' EXIT
-fails=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi; }
-
-timeout 60 scripts/testbed up "$desc" -o "$work/cluster.json" 2>"$work/err" || { cat "$work/err"; exit 1; }
+# only the testbed this test brings up is taken down at exit (down finds namespaces by name); a
+# failed up removes what it made itself
+up_status=0
+timeout 60 scripts/testbed up "$desc" -o "$work/cluster.json" 2>"$work/err" || up_status=$?
+case $up_status in 0 | 124 | 137) at_exit 'scripts/testbed down "$desc" >/dev/null 2>&1' ;; esac
+[ "$up_status" -eq 0 ] || { cat "$work/err"; exit 1; }
 check "three namespaces" '[ "$(ip netns list | grep -c "^sailor-tbud-")" -eq 3 ]'
 check "w0 has 10.78.2.2" 'ip -n sailor-tbud-w0 -o -4 addr show dev eth0 | grep -q " 10.78.2.2/16"'
 check "a0 shapes traffic to us-west1-b at 20 Mbit" 'ip netns exec sailor-tbud-a0 tc class show dev eth0 | grep -q "1:11 .*rate 20Mbit"'
@@ -65,4 +65,4 @@ check "failed up exits 1" '[ $rc -eq 1 ] && grep -q "up failed (the command abov
 check "failed up leaves no namespace" '! ip netns list | grep -q "^sailor-tbud-"'
 check "failed up leaves no bridge" '! ip -o link show | grep -q "sltbudbr"'
 ip link del sltbudh1 2>/dev/null || true; ip link del sltbudx1 2>/dev/null || true
-[ "$fails" -eq 0 ]
+finish

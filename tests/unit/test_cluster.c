@@ -79,23 +79,23 @@ static void network_fits_match_the_artifact(void **state)
 	int gh = sl_catalogue_gpu_index(&cat, "GH-96");
 	int za = sl_catalogue_zone_index(&cat, "us-central1-a");
 	int zw = sl_catalogue_zone_index(&cat, "us-west1-b");
-	const struct sl_net_fit *f = sl_network_fit(net, za, a100, 1, za, a100, 1);
+	const struct sl_link_fit *f = sl_network_fit(net, za, a100, 1, za, a100, 1);
 	assert_int_equal(f->derived, 0);
-	assert_true(fabs(sl_net_fit_gbps(f, 8e6) - 1.52) < 0.01);
-	assert_true(fabs(sl_net_fit_gbps(f, 512e6) - 2.19) < 0.01);
+	assert_true(fabs(sl_link_fit_gbps(f, 8e6) - 1.52) < 0.01);
+	assert_true(fabs(sl_link_fit_gbps(f, 512e6) - 2.19) < 0.01);
 	assert_true(fabs(f->max_bps - 2.42e9) < 0.01e9);
 	f = sl_network_fit(net, za, a100, 4, za, a100, 4);
-	assert_true(fabs(sl_net_fit_gbps(f, 8e6) - 5.66) < 0.01);
+	assert_true(fabs(sl_link_fit_gbps(f, 8e6) - 5.66) < 0.01);
 	f = sl_network_fit(net, za, a100, 1, zw, a100, 1);
-	assert_true(fabs(sl_net_fit_gbps(f, 8e6) - 0.33) < 0.01);
+	assert_true(fabs(sl_link_fit_gbps(f, 8e6) - 0.33) < 0.01);
 	f = sl_network_fit(net, za, v100, 4, za, v100, 4);
-	assert_true(fabs(sl_net_fit_gbps(f, 8e6) - 4.34) < 0.01);
+	assert_true(fabs(sl_link_fit_gbps(f, 8e6) - 4.34) < 0.01);
 	f = sl_network_fit(net, za, gh, 4, za, gh, 4);
-	assert_true(fabs(sl_net_fit_gbps(f, 8e6) - 73.6) < 0.1);
+	assert_true(fabs(sl_link_fit_gbps(f, 8e6) - 73.6) < 0.1);
 	/* send time = (bytes/1e9) / GB/s */
 	f = sl_network_fit(net, za, a100, 1, za, a100, 1);
-	assert_true(fabs(sl_net_send_time_s(f, 8e6) - 0.008 / sl_net_fit_gbps(f, 8e6)) < 1e-12);
-	assert_true(sl_net_send_time_s(f, 0) == 0.0);
+	assert_true(fabs(sl_link_send_time_s(f, 8e6) - 0.008 / sl_link_fit_gbps(f, 8e6)) < 1e-12);
+	assert_true(sl_link_send_time_s(f, 0) == 0.0);
 }
 
 static void missing_links_get_flagged_stand_ins(void **state)
@@ -110,8 +110,8 @@ static void missing_links_get_flagged_stand_ins(void **state)
 	int zb = sl_catalogue_zone_index(&cat, "us-central1-b");
 	int zw = sl_catalogue_zone_index(&cat, "us-west1-b");
 	/* A100-80 has no fits: the A100-40 ones stand in */
-	const struct sl_net_fit *f = sl_network_fit(net, za, a80, 2, za, a80, 2);
-	const struct sl_net_fit *g = sl_network_fit(net, za, a100, 2, za, a100, 2);
+	const struct sl_link_fit *f = sl_network_fit(net, za, a80, 2, za, a80, 2);
+	const struct sl_link_fit *g = sl_network_fit(net, za, a100, 2, za, a100, 2);
 	assert_int_equal(f->derived, 1);
 	assert_true(f->a0 == g->a0 && f->a1 == g->a1 && f->a2 == g->a2);
 	/* GH-96 across zones b -> west: not measured; no faster than the same-zone link and no faster
@@ -124,10 +124,10 @@ static void missing_links_get_flagged_stand_ins(void **state)
 	assert_int_equal(sl_network_fit(net, za, h100, 4, za, h100, 4)->derived, 1);
 	f = sl_network_fit(net, zb, rtx, 8, zw, a100, 1);
 	assert_int_equal(f->derived, 1);
-	assert_true(sl_net_send_time_s(f, 1e8) > 0 && isfinite(sl_net_send_time_s(f, 1e8)));
+	assert_true(sl_link_send_time_s(f, 1e8) > 0 && isfinite(sl_link_send_time_s(f, 1e8)));
 	/* intra-node fits exist for every type */
 	for (int k = 0; k < cat.gpu_count; k++)
-		assert_true(sl_net_send_time_s(sl_network_intra_fit(net, k, 4), 1e8) > 0);
+		assert_true(sl_link_send_time_s(sl_network_intra_fit(net, k, 4), 1e8) > 0);
 }
 
 static void egress_prices(void **state)

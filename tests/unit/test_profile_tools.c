@@ -103,7 +103,7 @@ static void fit_recovers_a_quadratic(void **state)
 		double x = log2(bytes[i] / 1e6);
 		bps[i] = 1e9 * (-0.01 * x * x + 0.2 * x + 1.5);
 	}
-	struct sl_net_fit f;
+	struct sl_link_fit f;
 	assert_int_equal(sl_netprof_fit(bytes, bps, 6, &f), 0);
 	if (fabs(f.a2 + 0.01) > 1e-6 || fabs(f.a1 - 0.2) > 1e-6 || fabs(f.a0 - 1.5) > 1e-6)
 		print_error("fit %g %g %g\n", f.a2, f.a1, f.a0);

@@ -268,10 +268,10 @@ static void a_sleeping_waits_tests_spend_the_quota(void **state)
 static double wire_s(const struct sl_plan *plan, double bytes)
 {
 	const struct sl_replica *r = &plan->replicas[0];
-	const struct sl_net_fit *fit =
+	const struct sl_link_fit *fit =
 		sl_network_fit(env->network, r->zone, r->gpu, 1, r->zone, r->gpu, 1);
 	assert_non_null(fit);
-	return bytes / 1e9 / sl_net_fit_gbps(fit, bytes);
+	return bytes / 1e9 / sl_link_fit_gbps(fit, bytes);
 }
 
 /* Two replicas of device type gpu (each its own host) holding the whole model, without ZeRO-1
