@@ -259,9 +259,11 @@ int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long
 	 * plan's sharing (plan/microbatch_share.h), which is that number wherever the plan shares
 	 * the batch as evenly as it can (the planner's splits and the artifact's plans do) */
 	int Nmb = 0;
-	for (int j = 0; j < D; j++)
-		if (sl_plan_pipeline_microbatches(plan, j, G) > Nmb)
-			Nmb = sl_plan_pipeline_microbatches(plan, j, G);
+	for (int j = 0; j < D; j++) {
+		int n = sl_plan_pipeline_microbatches(plan, j, G);
+		if (n > Nmb)
+			Nmb = n;
+	}
 	out->microbatches = Nmb;
 	double c[SL_SIM_MAX_STAGES], u[SL_SIM_MAX_STAGES], act[SL_SIM_MAX_STAGES],
 		grad[SL_SIM_MAX_STAGES], m[SL_SIM_MAX_STAGES];

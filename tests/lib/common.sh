@@ -50,11 +50,11 @@ run_exit_steps() {
 }
 
 # kill_work_processes: SIGKILL to every process whose command line names $work (a run's ranks,
-# launchers and daemons, which name the run's files); only with $work a folder mktemp made, so an
-# empty or stray value can never widen the match
+# launchers and daemons, which name the run's files); only with $work a folder mktemp made
+# (".../tmp.XXXXXXXXXX" under any TMPDIR), so an empty or stray value can never widen the match
 kill_work_processes() {
 	case "$work" in
-	/tmp/tmp.?*) [ -d "$work" ] && pkill -9 -f -- "$work/" 2>/dev/null ;;
+	/*/tmp.??????*) [ -d "$work" ] && pkill -9 -f -- "$work/" 2>/dev/null ;;
 	esac
 	return 0
 }
