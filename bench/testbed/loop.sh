@@ -13,7 +13,7 @@
 #
 # usage: bench/testbed/loop.sh [OUT]    environment: DESC (testbed description, default
 #        data/testbed/hetero2.json), STEPS (10),
-#        GLOBAL_BATCH (32), MODEL (gpt2-tiny), SEQ (128), MBS (1,2,4), SKIP_PROFILE=DIR (reuse
+#        GLOBAL_BATCH (32), MODEL (gpt2-tiny), SEQ (the model's seq_len), MBS (1,2,4), SKIP_PROFILE=DIR (reuse
 #        profiles DIR/profiles and DIR/network.json from an earlier loop)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -24,7 +24,9 @@ DESC=${DESC:-data/testbed/hetero2.json}
 STEPS=${STEPS:-10}
 G=${GLOBAL_BATCH:-32}
 MODEL=${MODEL:-gpt2-tiny}
-SEQ=${SEQ:-128}
+model_file=$MODEL; [ -f "$model_file" ] || model_file=data/models/$MODEL.json
+SEQ=${SEQ:-$(jq -r .seq_len "$model_file")}
+last_layer=$(( $(jq -r .layers "$model_file") + 1 ))  # plan layers: embedding, blocks, head
 MBS=${MBS:-1,2,4}
 GPUS=data/testbed/gpus-cpu.json
 S="$here/build/sailor"
@@ -42,7 +44,7 @@ if [ -n "${SKIP_PROFILE:-}" ]; then
 	cp -r "$SKIP_PROFILE/profiles" "$out/" 2>/dev/null || true
 	cp "$SKIP_PROFILE/network.json" "$out/network.json"
 else
-	MODEL="${MODEL:-gpt2-tiny}" SEQ="$SEQ" MBS="$MBS" bench/testbed/profile_testbed.sh "$out/cluster.json" "$GPUS" "$out"
+	MODEL="$MODEL" SEQ="$SEQ" MBS="$MBS" bench/testbed/profile_testbed.sh "$out/cluster.json" "$GPUS" "$out"
 fi
 env_args=(--gpus "$GPUS" --profiles "$out/profiles" --network "$out/network.json"
 	  --cluster "$out/cluster.json")
@@ -65,9 +67,9 @@ PY
 
 # --- baselines ----------------------------------------------------------------------------------
 # data parallel only over every device (TP 1, one stage), and the best plan of one device class
-python3 - "$out" "$G" <<'PY'
+python3 - "$out" "$G" "$MODEL" "$last_layer" <<'PY'
 import json, sys
-out, G = sys.argv[1], int(sys.argv[2])
+out, G, model, last_layer = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 pool = json.load(open(f"{out}/pool.json"))
 reps = [{"gpu": e["gpu"], "zone": e["zone"], "tp": 1, "count": e["count"]} for e in pool["gpus"]]
 D = sum(e["count"] for e in pool["gpus"])
@@ -76,8 +78,8 @@ D = sum(e["count"] for e in pool["gpus"])
 mbs = next(b for b in (4, 2, 1) if G % b == 0 and G // b >= D)
 n = G // mbs
 per = [n // D + (1 if j < n % D else 0) for j in range(D)]
-plan = {"schema": "sailor.plan/1", "model": "gpt2-tiny", "global_batch": G, "micro_batch": mbs,
-        "stages": [{"layers": [0, 5], "replicas": reps}]}
+plan = {"schema": "sailor.plan/1", "model": model, "global_batch": G, "micro_batch": mbs,
+        "stages": [{"layers": [0, last_layer], "replicas": reps}]}
 if len(set(per)) > 1:
     plan["microbatches_per_pipeline"] = per
 json.dump(plan, open(f"{out}/plans/baseline-dp-all.json", "w"), indent=1)
@@ -102,11 +104,10 @@ done
 for p in "$out"/plans/*.json; do
 	n=$(basename "$p" .json)
 	echo "loop: running $n" >&2
-	for attempt in 1 2; do  # OpenMPI's start-up in fresh namespaces flakes now and then
-		nice -n -5 timeout 600 "$S" run --model "$MODEL" --data "$out/tokens.bin" --plan "$p" \
-			--cluster "$out/cluster.json" --gpus "$GPUS" --seq-len "$SEQ" --steps "$STEPS" \
-			--json >"$out/runs/$n.out" 2>"$out/runs/$n.err" && break
-	done
+	# no retry here: `sailor run` itself retries an mpirun that failed to start, and logs it
+	nice -n -5 timeout 600 "$S" run --model "$MODEL" --data "$out/tokens.bin" --plan "$p" \
+		--cluster "$out/cluster.json" --gpus "$GPUS" --seq-len "$SEQ" --steps "$STEPS" \
+		--json >"$out/runs/$n.out" 2>"$out/runs/$n.err" || true
 	"$S" simulate --model "$MODEL" --plan "$p" --json "${env_args[@]}" >"$out/runs/$n.sim.json"
 done
 

@@ -6,15 +6,18 @@
 #
 # usage: bench/testbed/profile_testbed.sh CLUSTER.json GPUS.json OUT_DIR
 #        writes OUT_DIR/profiles/<MODEL>/<class>.json and OUT_DIR/network.json;
-#        environment: MODEL (gpt2-tiny), SEQ (128), MBS (1,2,4)
+#        environment: MODEL (gpt2-tiny), SEQ (the model's seq_len), MBS (1,2,4)
 set -euo pipefail
 [ $# -eq 3 ] || { sed -n '2,9p' "$0" >&2; exit 2; }
 cluster=$1 gpus=$2 out=$3
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 S="$here/build/sailor"
-MODEL=${MODEL:-gpt2-tiny} SEQ=${SEQ:-128} MBS=${MBS:-1,2,4}
+MODEL=${MODEL:-gpt2-tiny} MBS=${MBS:-1,2,4}
+model_file=$MODEL; [ -f "$model_file" ] || model_file=$here/data/models/$MODEL.json
+SEQ=${SEQ:-$(jq -r .seq_len "$model_file")}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-jq -r '.hosts | group_by(.gpu)[] | .[0] | "\(.name) \(.gpu) \(.slots)"' "$cluster" |
+# the host of each class with the most slots, so that TP 2 is measured wherever a host can hold it
+jq -r '.hosts | group_by(.gpu)[] | max_by(.slots) | "\(.name) \(.gpu) \(.slots)"' "$cluster" |
 while read -r host gpu slots; do
 	for tp in 1 2; do
 		[ "$tp" -le "$slots" ] || continue

@@ -4,12 +4,12 @@
 # runs every plan of PLANS with `sailor run`, and writes OUT/: one validation file per plan (the
 # plan plus "measured": median step time and the largest peak resident memory of a rank), and
 # OUT/env/: profiles/, network.json, cluster.json and gpus.json, which is everything
-#   sailor validate --model gpt2-tiny OUT --profiles OUT/env/profiles --gpus OUT/env/gpus.json \
+#   sailor validate --model MODEL OUT --profiles OUT/env/profiles --gpus OUT/env/gpus.json \
 #       --network OUT/env/network.json --cluster OUT/env/cluster.json
 # needs to predict them. Raw run outputs go to OUT/env/raw/. Needs root (namespaces, tc, cgroups), mpirun, jq, python3.
 #
 # usage: bench/testbed/validation.sh PLANS_DIR OUT   environment: DESC (data/testbed/geo3.json),
-#        STEPS (10), SEQ (128), MBS (1,2,4)
+#        MODEL (gpt2-tiny), STEPS (10), SEQ (the model's seq_len), MBS (1,2,4)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$here"
@@ -17,7 +17,9 @@ cd "$here"
 plans=$1 out=$2
 DESC=${DESC:-data/testbed/geo3.json}
 STEPS=${STEPS:-10}
-SEQ=${SEQ:-128}
+MODEL=${MODEL:-gpt2-tiny}
+model_file=$MODEL; [ -f "$model_file" ] || model_file=data/models/$MODEL.json
+SEQ=${SEQ:-$(jq -r .seq_len "$model_file")}
 MBS=${MBS:-1,2,4}
 S="$here/build/sailor"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -28,21 +30,20 @@ env=$out/env
 trap '[ "${KEEP_TESTBED:-0}" = 1 ] || scripts/testbed down "$DESC" >/dev/null 2>&1 || true' EXIT
 scripts/testbed up "$DESC" -o "$env/cluster.json" >&2
 cp data/testbed/gpus-cpu.json "$env/gpus.json"
-MODEL="${MODEL:-gpt2-tiny}" SEQ="$SEQ" MBS="$MBS" bench/testbed/profile_testbed.sh "$env/cluster.json" "$env/gpus.json" "$env"
+MODEL="$MODEL" SEQ="$SEQ" MBS="$MBS" bench/testbed/profile_testbed.sh "$env/cluster.json" "$env/gpus.json" "$env"
 "$S" data data/text/fsf-licenses.txt -o "$env/tokens.bin" >/dev/null
 mkdir -p "$env/raw"
 for p in "$plans"/*.json; do
 	n=$(basename "$p" .json)
 	echo "validation: running $n" >&2
-	cmd=("$S" run --model gpt2-tiny --data "$env/tokens.bin" --plan "$p" --cluster "$env/cluster.json"
+	cmd=("$S" run --model "$MODEL" --data "$env/tokens.bin" --plan "$p" --cluster "$env/cluster.json"
 	     --gpus "$env/gpus.json" --seq-len "$SEQ" --steps "$STEPS" --lr 1e-3 --json)
-	for attempt in 1 2; do  # OpenMPI's start-up in fresh namespaces flakes now and then
-		nice -n -5 timeout 600 "${cmd[@]}" >"$env/raw/$n.out" 2>"$env/raw/$n.err" && break
-	done
+	# no retry here: `sailor run` itself retries an mpirun that failed to start, and logs it
+	nice -n -5 timeout 600 "${cmd[@]}" >"$env/raw/$n.out" 2>"$env/raw/$n.err" || true
 	python3 bench/testbed/run_to_validation.py "$p" "$env/raw/$n.out" \
 		"sailor run --plan $n.json --cluster cluster.json --gpus gpus.json --seq-len $SEQ --steps $STEPS --lr 1e-3 --json (testbed $(basename "$DESC"), $(date -u +%Y-%m-%d))" \
 		"$out/$n.json" || echo "validation: $n did not finish (see $out/raw/$n.err)" >&2
 done
 rm -f "$env/tokens.bin"
-"$S" validate --model gpt2-tiny "$out" --profiles "$env/profiles" --gpus "$env/gpus.json" \
+"$S" validate --model "$MODEL" "$out" --profiles "$env/profiles" --gpus "$env/gpus.json" \
 	--network "$env/network.json" --cluster "$env/cluster.json"
