@@ -296,6 +296,9 @@ static int run_profile(int argc, char **argv)
 			return fail(&err);
 		/* TP ranks wait the way a run's ranks on this device type wait */
 		const struct sl_gpu_type *device = &cat.gpus[sl_catalogue_gpu_index(&cat, po.gpu)];
+		/* ranks placed as a run places them sit in their device's quota (the testbed's
+		 * slot cgroups): time them by the CPU that quota pays for (profiler.c) */
+		po.cpu_quota_cores = device->cpu_quota_cores;
 		if (sl_comm_set_idle_wait(&comm, sl_comm_idle_wait_for(device->cpu_quota_cores),
 					  &err))
 			return fail(&err);

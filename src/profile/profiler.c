@@ -45,6 +45,7 @@ struct group {
 	float *bufs[MAX_TP];
 	float *acc;          /* shared result, sized on demand by rank 0 between barriers */
 	int ints[MAX_TP];    /* rank_max_int's contributions */
+	double phase_values[MAX_TP][PHASES]; /* rank_max_phases' contributions */
 	long long acc_count;
 	int failed;
 };
@@ -80,6 +81,22 @@ static int rank_max_int(struct rank *r, int x)
 	double v = x;
 	sl_comm_allreduce(r->comm, &r->comm->world, &v, 1, SL_COMM_DOUBLE, SL_COMM_MAX, NULL);
 	return (int)v;
+}
+
+/* Every phase's largest value over the ranks, into x (each rank's own on entry). */
+static void rank_max_phases(struct rank *r, double x[PHASES])
+{
+	if (!r->comm) {
+		struct group *g = r->g;
+		memcpy(g->phase_values[r->id], x, sizeof(g->phase_values[r->id]));
+		pthread_barrier_wait(&g->barrier);
+		for (int k = 0; k < g->tp; k++)
+			for (int p = 0; p < PHASES; p++)
+				x[p] = fmax(x[p], g->phase_values[k][p]);
+		pthread_barrier_wait(&g->barrier);
+		return;
+	}
+	sl_comm_allreduce(r->comm, &r->comm->world, x, PHASES, SL_COMM_DOUBLE, SL_COMM_MAX, NULL);
 }
 
 /* A sum or max in rank order, so every rank gets the same bits (what the runtime's MPI
@@ -127,6 +144,7 @@ struct job {
 	double min_sample_s;  /* a timed sample of a phase lasts at least this long */
 	int calls[PHASES];    /* calls of the phase per timed sample (set after iteration 0) */
 	double *times;        /* [iteration][PHASES], the slowest rank's per call (rank 0) */
+	double *cpu_times;    /* [iteration][PHASES], the largest CPU time of a rank per call */
 	size_t layer_param_bytes[3], layer_cache_bytes[3], workspace_bytes;
 	double rss_bytes;
 	double runtime_rss_bytes; /* rss_bytes less the tensors: process, libraries, MPI */
@@ -217,11 +235,12 @@ static void *run_rank(void *arg)
 	float *emb_out = bufs, *blk_out = bufs + act, *head_gin = bufs + 2 * act,
 	      *blk_gin = bufs + 3 * act;
 	for (int it = 0; it < j->iterations && !rc; it++) {
-		double t[PHASES + 1];
+		double t[PHASES + 1], cpu[PHASES];
 		double loss = 0;
 		for (int p = 0; p < PHASES && !rc; p++) {
 			rank_barrier(me);
 			t[p] = sl_now_s();
+			cpu[p] = sl_clock_s(CLOCK_THREAD_CPUTIME_ID);
 			/* iteration 0 counts the calls a sample needs: it calls the phase until
 			 * min_sample_s has passed on rank 0 (which tells the others each time) */
 			int counting = it == 0;
@@ -247,14 +266,21 @@ static void *run_rank(void *arg)
 				}
 			}
 			}
+			/* this rank's CPU for the phase, before it waits for the others */
+			cpu[p] = sl_clock_s(CLOCK_THREAD_CPUTIME_ID) - cpu[p];
 		}
 		rank_barrier(me);
 		t[PHASES] = sl_now_s();
+		if (!rc)
+			rank_max_phases(me, cpu);
 		/* the slowest rank's phase: phases start on a barrier, so the next barrier's time
 		 * on rank 0 is the end of the slowest; rank 0 records its view */
 		if (w->id.id == 0 && !rc)
 			for (int p = 0; p < PHASES; p++)
 				j->times[(size_t)it * PHASES + (size_t)p] = (t[p + 1] - t[p]) / j->calls[p];
+		if (w->id.id == 0 && !rc)
+			for (int p = 0; p < PHASES; p++)
+				j->cpu_times[(size_t)it * PHASES + (size_t)p] = cpu[p] / j->calls[p];
 		/* Iteration 0 set how many calls one timed sample makes (above), so that every
 		 * sample lasts at least min_sample_s: a device that is a CPU quota runs in bursts of
 		 * its cgroup period (10 ms on the testbed), and a phase shorter than that would be
@@ -295,6 +321,19 @@ static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
+}
+
+/* The median of phase p over the timed iterations of samples ([iteration][PHASES], after
+ * warmup), and its spread (max - min) / median; col is scratch of repeats doubles. */
+static void median_of_repeats(const double *samples, int warmup, int repeats, int p, double *col,
+			      double *median, double *spread)
+{
+	for (int r = 0; r < repeats; r++)
+		col[r] = samples[(size_t)(warmup + r) * PHASES + (size_t)p];
+	qsort(col, (size_t)repeats, sizeof(double), cmp_double);
+	int h = repeats / 2;
+	*median = repeats % 2 ? col[h] : 0.5 * (col[h - 1] + col[h]);
+	*spread = *median > 0 ? (col[repeats - 1] - col[0]) / *median : 0;
 }
 
 /* Runs one (mbs, tp) measurement; j->times gets iterations x PHASES seconds. */
@@ -401,14 +440,31 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 	json_object_set_new(src, "tp_ranks_as",
 			    json_string(o->comm ? "MPI ranks of one host, all-reduce over MPI"
 						: "threads with an in-process all-reduce"));
-	json_object_set_new(src, "statistic", json_string("median over repeats of the slowest TP "
-							  "rank's time; spread = (max - min) / median"));
+	/* On a device that is a CPU quota, a phase's wall time depends on where its sample falls
+	 * in the quota's periods (a sample that ends just after a period's budget ran out is up to
+	 * (1 - cores) x period shorter than one that ends just before the next period begins),
+	 * which moved layer times by 3% median and 7% at most between two bring-ups of a
+	 * testbed. The CPU a rank spends is what the quota's budget pays for, and the runtime
+	 * model replays profile times as that CPU at the quota's rate (sim/runtime_cpu_quota.c):
+	 * so there the time kept is the rank's CPU time / cores, which no alignment moves. */
+	int cpu_basis = o->cpu_quota_cores > 0 && o->cpu_quota_cores < 1 && o->threads == 1;
+	json_object_set_new(
+		src, "statistic",
+		json_string(cpu_basis ? "median over repeats of the largest CPU time of a TP rank / "
+					"the device's CPU quota (cores), the time at the quota's "
+					"average rate; median_wall_s: the slowest rank's wall time; "
+					"spread = (max - min) / median"
+				      : "median over repeats of the slowest TP rank's time; spread = "
+					"(max - min) / median"));
+	if (cpu_basis)
+		json_object_set_new(src, "cpu_quota_cores", json_real(o->cpu_quota_cores));
 	if (o->command)
 		json_object_set_new(src, "command", json_string(o->command));
 	int iterations = o->warmup + o->repeats;
 	double *times = calloc((size_t)iterations * PHASES, sizeof(double));
+	double *cpu_times = calloc((size_t)iterations * PHASES, sizeof(double));
 	double *col = calloc((size_t)o->repeats, sizeof(double));
-	if (!times || !col)
+	if (!times || !cpu_times || !col)
 		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	for (int a = 0; a < o->mbs_count && !rc; a++) {
 		char mk[16];
@@ -418,21 +474,36 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 		for (int b = 0; b < o->tp_count && !rc; b++) {
 			struct job j = {.model = &model, .mbs = o->mbs[a], .tp = o->tp[b], .seq = seq,
 					.threads = o->threads, .iterations = iterations,
-					.min_sample_s = o->min_sample_s, .times = times};
+					.min_sample_s = o->min_sample_s, .times = times,
+					.cpu_times = cpu_times};
 			for (int p = 0; p < PHASES; p++)
 				j.calls[p] = 1;
 			double t0 = sl_now_s();
 			rc = measure(&j, o->comm, err);
 			if (rc)
 				break;
-			double med[PHASES], spread[PHASES];
+			/* The quota is in force only where the ranks ran no faster than it allows
+			 * (up to the 1 ms of a period Linux may carry over): a run of these ranks
+			 * outside the testbed's cgroups is timed by the wall clock, as elsewhere. */
+			double cpu_sum = 0, wall_sum = 0;
+			for (int k = o->warmup * PHASES; k < iterations * PHASES; k++) {
+				cpu_sum += cpu_times[k];
+				wall_sum += times[k];
+			}
+			double cpu_per_wall = wall_sum > 0 ? cpu_sum / wall_sum : 0;
+			int entry_cpu_basis = cpu_basis && cpu_per_wall < 1.5 * o->cpu_quota_cores;
+			double med[PHASES], spread[PHASES], wall_med[PHASES], wall_spread[PHASES];
 			for (int p = 0; p < PHASES; p++) {
-				for (int r = 0; r < o->repeats; r++)
-					col[r] = times[(size_t)(o->warmup + r) * PHASES + (size_t)p];
-				qsort(col, (size_t)o->repeats, sizeof(double), cmp_double);
-				int h = o->repeats / 2;
-				med[p] = o->repeats % 2 ? col[h] : 0.5 * (col[h - 1] + col[h]);
-				spread[p] = med[p] > 0 ? (col[o->repeats - 1] - col[0]) / med[p] : 0;
+				median_of_repeats(times, o->warmup, o->repeats, p, col, &wall_med[p],
+						  &wall_spread[p]);
+				if (entry_cpu_basis) {
+					median_of_repeats(cpu_times, o->warmup, o->repeats, p, col,
+							  &med[p], &spread[p]);
+					med[p] /= o->cpu_quota_cores;
+				} else {
+					med[p] = wall_med[p];
+					spread[p] = wall_spread[p];
+				}
 			}
 			/* the SOSP'25 convention: the step of embedding + 2 blocks + head */
 			double update = med[U_EMB] + 2 * med[U_BLK] + med[U_HEAD];
@@ -455,6 +526,20 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 			double params = (double)(j.layer_param_bytes[0] + 2 * j.layer_param_bytes[1] +
 						 j.layer_param_bytes[2]) / 16.0; /* 4 arrays of floats */
 			json_object_set_new(e, "median_s", md);
+			if (cpu_basis) {
+				json_object_set_new(e, "time_basis",
+						    json_string(entry_cpu_basis ? "cpu / quota cores"
+							 : "wall: the ranks ran faster than the "
+							   "quota allows, so it was not in force"));
+				json_object_set_new(e, "cpu_per_wall", json_real(cpu_per_wall));
+				json_t *wm = json_object(), *ws = json_object();
+				for (int p = 0; p < PHASES; p++) {
+					json_object_set_new(wm, phase_names[p], json_real(wall_med[p]));
+					json_object_set_new(ws, phase_names[p], json_real(wall_spread[p]));
+				}
+				json_object_set_new(e, "median_wall_s", wm);
+				json_object_set_new(e, "spread_wall", ws);
+			}
 			json_t *calls = json_object();
 			for (int p = 0; p < PHASES; p++)
 				json_object_set_new(calls, phase_names[p], json_integer(j.calls[p]));
@@ -501,6 +586,7 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 					  cost.late_per_test_s, "tests", (json_int_t)cost.tests));
 	}
 	free(times);
+	free(cpu_times);
 	free(col);
 	json_object_set_new(src, "entries", entries_src);
 	json_object_set_new(root, "source", src);

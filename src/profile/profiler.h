@@ -59,6 +59,9 @@ struct sl_profiler_options {
 	int warmup;               /* untimed iterations before them (>= 0) */
 	double min_sample_s;      /* each timed sample of a phase repeats it until it lasts this
 				   * long (0: one call); the time kept is per call */
+	double cpu_quota_cores;   /* the device's CPU quota (catalogue cpu_quota.cores) when it is
+				   * one, else 0: with one thread per rank, times are then the
+				   * ranks' CPU time / cores (the time at the quota's average rate) */
 	const char *command;      /* the command line, for provenance (may be NULL) */
 	int verbose;              /* one line per entry on stderr */
 	struct sl_comm *comm;     /* NULL: TP ranks are threads; else this process is TP rank
