@@ -30,11 +30,16 @@ int sl_netprof_layout(const struct sl_cluster *cluster, struct sl_netprof_layout
 		      struct sl_err *err)
 {
 	memset(out, 0, sizeof(*out));
-	out->intra_host = -1;
-	for (int h = 0; h < cluster->host_count && out->intra_host < 0; h++)
-		if (cluster->hosts[h].slots >= 2)
-			out->intra_host = h;
-	out->world = cluster->host_count + (out->intra_host >= 0);
+	for (int h = 0; h < cluster->host_count; h++) {
+		if (cluster->hosts[h].slots < 2)
+			continue;
+		int known = 0;
+		for (int i = 0; i < out->intra_count; i++)
+			known |= cluster->hosts[out->intra_hosts[i]].gpu == cluster->hosts[h].gpu;
+		if (!known)
+			out->intra_hosts[out->intra_count++] = h;
+	}
+	out->world = cluster->host_count + out->intra_count;
 	if (out->world < 2)
 		return sl_err_set(err, SL_EINPUT, "cluster file '%s': one host with one slot: nothing "
 				  "to measure (give two hosts, or a host with two slots)",
@@ -44,8 +49,8 @@ int sl_netprof_layout(const struct sl_cluster *cluster, struct sl_netprof_layout
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	for (int h = 0; h < cluster->host_count; h++)
 		out->rank_host[h] = h;
-	if (out->intra_host >= 0)
-		out->rank_host[cluster->host_count] = out->intra_host;
+	for (int i = 0; i < out->intra_count; i++)
+		out->rank_host[cluster->host_count + i] = out->intra_hosts[i];
 	return 0;
 }
 
@@ -165,8 +170,8 @@ static int build_pairs(const struct sl_cluster *c, const struct sl_netprof_layou
 		for (int f = e + 1; f < ne; f++)
 			pairs[np++] = (struct pair){first[e], first[f], 0};
 	}
-	if (lay->intra_host >= 0)
-		pairs[np++] = (struct pair){lay->intra_host, c->host_count, 1};
+	for (int i = 0; i < lay->intra_count; i++)
+		pairs[np++] = (struct pair){lay->intra_hosts[i], c->host_count + i, 1};
 	return np;
 }
 

@@ -52,12 +52,16 @@ struct sl_netprof_options {
 	const char *command;          /* for provenance */
 };
 
-/* Ranks and their hosts: rank_host[r] for r < world; intra_host the host of the extra rank
- * (-1 when no host has two slots). */
+/* Ranks and their hosts: rank_host[r] for r < world. Rank h < host_count is on host h; each
+ * device type with a host of two slots or more gets one extra rank, host_count + i on
+ * intra_hosts[i] (the first such host of the type), whose pair with that host's first rank
+ * measures the type's copies within a host: they run on the type's own devices, so a
+ * tenth of a core copies slower than half of one. */
 struct sl_netprof_layout {
 	int world;
 	int *rank_host;
-	int intra_host;
+	int intra_hosts[SL_CLUSTER_MAX_HOSTS];
+	int intra_count;
 };
 
 int sl_netprof_layout(const struct sl_cluster *cluster, struct sl_netprof_layout *out,
