@@ -148,11 +148,14 @@ static void gpu_overlay_adds_types_and_rejects_bad_files(void **state)
 	assert_int_equal(sl_catalogue_gpu_index(&cat, "cpu-fast"), -1);
 	assert_int_equal(sl_catalogue_set_overlay("data/testbed/gpus-cpu.json", &err), 0);
 	assert_int_equal(sl_catalogue_load(NULL, &cat, &err), 0);
-	assert_int_equal(cat.gpu_count, shipped + 2);
+	assert_int_equal(cat.gpu_count, shipped + 6); /* geo3's, quad4's and tri3's classes */
 	assert_int_equal(sl_catalogue_gpu_index(&cat, "cpu-fast"), shipped);
 	assert_int_equal(sl_catalogue_gpu_index(&cat, "cpu-slow"), shipped + 1);
 	assert_true(cat.gpus[shipped].memory_bytes == 2147483648.0);
 	assert_int_equal(cat.gpus[shipped].gpus_per_node, 2);
+	int tenth = sl_catalogue_gpu_index(&cat, "cpu-tenth");
+	assert_true(tenth > shipped);
+	assert_true(cat.gpus[tenth].cpu_quota_cores == 0.1);
 
 	const char *path = "/tmp/sailor-test-gpus.json";
 	struct {
