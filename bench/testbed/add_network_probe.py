@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Adds what a later network profile of the same testbed measured and an older one lacks: the
+burst probe of each pair between hosts (source.pairs[].burst_bytes, .burst_probe), where the
+later profile measured that pair's point-to-point bandwidth within 5% of the older one at every
+size (the same link then: a burst says nothing of a link that ran at another rate), and the
+within-host pairs and intra_node fits of device types that were not measured (the network
+profiler measured one within-host pair only, on the first host with two slots, until
+2026-11-25). Everything the older file measured is kept as it is; the additions are listed in
+source.added, with the file and date they come from.
+
+usage: bench/testbed/add_network_probe.py OLD_NETWORK.json NEWER_NETWORK.json  (OLD is rewritten)"""
+import json
+import sys
+
+
+def key(pair):
+    return tuple(sorted([(pair["sender_zone"], pair["sender_gpu"]),
+                         (pair["receiver_zone"], pair["receiver_gpu"])])) + (pair["kind"],)
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    old_path, new_path = argv
+    old, new = json.load(open(old_path)), json.load(open(new_path))
+    old_pairs = old["source"]["pairs"]
+    by_key = {key(p): p for p in old_pairs}
+    added, skipped = [], []
+    for p in new["source"]["pairs"]:
+        k = key(p)
+        if k in by_key:
+            same_rate = all(abs(b / a - 1) <= 0.05 for a, b in zip(by_key[k]["p2p_bps"], p["p2p_bps"]))
+            if "burst_bytes" in p and "burst_bytes" not in by_key[k] and not same_rate:
+                skipped.append(f"burst of {p['sender']} -> {p['receiver']}: its bandwidth "
+                               f"differs by more than 5% ({', '.join(f'{a / 1e6:.1f}' for a in by_key[k]['p2p_bps'])} "
+                               f"against {', '.join(f'{b / 1e6:.1f}' for b in p['p2p_bps'])} MB/s)")
+            elif "burst_bytes" in p and "burst_bytes" not in by_key[k]:
+                by_key[k]["burst_bytes"] = p["burst_bytes"]
+                by_key[k]["burst_probe"] = p["burst_probe"]
+                added.append(f"burst_bytes of {p['sender']} -> {p['receiver']}")
+        elif p["kind"] == "within a host":
+            old_pairs.append(p)
+            old.setdefault("intra_node", {})[p["sender_gpu"]] = new["intra_node"][p["sender_gpu"]]
+            added.append(f"within-host pair and intra_node fit of {p['sender_gpu']} ({p['sender']})")
+    if added:
+        old["source"].setdefault("added", []).append({
+            "from": new_path, "date": new["source"].get("date"), "what": added, "not": skipped,
+            "why": "measured by a later bring-up of the same testbed: the burst probe and the "
+                   "within-host pair of every device type did not exist when this file was made"})
+        with open(old_path, "w") as f:
+            json.dump(old, f, indent=1)
+            f.write("\n")
+    print(f"{old_path}: added {len(added)}: " + "; ".join(added))
+    for line in skipped:
+        print(f"  not added: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
