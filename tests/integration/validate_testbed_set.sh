@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# The model of our runtime against the shipped runs of our runtime on the testbed
-# (data/validation/testbed-geo3-gpt2tiny and its -memopts set): every run is predicted (the
-# runtime model, not DeepSpeed's), and the errors stay within a regression bound. The bounds sit
-# a little above today's figures (README), which meet the targets (time: mean 5%, no run above
-# 12%); they catch a model change that makes things worse.
+# The model of our runtime against the shipped runs of our runtime on the testbeds
+# (data/validation/testbed-*: geo3 and its -memopts set, and the quad4 and tri3 sets measured
+# once on testbeds of other shapes): every run is predicted (the runtime model, not DeepSpeed's),
+# and the errors stay within a regression bound a little above today's figures
+# (data/validation/README.md); they catch a model change that makes things worse. Not all of
+# them meet the targets (time 4% mean, 10% max): tri3's micro-batch-1 pipelines over its slow
+# links are predicted 22% slow, and the burst of a link that idled, which brought quad4 and
+# tri3 closer, leaves geo3's pipelines over its region link 9-10% fast (README).
 set -u
 cd "$(dirname "$0")/../.."
 source tests/lib/common.sh
 need_tool jq
-validate() { # set runs time_mean time_max memory_mean memory_max
-	local set=$1
-	"$SAILOR" validate --model gpt2-tiny "$set" --profiles "$set/env/profiles" --gpus "$set/env/gpus.json" \
+validate() { # set model runs time_mean time_max memory_mean memory_max
+	local set=$1 model=$2
+	shift
+	"$SAILOR" validate --model "$model" "$set" --profiles "$set/env/profiles" --gpus "$set/env/gpus.json" \
 		--network "$set/env/network.json" --cluster "$set/env/cluster.json" --json >"$out" || { failures=$((failures + 1)); return; }
 	check "$set: $2 runs predicted" "jq -e '(.runs | length) == $2' \"\$out\" >/dev/null"
 	check "$set: iteration time: mean |error| at most $3, none above $4" \
@@ -19,8 +23,10 @@ validate() { # set runs time_mean time_max memory_mean memory_max
 		"jq -e '.summary.memory.mean_abs <= $5 and .summary.memory.max_abs <= $6' \"\$out\" >/dev/null"
 }
 out=$work/validation.json
-validate data/validation/testbed-geo3-gpt2tiny 14 0.05 0.10 0.025 0.04
-validate data/validation/testbed-geo3-gpt2tiny-memopts 7 0.045 0.085 0.035 0.06
+validate data/validation/testbed-geo3-gpt2tiny gpt2-tiny 14 0.05 0.10 0.025 0.04
+validate data/validation/testbed-geo3-gpt2tiny-memopts gpt2-tiny 7 0.055 0.115 0.035 0.06
+validate data/validation/testbed-quad4-gpt2tiny-wide gpt2-tiny-wide 13 0.055 0.115 0.03 0.075
+validate data/validation/testbed-tri3-gpt2tiny-deep gpt2-tiny-deep 12 0.10 0.24 0.025 0.045
 set=data/validation/testbed-geo3-gpt2tiny
 "$SAILOR" simulate --plan "$set/v05-p2-fast-slow-region.json" --profiles "$set/env/profiles" --gpus "$set/env/gpus.json" \
 	--network "$set/env/network.json" --cluster "$set/env/cluster.json" --json >"$out" 2>&1

@@ -5,7 +5,9 @@
  *  - the network fit recovers a known quadratic, and degrades to a line with two sizes;
  *  - the list parser ("1,2,4") rejects empty items, zero, duplicates;
  *  - the --gpus overlay adds types after the shipped ones, and bad files (a shipped name, an
- *    unknown field, memory_bytes 0) fail with the file and the JSON path, leaving no overlay. */
+ *    unknown field, memory_bytes 0) fail with the file and the JSON path, leaving no overlay;
+ *  - the network profiler's placement gives every device type with a host of two slots its
+ *    own within-host pair (and none to a type whose hosts have one slot). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -190,6 +192,41 @@ static void gpu_overlay_adds_types_and_rejects_bad_files(void **state)
 	assert_int_equal(cat.gpu_count, shipped);
 }
 
+static void every_type_with_a_two_slot_host_is_measured_within_a_host(void **state)
+{
+	(void)state;
+	struct sl_err err = {0};
+	assert_int_equal(sl_catalogue_set_overlay("data/testbed/gpus-cpu.json", &err), 0);
+	struct sl_catalogue cat;
+	assert_int_equal(sl_catalogue_load(NULL, &cat, &err), 0);
+	const char *path = "/tmp/sailor-test-netprof-cluster.json";
+	/* cpu-half on h0 and h3 (two slots each), cpu-tenth on h1 (four), cpu-fifth on h2 (one) */
+	write_file(path, "{\"schema\": \"sailor.cluster/1\", \"hosts\": ["
+			 "{\"name\": \"h0\", \"address\": \"localhost\", \"gpu\": \"cpu-half\", "
+			 "\"zone\": \"us-central1-a\", \"slots\": 2},"
+			 "{\"name\": \"h1\", \"address\": \"localhost\", \"gpu\": \"cpu-tenth\", "
+			 "\"zone\": \"us-central1-c\", \"slots\": 4},"
+			 "{\"name\": \"h2\", \"address\": \"localhost\", \"gpu\": \"cpu-fifth\", "
+			 "\"zone\": \"us-central1-b\", \"slots\": 1},"
+			 "{\"name\": \"h3\", \"address\": \"localhost\", \"gpu\": \"cpu-half\", "
+			 "\"zone\": \"us-west1-b\", \"slots\": 2}]}\n");
+	struct sl_cluster cluster;
+	int rc = sl_cluster_load(path, &cat, &cluster, &err);
+	if (rc)
+		print_error("%s\n", err.msg);
+	assert_int_equal(rc, 0);
+	struct sl_netprof_layout lay;
+	assert_int_equal(sl_netprof_layout(&cluster, &lay, &err), 0);
+	assert_int_equal(lay.intra_count, 2);
+	assert_int_equal(lay.world, 6);
+	assert_int_equal(lay.rank_host[4], 0); /* cpu-half's first host */
+	assert_int_equal(lay.rank_host[5], 1); /* cpu-tenth's */
+	sl_netprof_layout_free(&lay);
+	sl_cluster_free(&cluster);
+	unlink(path);
+	assert_int_equal(sl_catalogue_set_overlay(NULL, &err), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +234,7 @@ int main(void)
 		cmocka_unit_test(fit_recovers_a_quadratic),
 		cmocka_unit_test(lists_parse_strictly),
 		cmocka_unit_test(gpu_overlay_adds_types_and_rejects_bad_files),
+		cmocka_unit_test(every_type_with_a_two_slot_host_is_measured_within_a_host),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -379,6 +379,53 @@ static void a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce(voi
 	sl_sim_env_free(slow);
 }
 
+/* A link that idled lets its burst through at once (the network profile's burst probe): with
+ * one micro-batch the activation and its gradient each cross the idle link between zones a and
+ * b once, so the step is exactly 2 x burst / rate shorter than without a burst. */
+static void a_link_that_idled_lets_its_burst_through(void **state)
+{
+	(void)state;
+	const double rate = 1e6, burst = 20000;
+	char path[512], text[2048];
+	struct sl_sim_env *plain = NULL, *bursty = NULL;
+	struct sl_err err = {0};
+	for (int with = 0; with < 2; with++) {
+		snprintf(path, sizeof(path), "%s/network.json", dir);
+		snprintf(text, sizeof(text),
+			 "{\"schema\": \"sailor.network/1\", "
+			 "\"us-central1-a\": {\"cpu-fast\": {\"1\": {\"us-central1-b\": {\"cpu-fast\": "
+			 "{\"1\": [[0, 0, %g], %g]}}}}}, "
+			 "\"us-central1-b\": {\"cpu-fast\": {\"1\": {\"us-central1-a\": {\"cpu-fast\": "
+			 "{\"1\": [[0, 0, %g], %g]}}}}}, "
+			 "\"source\": {\"pairs\": [{\"kind\": \"between hosts\", \"sender_zone\": "
+			 "\"us-central1-a\", \"sender_gpu\": \"cpu-fast\", \"receiver_zone\": "
+			 "\"us-central1-b\", \"receiver_gpu\": \"cpu-fast\", \"allreduce_fit\": "
+			 "[[0, 0, %g], %g]%s}]}}\n",
+			 rate / 1e9, rate, rate / 1e9, rate, rate / 1e9, rate,
+			 with ? ", \"burst_bytes\": 20000" : "");
+		write_file(path, text);
+		assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
+		assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir,
+							  with ? &bursty : &plain, &err), 0);
+		sl_network_set_overlay(NULL, NULL, NULL);
+		unlink(path);
+	}
+	struct sl_plan plan;
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": [{\"gpu\": "
+		  "\"cpu-fast\", \"zone\": \"us-central1-b\"}]}]}", &plan);
+	static struct sl_sim_result r0, r1;
+	assert_int_equal(sl_simulate(plain, &plan, SL_COST_SAILOR, &r0, &err), 0);
+	assert_int_equal(sl_simulate(bursty, &plan, SL_COST_SAILOR, &r1, &err), 0);
+	double msg = 4.0 * 2 * env->model.seq_len * env->model.hidden;
+	assert_true(msg > burst);
+	assert_true(fabs((r0.iteration_time_s - r1.iteration_time_s) - 2 * burst / rate) < 1e-9);
+	sl_plan_free(&plan);
+	sl_sim_env_free(plain);
+	sl_sim_env_free(bursty);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +437,7 @@ int main(void)
 		cmocka_unit_test(zero_with_blocking_collectives_costs_the_allreduce),
 		cmocka_unit_test(zero_with_libnbc_moves_the_whole_buffer_to_rank_0_and_back),
 		cmocka_unit_test(a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce),
+		cmocka_unit_test(a_link_that_idled_lets_its_burst_through),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
