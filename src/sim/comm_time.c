@@ -53,13 +53,16 @@ static double fit_gbps_at(const struct sl_link_fit *fit, double bytes)
  * the D = 1 GH200 runs: 4.1, 4.7, 8.0 and 8.2 ms (mean 6.3 ms). */
 #define REDUCE_FIXED_S 0.006
 
-/* NCCL's staging buffer per connection (NCCL_BUFFSIZE, default 4 MiB: NCCL user guide,
- * "Environment Variables"). A send whose message fits is copied into it by the sender's kernel,
- * which then finishes; the proxy threads move the bytes over the network into the receiver's
- * buffer of the same size, whose proxy posts its receive when the receiving host enqueues it,
- * ahead of its GPU. A larger message can only advance as the receiver's kernel drains it, so
- * the sender waits for the receiver (a rendezvous). */
-#define NCCL_BUFFER_BYTES 4194304.0
+/* How far an NCCL send between nodes can run ahead of its receive: the bytes it can stage.
+ * Send/recv between nodes moves its message in chunks of NCCL_P2P_NET_CHUNKSIZE (128 KiB,
+ * src/init.cc), NCCL_STEPS (8, src/include/device.h) of them in flight per channel, over
+ * NCCL_NCHANNELS_PER_NET_PEER channels per peer (2, src/graph/paths.cc; NCCL 2.x before it
+ * became automatic): 2 MiB. A message that fits is copied into those slots by the sender's
+ * kernel, which then finishes; the proxy threads move it over the network into the receiver's
+ * slots, posted when the receiving host enqueues its receive, ahead of its GPU. A larger message
+ * advances only as the receiver's kernel drains it, so the sender waits for the receiver (a
+ * rendezvous). */
+#define NCCL_P2P_STAGING_BYTES (2.0 * 8.0 * 131072.0)
 
 void sl_sim_p2p_transfer(const struct sl_sim_env *env, const struct sl_replica *src,
 			 const struct sl_replica *dst, double bytes, struct sl_sim_transfer *out)
@@ -87,7 +90,7 @@ void sl_sim_p2p_transfer(const struct sl_sim_env *env, const struct sl_replica *
 		double slice = bytes / dst->tp;
 		out->gather_s = ((dst->tp - 1) * slice / 1e9) / fit_gbps_at(intra, slice);
 	}
-	out->eager = bytes / c <= NCCL_BUFFER_BYTES;
+	out->eager = bytes / c <= NCCL_P2P_STAGING_BYTES;
 }
 
 double sl_sim_p2p_time(const struct sl_sim_env *env, const struct sl_replica *src,

@@ -107,8 +107,9 @@ double sl_sosp25_stage_sync_s(const struct sl_sim_env *env, const struct sl_plan
 
 /* One activation or gradient transfer between replicas of adjacent stages (comm_time.c):
  * net_s on the network (one copy, partitioned over the TP ranks), then gather_s for the
- * receiver's intra-node all-gather of the slices. eager: each TP rank's message fits NCCL's
- * staging buffer, so the sender does not wait for the receiver (schedule_deepspeed.c). */
+ * receiver's intra-node all-gather of the slices. eager: each TP rank's message fits the slots
+ * NCCL stages a send between nodes in (2 MiB), so the sender does not wait for the receiver
+ * (schedule_deepspeed.c). */
 struct sl_sim_transfer {
 	double net_s;
 	double gather_s;

@@ -10,11 +10,11 @@
  * forward). Every rank issues its operations in this order and each waits for the one before.
  *
  * How long a transfer holds its two sides depends on NCCL's protocol (struct sl_sim_transfer):
- *   - rendezvous (a TP rank's message larger than NCCL's staging buffer): the transfer starts
+ *   - rendezvous (a TP rank's message larger than NCCL's staging slots): the transfer starts
  *     when both sides have reached it and holds both until it ends (the sender's kernel cannot
  *     finish before the receiver has drained all but the last buffer's worth);
- *   - eager (the message fits the buffer): the sender's kernel only copies it into the staging
- *     buffer and goes on; the bytes cross the network from then on, and the receiver waits only
+ *   - eager (the message fits them): the sender's kernel only copies it into the staging
+ *     slots and goes on; the bytes cross the network from then on, and the receiver waits only
  *     if they have not all arrived when it reaches its receive. Then it all-gathers the TP
  *     slices (gather_s) either way.
  * Every stage is a node with one NIC (sim/comm_time.c: a replica is one node): the bytes a stage
@@ -63,7 +63,7 @@ static void transfer(struct pipeline_state *st, int src, int dst, const struct s
 	st->nic_send_free_s[src] = st->nic_recv_free_s[dst] = end;
 	if (x->eager) {
 		/* the receiver's part: the bytes still in flight when it gets there, then its gather */
-		st->p2p_s[dst] += later(0.0, end - t[dst]) + x->gather_s;
+		st->p2p_s[dst] += later(0.0, end - later(t[dst], start)) + x->gather_s;
 	} else {
 		/* both sides for the transfer (waiting for the partner or the NIC is bubble) */
 		t[src] = end;

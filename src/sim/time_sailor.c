@@ -5,7 +5,7 @@
  *      times: per micro-batch forward/backward of its replica of each stage (profile, made
  *      monotone in micro-batch size; see env.c), and the activation/gradient transfers
  *      between its consecutive replicas (comm_time.c: partitioned over the TP ranks, all-gathered
- *      by the receiver; eager when a TP rank's slice fits NCCL's staging buffer, else a
+ *      by the receiver; eager when a TP rank's slice fits NCCL's staging slots, else a
  *      rendezvous that holds both sides; a stage's node sends and receives through one NIC).
  *      Pipelines with the same signature (replicas and micro-batch count) are simulated once.
  *   2. Stage k's gradient all-reduce starts when the last of its D replicas has finished its
