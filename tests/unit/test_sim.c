@@ -398,13 +398,58 @@ static void accuracy_on_the_gh200_runs(void **state)
 					   &v, &err), 0);
 	assert_int_equal(v.run_count, 10); /* N1_D1 was not timed (real 0): skipped */
 	assert_int_equal(v.skipped, 1);
-	assert_true(v.time.mean_abs < 0.090 && v.time.max_abs < 0.50);
+	assert_true(v.time.mean_abs < 0.040 && v.time.max_abs < 0.20);
 	assert_true(v.memory.mean_abs < 0.30);
+	sl_validation_free(&v);
+	/* TP 8 on the RTX nodes: eager sends, one NIC per node, the ring at the wire's speed */
+	assert_int_equal(sl_validation_run(env, "data/validation/mit-rtx-opt350-tp8",
+					   SL_COST_SAILOR, &v, &err), 0);
+	assert_int_equal(v.run_count, 3);
+	assert_true(v.time.mean_abs < 0.030 && v.time.max_abs < 0.045);
 	sl_validation_free(&v);
 	assert_int_equal(sl_validation_run(env, "data/validation/clariden-gh200-opt350",
 					   SL_COST_SOSP25, &v, &err), 0);
 	assert_true(fabs(v.memory.mean_abs - 0.059) < 0.002); /* SOSP'25 README: 5.9% */
 	sl_validation_free(&v);
+}
+
+/* The planner prunes with the lower bound: it must never exceed what sl_simulate gives, for plans
+ * with eager and rendezvous transfers, one or several stages and pipelines. */
+static void lower_bound_holds_on_the_measured_plans(void **state)
+{
+	(void)state;
+	static const char *const dirs[] = {"data/validation/clariden-gh200-opt350",
+					   "data/validation/mit-rtx-opt350",
+					   "data/validation/mit-rtx-opt350-tp8"};
+	static const char *const files[] = {
+		"plan_config_N16_D4.json", "plan_config_N4_D1.json", "plan_config_N4_D2.json",
+		"plan_config_N4_D4.json",  "plan_config_N3_D1.json", "plan_config_N6_D3.json",
+		"plan_config_N6_D2.json",  "plan_config_N2_D2.json"};
+	struct sl_err err = {0};
+	struct sl_sim_result *sim = malloc(sizeof(*sim));
+	assert_non_null(sim);
+	int checked = 0;
+	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++)
+		for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+			char path[512];
+			snprintf(path, sizeof(path), "%s/%s", dirs[d], files[f]);
+			struct stat sb;
+			if (stat(path, &sb))
+				continue;
+			struct sl_plan plan;
+			sl_plan_init(&plan);
+			assert_int_equal(sl_plan_load(path, &env->catalogue, &plan, &err), 0);
+			assert_int_equal(sl_simulate(env, &plan, SL_COST_SAILOR, sim, &err), 0);
+			double sync = sl_sim_plan_sync_lower_bound_s(env, SL_COST_SAILOR, &plan);
+			double bound = sl_sim_plan_time_lower_bound_sync_s(env, SL_COST_SAILOR, &plan,
+									   sim->global_batch, sync);
+			assert_true(bound > 0);
+			assert_true(bound <= sim->iteration_time_s * (1 + 1e-12));
+			sl_plan_free(&plan);
+			checked++;
+		}
+	assert_true(checked >= 15);
+	free(sim);
 }
 
 int main(void)
@@ -419,6 +464,7 @@ int main(void)
 		cmocka_unit_test(estimated_times_for_unprofiled_gpus_and_models),
 		cmocka_unit_test(json_has_the_documented_fields),
 		cmocka_unit_test(accuracy_on_the_gh200_runs),
+		cmocka_unit_test(lower_bound_holds_on_the_measured_plans),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
