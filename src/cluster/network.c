@@ -27,6 +27,7 @@ struct sl_network {
 	struct measured_allreduce {
 		int za, ga, zb, gb, same_host;
 		struct sl_link_fit fit;
+		double burst_bytes; /* the pair's burst probe (0: none) */
 	} allreduce[SL_NET_MAX_ALLREDUCE];
 	int allreduce_count;
 };
@@ -402,6 +403,9 @@ static int load_overlay(struct sl_network *net, const struct sl_catalogue *cat, 
 			break;
 		}
 		m->za = za, m->ga = ga, m->zb = zb, m->gb = gb;
+		json_t *burst = json_object_get(pr, "burst_bytes");
+		m->burst_bytes = json_is_number(burst) && json_number_value(burst) > 0
+					 ? json_number_value(burst) : 0;
 		m->same_host = !strcmp(kind, "within a host");
 		net->allreduce_count++;
 	}
@@ -548,6 +552,17 @@ const struct sl_link_fit *sl_network_allreduce_fit(const struct sl_network *net,
 			return &m->fit;
 	}
 	return NULL;
+}
+
+double sl_network_burst_bytes(const struct sl_network *net, int za, int ga, int zb, int gb)
+{
+	for (int i = 0; i < net->allreduce_count; i++) {
+		const struct measured_allreduce *m = &net->allreduce[i];
+		if (!m->same_host && ((m->za == za && m->ga == ga && m->zb == zb && m->gb == gb) ||
+				      (m->za == zb && m->ga == gb && m->zb == za && m->gb == ga)))
+			return m->burst_bytes;
+	}
+	return 0;
 }
 
 double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes)

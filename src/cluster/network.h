@@ -77,6 +77,12 @@ double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes);
  * value (tiny messages) is clamped to the fit's value at 1 MB so the result stays finite. */
 double sl_link_send_time_s(const struct sl_link_fit *fit, double bytes);
 
+/* Bytes the link between (zone a, type a) and (zone b, type b) hosts delivers at once after it
+ * idled, as the network profile's burst probe measured them (source.pairs[].burst_bytes: a
+ * token bucket such as the testbed's tc burst, or a quota device's saved budget); 0 where
+ * nothing was measured. */
+double sl_network_burst_bytes(const struct sl_network *net, int za, int ga, int zb, int gb);
+
 /* The all-reduce of two ranks measured by `sailor profile --network` between (zone a, GPU type
  * a) and (zone b, GPU type b), on two hosts or (same_host) on one: its fit gives bytes / time of
  * the whole all-reduce of a message of that size ("algorithm bandwidth"). NULL when the --network

@@ -205,7 +205,26 @@ static int recv_wait(struct sl_comm *c, void *buf, long long n, enum sl_comm_dty
 	return rc ? rc : sl_comm_wait(c, &r, err);
 }
 
-/* Measures one pair: on rank a, results[size][0] = p2p median seconds, [1] = all-reduce. */
+/* The burst probe: a link that idled delivers some bytes at once (a token bucket: the testbed's
+ * tc burst, a cloud NIC's credits; on a device that is a CPU quota, also the budget a sender
+ * saved while idle). A message of the probe's size sent after BURST_IDLE_S of quiet, against
+ * the same message sent back to back, shows how many. */
+#define BURST_IDLE_S 0.25
+#define BURST_PROBE_BYTES 262144
+
+/* The size index the burst probe sends: the largest size up to BURST_PROBE_BYTES, else the
+ * smallest. */
+static int burst_size_index(const struct sl_netprof_options *o)
+{
+	int best = 0;
+	for (int s = 0; s < o->size_count; s++)
+		if (o->sizes[s] <= BURST_PROBE_BYTES && o->sizes[s] > o->sizes[best])
+			best = s;
+	return best;
+}
+
+/* Measures one pair: on rank a, results[size][0] = p2p median seconds, [1] = all-reduce, and
+ * results[2 x sizes] = the burst probe's median round trip after idling (between hosts). */
 static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 			const struct pair *p, char *buf, double *results, struct sl_err *err)
 {
@@ -265,6 +284,26 @@ static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 				results[2 * s + kind] = median(t + 1, o->repeats);
 		}
 	}
+	/* the burst probe: one message after quiet, as often as the repeats */
+	long long nb = o->sizes[burst_size_index(o)];
+	for (int r = 0; r < o->repeats && !rc && in && !p->within_host; r++) {
+		rc = sl_comm_barrier(c, &g, err);
+		if (!rc && me == p->a) {
+			struct timespec quiet = {0, (long)(BURST_IDLE_S * 1e9)};
+			nanosleep(&quiet, NULL);
+			double t0 = sl_now_s();
+			rc = send_wait(c, buf, nb, SL_COMM_BYTE, p->b, TAG_DATA, err);
+			if (!rc)
+				rc = recv_wait(c, &ack, 1, SL_COMM_BYTE, p->b, TAG_ACK, err);
+			t[r] = sl_now_s() - t0;
+		} else if (!rc) {
+			rc = recv_wait(c, buf, nb, SL_COMM_BYTE, p->a, TAG_DATA, err);
+			if (!rc)
+				rc = send_wait(c, &ack, 1, SL_COMM_BYTE, p->a, TAG_ACK, err);
+		}
+	}
+	if (!rc && me == p->a)
+		results[2 * o->size_count] = p->within_host ? 0 : median(t, o->repeats);
 	free(t);
 	if (in)
 		sl_comm_group_free(c, &g);
@@ -334,7 +373,7 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 	if (!rc) {
 		pairs = calloc((size_t)lay.world * (size_t)lay.world + 1, sizeof(*pairs));
 		buf = calloc((size_t)o->sizes[o->size_count - 1] + 4, 1);
-		results = calloc((size_t)2 * o->size_count, sizeof(double));
+		results = calloc((size_t)2 * o->size_count + 1, sizeof(double));
 		if (!pairs || !buf || !results)
 			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	}
@@ -352,10 +391,10 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 		rc = measure_pair(o, comm, p, buf, results, err);
 		/* the sender's medians go to rank 0 */
 		if (!rc && p->a != 0 && comm->rank == p->a)
-			rc = send_wait(comm, results, 2LL * o->size_count, SL_COMM_DOUBLE, 0,
+			rc = send_wait(comm, results, 2LL * o->size_count + 1, SL_COMM_DOUBLE, 0,
 				       TAG_RESULT, err);
 		if (!rc && p->a != 0 && comm->rank == 0)
-			rc = recv_wait(comm, results, 2LL * o->size_count, SL_COMM_DOUBLE, p->a,
+			rc = recv_wait(comm, results, 2LL * o->size_count + 1, SL_COMM_DOUBLE, p->a,
 				       TAG_RESULT, err);
 		if (rc || comm->rank != 0)
 			continue;
@@ -383,6 +422,22 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 			"receiver_zone", zb, "sender_gpu", ga, "receiver_gpu", gb, "bytes", jb,
 			"p2p_bps", jp, "allreduce_bps", ja, "p2p_fit", fit_json(&fp),
 			"allreduce_fit", fit_json(&fa)));
+		if (!p->within_host) {
+			/* bytes the link let through at once after quiet: what the message saved
+			 * against its back-to-back time, at the back-to-back rate */
+			int sb = burst_size_index(o);
+			double sustained = results[2 * sb], after_idle = results[2 * o->size_count];
+			double burst = sustained > 0 && after_idle > 0
+					       ? fmax(0, 1 - after_idle / sustained) * o->sizes[sb]
+					       : 0;
+			json_t *pr = json_array_get(list, json_array_size(list) - 1);
+			json_object_set_new(pr, "burst_bytes", json_real(burst));
+			json_object_set_new(pr, "burst_probe",
+					    json_pack("{s:I, s:f, s:f, s:f}", "bytes",
+						      (json_int_t)o->sizes[sb], "idle_s", BURST_IDLE_S,
+						      "after_idle_s", after_idle, "back_to_back_s",
+						      sustained));
+		}
 		if (p->within_host) {
 			json_t *intra = json_object_get(root, "intra_node");
 			if (!intra) {

@@ -3,16 +3,20 @@
  * (cluster/network.h) and written in its file format.
  *
  * Placement (the same on the launcher and every rank, from the cluster file alone): rank h runs
- * on host h, one rank per host in file order; one more rank runs on the first host with two or
- * more slots, to measure within a host. Endpoints are the distinct (zone, GPU type) pairs of
+ * on host h, one rank per host in file order; one more rank runs on the first host of each
+ * device type that has two or more slots, to measure within a host of that type. Endpoints are the distinct (zone, GPU type) pairs of
  * the hosts (what the network file is keyed by), each stood for by its first host. Measured
  * pairs, one after the other while every other rank waits on a barrier:
  *   - every two endpoints (their first hosts), and an endpoint with itself when it has two
  *     hosts (its first and second host): "between hosts";
- *   - the extra rank and the host it shares: "within a host".
+ *   - each extra rank and the host it shares: "within a host".
  * Per pair and message size: point-to-point (the sender sends `bytes`, the receiver answers
  * with one byte; bandwidth = bytes / round trip; median over the repeats) and all-reduce (a
  * sum of bytes/4 floats over the two ranks; algorithm bandwidth = bytes / time, median).
+ * Between hosts also the burst probe: the message of the size nearest 256 KiB sent after a
+ * quarter second of quiet, `repeats` times; burst_bytes = bytes x (1 - after_idle / back to
+ * back), what a link that idled lets through at once (source.pairs[].burst_bytes and
+ * .burst_probe; the simulator's token bucket, time_runtime.c).
  *
  * Output (sl_netprof_to_json), loadable as data/network/zone_bandwidths.json (whose loader
  * skips keys that are not zones):

@@ -89,9 +89,13 @@ static double both_ways_s(const struct sl_sim_env *env, const struct sl_role *ra
 	return ar && bytes > 0 ? 0.5 * (2 * bytes / 1e9) / gbps_at(ar, 2 * bytes) : 0;
 }
 
-/* A ring all-reduce of bytes over members (world ranks, in ring order), in buckets. */
+/* A ring all-reduce of bytes over members (world ranks, in ring order), in buckets, while
+ * `sharing` rings alike (the other TP ranks' groups of the same replicas) run at the same time
+ * over the same hosts: each host's link carries all their hops, so a hop between hosts gets
+ * 1/sharing of its link; a hop within a host is its own ranks' copies and shares nothing. */
 static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_role_table *t,
-			       const struct sl_rt_rank *st, const int *members, int m, double bytes)
+			       const struct sl_rt_rank *st, const int *members, int m, double bytes,
+			       int sharing)
 {
 	if (m <= 1 || bytes <= 0)
 		return 0;
@@ -105,10 +109,12 @@ static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_rol
 			/* a ring step sends chunk bytes to the next rank and reduces them there: the
 			 * wire (point-to-point fit of the hop) or the work of MPI's copies and sums,
 			 * whichever is slower (sl_rt_reduce_cpu_s) */
-			double s = fmax(sl_rt_link_s(env, ra, st[a].host, rb, st[b].host, chunk),
+			int between_hosts = st[a].host != st[b].host;
+			double wire = sl_rt_link_s(env, ra, st[a].host, rb, st[b].host, chunk);
+			if (between_hosts && ring_loads_reverse(t, st, members, m, i))
+				wire = fmax(wire, both_ways_s(env, ra, rb, chunk));
+			double s = fmax(between_hosts ? sharing * wire : wire,
 					sl_rt_reduce_cpu_s(env, rb, chunk));
-			if (st[a].host != st[b].host && ring_loads_reverse(t, st, members, m, i))
-				s = fmax(s, both_ways_s(env, ra, rb, chunk));
 			if (s > worst)
 				worst = s;
 		}
@@ -121,12 +127,13 @@ static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_rol
  * until it ends. Returns its egress in USD: 2(m-1)/m of the bytes from each member to
  * the next. */
 double sl_rt_group_allreduce(const struct sl_sim_env *env, const struct sl_role_table *t,
-			     struct sl_rt_rank *st, const int *members, int m, double bytes)
+			     struct sl_rt_rank *st, const int *members, int m, double bytes,
+			     int sharing)
 {
 	double start = 0, usd = 0;
 	for (int i = 0; i < m; i++)
 		start = fmax(start, st[members[i]].clock);
-	double dur = ring_allreduce_s(env, t, st, members, m, bytes);
+	double dur = ring_allreduce_s(env, t, st, members, m, bytes, sharing);
 	for (int i = 0; i < m; i++)
 		sl_rt_wait_idle(&st[members[i]], start + dur);
 	for (int i = 0; m > 1 && i < m; i++) {

@@ -59,6 +59,7 @@ struct sl_rt_replay {
 			     * which moves once the receiver is in its receive; -1 none */
 	int *source;        /* same index: its sender */
 	double *link_free;  /* [host][zone]: when the host's link to the zone is free */
+	double *link_tokens; /* [host][zone]: bytes the link's burst holds at link_free */
 	int nmax;
 	double act_bytes;
 	double egress_usd;
@@ -80,9 +81,11 @@ double sl_rt_link_s(const struct sl_sim_env *env, const struct sl_role *a, int h
 		    const struct sl_role *b, int host_b, double bytes);
 /* Seconds of MPI's copies and sums when rank rb receives bytes to add to its own. */
 double sl_rt_reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *rb, double bytes);
-/* A ring all-reduce of bytes over members, from the last one's arrival; returns its egress, USD. */
+/* A ring all-reduce of bytes over members, from the last one's arrival, beside sharing - 1
+ * other rings over the same hosts at the same time; returns its egress, USD. */
 double sl_rt_group_allreduce(const struct sl_sim_env *env, const struct sl_role_table *t,
-			     struct sl_rt_rank *st, const int *members, int m, double bytes);
+			     struct sl_rt_rank *st, const int *members, int m, double bytes,
+			     int sharing);
 /* The loss and gradient-norm all-reduces over the world's W ranks; returns when the last rank
  * is through. done: W doubles of scratch. */
 double sl_rt_world_scalar_allreduces(struct sl_rt_rank *st, int W, double *done);

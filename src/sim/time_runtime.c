@@ -111,9 +111,21 @@ static void transfer(struct sl_rt_replay *x, int src, int dst, int kind, int m, 
 		x->egress_usd += x->act_bytes / 1e9 *
 				 sl_network_egress_usd_per_gb(x->env->network, from->zone, to->zone);
 	}
-	double end = start + sl_rt_link_s(x->env, from, s->host, to, d->host, x->act_bytes);
-	if (free_at)
+	double full = sl_rt_link_s(x->env, from, s->host, to, d->host, x->act_bytes);
+	double end = start + full;
+	if (free_at) {
+		/* A link that idled lets its burst through at once (the network profile's burst
+		 * probe): a token bucket that refills at the link's rate while it is quiet and that
+		 * this message drains first. */
+		double *tokens = &x->link_tokens[free_at - x->link_free];
+		double burst = sl_network_burst_bytes(x->env->network, from->zone, from->gpu,
+						      to->zone, to->gpu);
+		*tokens = fmin(burst, *tokens + (start - *free_at) * x->act_bytes / full);
+		double at_once = fmin(*tokens, x->act_bytes);
+		*tokens -= at_once;
+		end = start + full * (x->act_bytes - at_once) / x->act_bytes;
 		*free_at = end;
+	}
 	x->arrival[((size_t)dst * 2 + kind) * x->nmax + m] = end;
 }
 
@@ -139,7 +151,7 @@ struct runtime_sim {
 	struct sl_role_table t;
 	struct sl_schedule *sched; /* [W] each rank's instruction list */
 	struct sl_rt_rank *st;     /* [W] */
-	struct sl_rt_replay x;     /* owns arrival, ready, source and link_free */
+	struct sl_rt_replay x;     /* owns arrival, ready, source, link_free and link_tokens */
 	int *members;              /* [W] the world ranks of one group */
 	double *round_done;        /* [2W] doubles: the collectives' scratch */
 	int W, hosts;
@@ -191,8 +203,9 @@ static int build(struct runtime_sim *s, long long G, struct sl_sim_result *out,
 	x->source = malloc((size_t)W * 2 * (size_t)nmax * sizeof(int));
 	s->members = malloc((size_t)W * sizeof(int));
 	x->link_free = calloc((size_t)s->hosts * (size_t)env->catalogue.zone_count, sizeof(double));
+	x->link_tokens = calloc((size_t)s->hosts * (size_t)env->catalogue.zone_count, sizeof(double));
 	s->round_done = malloc((size_t)W * 2 * sizeof(double));
-	if (!s->st || !x->arrival || !x->ready || !x->source || !s->members || !x->link_free ||
+	if (!s->st || !x->arrival || !x->ready || !x->source || !s->members || !x->link_free || !x->link_tokens ||
 	    !s->round_done)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	for (long i = 0; i < (long)W * 2 * nmax; i++)
@@ -264,8 +277,10 @@ static void start_draw(struct runtime_sim *s, int draw)
 		st[r].period = LONG_MIN;
 		st[r].pending_count = 0;
 	}
-	for (long i = 0; i < (long)s->hosts * s->env->catalogue.zone_count; i++)
+	for (long i = 0; i < (long)s->hosts * s->env->catalogue.zone_count; i++) {
 		s->x.link_free[i] = 0;
+		s->x.link_tokens[i] = HUGE_VAL; /* quiet before the step: full (capped at use) */
+	}
 }
 
 /* The runnable rank with the earliest clock, -1 if none; *progressed: some rank waiting in MPI
@@ -390,6 +405,8 @@ static void sync_gradients(struct runtime_sim *s, struct sl_sim_result *out)
 	struct sl_rt_replay *x = &s->x;
 	int *members = s->members;
 	for (int k = 0; k < P; k++) {
+		/* one group per TP rank where the stage's replicas share a TP degree: their rings
+		 * run at once over the same hosts (sl_rt_group_allreduce's sharing) */
 		int groups = sl_rt_stage_sync_groups(plan, k);
 		for (int gi = 0; gi < groups; gi++) {
 			double bytes;
@@ -398,7 +415,7 @@ static void sync_gradients(struct runtime_sim *s, struct sl_sim_result *out)
 				sl_rt_zero_reduce_scatter(x, members, m, bytes, s->round_done);
 			else /* MPI's blocking reduce-scatter and all-gather: a ring's bytes */
 				x->egress_usd += sl_rt_group_allreduce(env, &s->t, s->st, members, m,
-								       bytes);
+								       bytes, groups);
 		}
 		out->stages[k].dp_sync_s = 0;
 	}
@@ -422,7 +439,8 @@ static void sync_gradients(struct runtime_sim *s, struct sl_sim_result *out)
 			}
 			double bytes = SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
 				       (uniform ? t0 : 1);
-			x->egress_usd += sl_rt_group_allreduce(env, &s->t, s->st, members, m, bytes);
+			x->egress_usd += sl_rt_group_allreduce(env, &s->t, s->st, members, m, bytes,
+							       groups);
 		}
 	}
 	for (int r = 0; r < s->W; r++)
@@ -621,6 +639,7 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 	free(s.x.source);
 	free(s.members);
 	free(s.x.link_free);
+	free(s.x.link_tokens);
 	free(s.round_done);
 	return rc;
 }
