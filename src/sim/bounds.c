@@ -128,9 +128,11 @@ double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl
 {
 	if (cm == SL_COST_SOSP25)
 		return sync; /* its pipeline term is cheap to simulate; the sync is what prunes */
-	/* sailor: every transfer occupies sender and receiver (schedule_deepspeed.c), so stage k of pipeline
-	 * j is busy for at least M_j (fwd + bwd + the four transfers at its two boundaries); stage 0
-	 * then all-reduces. Runs of equal pipelines are bounded once. */
+	/* sailor (schedule_deepspeed.c): stage k of pipeline j is busy for at least M_j (fwd + bwd
+	 * + what its transfers hold it for: both sides of a rendezvous, the receiver's all-gather of
+	 * an eager one); the pipeline lasts at least as long as any stage's NIC needs to send or to
+	 * receive its M_j transfers; stage 0 then all-reduces. Runs of equal pipelines are bounded
+	 * once. */
 	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
 	const struct sl_layer_sizes *sz = env->sizes;
 	double bound = 0, busiest_first = 0;
@@ -145,7 +147,8 @@ double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl
 				continue;
 		}
 		double M = sl_plan_pipeline_microbatches(plan, j, global_batch);
-		double before = 0; /* transfers with the previous stage, per micro-batch */
+		/* with the previous stage, per micro-batch: held, and the NIC's send / receive sides */
+		double held_before = 0, sent_before = 0, received_before = 0;
 		for (int k = 0; k < P; k++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
 			int last = plan->stages[k].last_layer;
@@ -153,18 +156,35 @@ double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl
 			struct sl_sim_replica_query query = sl_sim_replica_query_of(plan, k, j, 0);
 			if (sl_sim_stage_fwd_bwd(env, cm, &query, &f, &bw))
 				return 0;
-			double after = 0;
+			double held_after = 0, sent_after = 0, received_after = 0, held_next = 0;
 			if (k + 1 < P) {
 				const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
 				double bytes = sz->act_output_bytes[1][last] * b;
-				after = sl_sim_p2p_time(env, r, n, bytes) + sl_sim_p2p_time(env, n, r, bytes);
+				struct sl_sim_transfer act, grad;
+				sl_sim_p2p_transfer(env, r, n, bytes, &act);
+				sl_sim_p2p_transfer(env, n, r, bytes, &grad);
+				/* this stage sends the activation and receives the gradient */
+				held_after = (act.eager ? 0 : act.net_s) + (grad.eager ? 0 : grad.net_s) +
+					     grad.gather_s;
+				held_next = (grad.eager ? 0 : grad.net_s) + (act.eager ? 0 : act.net_s) +
+					    act.gather_s;
+				sent_after = act.net_s;
+				received_after = grad.net_s;
 			}
-			double busy = M * (f + bw + before + after);
+			double busy = M * (f + bw + held_before + held_after);
+			double nic = M * (sent_before + sent_after > received_before + received_after
+						  ? sent_before + sent_after
+						  : received_before + received_after);
 			if (busy > bound)
 				bound = busy;
+			if (nic > bound)
+				bound = nic;
 			if (k == 0 && busy > busiest_first)
 				busiest_first = busy;
-			before = after;
+			held_before = held_next;
+			/* the next stage receives the activation and sends the gradient */
+			sent_before = received_after;
+			received_before = sent_after;
 		}
 	}
 	return busiest_first + sync > bound ? busiest_first + sync : bound;

@@ -48,21 +48,24 @@ static double fit_gbps_at(const struct sl_link_fit *fit, double bytes)
 	return gbps;
 }
 
-/* Achieved all-reduce bandwidth relative to the point-to-point fits. Calibrated from the measured
- * gradient-reduction time (red_grads) of the SOSP'25 GH200 runs with one stage and D >= 2
- * (D = 2: 0.58, D = 16: 0.37, D = 32: 0.57 of the count-4 p2p fit, after the fixed cost below):
- * NCCL rings reach a fraction of a single send/recv pair's bandwidth (protocol overhead, the
- * reduction kernels, the whole ring waiting for its slowest hop at every step). A component
- * measurement, not an end-to-end fit: the iteration times were not used. */
-#define ALLREDUCE_EFFICIENCY 0.5
-
 /* Fixed cost of DeepSpeed's gradient reduction per iteration even without peers: flattening the
  * gradients into buckets and back, the Python loop over parameters, stream syncs. red_grads of
  * the D = 1 GH200 runs: 4.1, 4.7, 8.0 and 8.2 ms (mean 6.3 ms). */
 #define REDUCE_FIXED_S 0.006
 
-double sl_sim_p2p_time(const struct sl_sim_env *env, const struct sl_replica *src,
-		       const struct sl_replica *dst, double bytes)
+/* How far an NCCL send between nodes can run ahead of its receive: the bytes it can stage.
+ * Send/recv between nodes moves its message in chunks of NCCL_P2P_NET_CHUNKSIZE (128 KiB,
+ * src/init.cc), NCCL_STEPS (8, src/include/device.h) of them in flight per channel, over
+ * NCCL_NCHANNELS_PER_NET_PEER channels per peer (2, src/graph/paths.cc; NCCL 2.x before it
+ * became automatic): 2 MiB. A message that fits is copied into those slots by the sender's
+ * kernel, which then finishes; the proxy threads move it over the network into the receiver's
+ * slots, posted when the receiving host enqueues its receive, ahead of its GPU. A larger message
+ * advances only as the receiver's kernel drains it, so the sender waits for the receiver (a
+ * rendezvous). */
+#define NCCL_P2P_STAGING_BYTES (2.0 * 8.0 * 131072.0)
+
+void sl_sim_p2p_transfer(const struct sl_sim_env *env, const struct sl_replica *src,
+			 const struct sl_replica *dst, double bytes, struct sl_sim_transfer *out)
 {
 	/* DeepSpeed's PipelineEngine partitions what it sends between stages when the model is
 	 * tensor-parallel (engine.py: is_pipe_partitioned = is_grad_partitioned =
@@ -74,32 +77,58 @@ double sl_sim_p2p_time(const struct sl_sim_env *env, const struct sl_replica *sr
 	 * intra-node all-gather over the receiver's NVLink/PCIe (intra-node fit). An earlier
 	 * version of this model sent a full copy from every TP rank; the SOSP'25 RTX runs, whose
 	 * nodes share one NIC (data/validation/mit-rtx-*, no constant set from them), ruled that
-	 * out: up to 7.8x the measured time, where with one copy 8 of their 10 timed runs are
-	 * within 4.1%. The GH200 four-stage runs come out 12% short with it (README, validate). */
+	 * out: up to 7.8x the measured time. */
 	int c = src->tp < dst->tp ? src->tp : dst->tp;
 	const struct sl_link_fit *fit = sl_network_fit(env->network, src->zone, src->gpu, c,
 						      dst->zone, dst->gpu, c);
 	/* c pairs each send bytes/c; the count-c fit is their aggregate bandwidth */
-	double net_s = (bytes / 1e9) / fit_gbps_at(fit, bytes / c);
-	double gather_s = 0.0;
+	out->net_s = (bytes / 1e9) / fit_gbps_at(fit, bytes / c);
+	out->gather_s = 0.0;
 	if (dst->tp > 1) {
 		/* ring all-gather: every GPU receives the (tp-1) slices it lacks */
 		const struct sl_link_fit *intra = sl_network_intra_fit(env->network, dst->gpu, dst->tp);
 		double slice = bytes / dst->tp;
-		gather_s = ((dst->tp - 1) * slice / 1e9) / fit_gbps_at(intra, slice);
+		out->gather_s = ((dst->tp - 1) * slice / 1e9) / fit_gbps_at(intra, slice);
 	}
-	return net_s + gather_s;
+	out->eager = bytes / c <= NCCL_P2P_STAGING_BYTES;
 }
 
-/* One ring step: every node sends chunk bytes (spread over c GPU pairs) to its successor. */
+double sl_sim_p2p_time(const struct sl_sim_env *env, const struct sl_replica *src,
+		       const struct sl_replica *dst, double bytes)
+{
+	struct sl_sim_transfer x;
+	sl_sim_p2p_transfer(env, src, dst, bytes, &x);
+	return x.net_s + x.gather_s;
+}
+
+/* One ring step: every node sends chunk bytes (spread over c GPU pairs) to its successor, and
+ * its GPUs fold the chunk they receive into their own and pass it on.
+ *   - The wire: the count-c fit is the aggregate bandwidth of c pairs each sending chunk/c.
+ *   - The node: NCCL's ring kernels (recvReduceSend) read each received byte from the
+ *     connection's buffer and write the result to the next one, two passes of the chunk over
+ *     the node's GPU interconnect (NVLink-C2C, or PCIe through host memory where GPUs lack
+ *     GPUDirect RDMA), at the bandwidth the node's c GPUs reach there (intra-node fit). They
+ *     follow the bytes' arrival, so the two add.
+ * Where the wire is far slower than the node (the RTX nodes' 1 Gb/s links: 0.11 GB/s against
+ * 5-25 GB/s of PCIe) a ring reaches the wire's speed; where they are alike (GH200: 95 GB/s of
+ * network, 250 GB/s of NVLink) it reaches about 0.55 of it, as the measured red_grads of the
+ * SOSP'25 GH200 runs show (D = 2: 0.58, D = 16: 0.37, D = 32: 0.57 of the count-4 fit). */
 static double ring_step(const struct sl_sim_env *env, const struct sl_replica *a,
 			const struct sl_replica *b, double chunk)
 {
 	int c = a->tp < b->tp ? a->tp : b->tp;
 	const struct sl_link_fit *fit = sl_network_fit(env->network, a->zone, a->gpu, c, b->zone,
 						      b->gpu, c);
-	/* the count-c fit is the aggregate bandwidth of c pairs each sending chunk/c */
-	return (chunk / 1e9) / fit_gbps_at(fit, chunk / c);
+	double wire_s = (chunk / 1e9) / fit_gbps_at(fit, chunk / c);
+	double node_s = 0.0;
+	for (int side = 0; side < 2; side++) {
+		const struct sl_replica *r = side ? b : a;
+		const struct sl_link_fit *intra = sl_network_intra_fit(env->network, r->gpu, c);
+		double s = (2.0 * chunk / 1e9) / fit_gbps_at(intra, chunk / c);
+		if (s > node_s)
+			node_s = s;
+	}
+	return wire_s + node_s;
 }
 
 double sl_sim_allreduce_time(const struct sl_sim_env *env, const struct sl_replica *reps, int D,
@@ -132,7 +161,7 @@ double sl_sim_allreduce_time(const struct sl_sim_env *env, const struct sl_repli
 			if (s > worst)
 				worst = s;
 		}
-		t += 2.0 * (D - 1) * worst / ALLREDUCE_EFFICIENCY;
+		t += 2.0 * (D - 1) * worst;
 	}
 	return t;
 }
@@ -148,7 +177,7 @@ double sl_sim_allreduce_hop_bound(const struct sl_sim_env *env, const struct sl_
 	double t = REDUCE_FIXED_S;
 	for (double done = 0; done < shard; done += bucket) {
 		double node_bytes = (shard - done < bucket ? shard - done : bucket) * tmin;
-		t += 2.0 * (D - 1) * ring_step(env, a, b, node_bytes / D) / ALLREDUCE_EFFICIENCY;
+		t += 2.0 * (D - 1) * ring_step(env, a, b, node_bytes / D);
 	}
 	return t;
 }
@@ -159,5 +188,5 @@ double sl_sim_tied_time(const struct sl_sim_env *env, const struct sl_replica *f
 	/* a 2-member all-reduce of the embedding gradient shard: each side sends it once */
 	int c = first->tp < last->tp ? first->tp : last->tp;
 	double chunk = bytes_per_gpu * c / 2.0;
-	return 2.0 * ring_step(env, first, last, chunk) / ALLREDUCE_EFFICIENCY;
+	return 2.0 * ring_step(env, first, last, chunk);
 }

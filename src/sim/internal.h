@@ -105,17 +105,32 @@ double sl_sosp25_stage_sync_s(const struct sl_sim_env *env, const struct sl_plan
 
 /* ---- sailor model pieces ---- */
 
-/* The DeepSpeed 1F1B TrainSchedule of one pipeline (schedule_deepspeed.c). Inputs per stage k < P:
- * fwd_s[k], bwd_s[k] per micro-batch; act_s[k] / grad_s[k] the blocking transfer of an activation
- * from stage k to k+1 / of its gradient back (k < P-1). Outputs per stage: finish_s[k] (its last
- * backward and transfer done), compute_s, p2p_s (busy in transfers, waiting for the partner
- * included), idle_s = finish - compute - p2p. */
-void sl_sim_schedule_1f1b(int P, int M, const double *fwd_s, const double *bwd_s,
-			  const double *act_s, const double *grad_s, double *finish_s,
-			  double *compute_s, double *p2p_s);
+/* One activation or gradient transfer between replicas of adjacent stages (comm_time.c):
+ * net_s on the network (one copy, partitioned over the TP ranks), then gather_s for the
+ * receiver's intra-node all-gather of the slices. eager: each TP rank's message fits the slots
+ * NCCL stages a send between nodes in (2 MiB), so the sender does not wait for the receiver
+ * (schedule_deepspeed.c). */
+struct sl_sim_transfer {
+	double net_s;
+	double gather_s;
+	int eager;
+};
 
-/* Seconds for one activation (or gradient) transfer between replicas src and dst of adjacent
- * stages carrying bytes per TP rank (comm_time.c). */
+/* The DeepSpeed 1F1B TrainSchedule of one pipeline (schedule_deepspeed.c). Inputs per stage k < P:
+ * fwd_s[k], bwd_s[k] per micro-batch; act[k] / grad[k] the transfer of an activation from stage k
+ * to k+1 / of its gradient back (k < P-1). Outputs per stage: finish_s[k] (its last backward and
+ * transfer done), compute_s, p2p_s (held by transfers: a rendezvous for its length, an eager
+ * receiver for the bytes still in flight; then the receiver's all-gather), idle_s = finish -
+ * compute - p2p. */
+void sl_sim_schedule_1f1b(int P, int M, const double *fwd_s, const double *bwd_s,
+			  const struct sl_sim_transfer *act, const struct sl_sim_transfer *grad,
+			  double *finish_s, double *compute_s, double *p2p_s);
+
+/* The transfer of bytes (the whole stage output of a micro-batch) from replica src to replica
+ * dst of the next or previous stage (comm_time.c). */
+void sl_sim_p2p_transfer(const struct sl_sim_env *env, const struct sl_replica *src,
+			 const struct sl_replica *dst, double bytes, struct sl_sim_transfer *out);
+/* Its total seconds, net_s + gather_s. */
 double sl_sim_p2p_time(const struct sl_sim_env *env, const struct sl_replica *src,
 		       const struct sl_replica *dst, double bytes);
 /* Seconds for the data-parallel all-reduce of grad_bytes (full stage gradient) over the D

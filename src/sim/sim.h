@@ -2,8 +2,9 @@
  * iteration of any plan, under one of two cost models.
  *
  *   SL_COST_SAILOR  (default) ours: the 1F1B schedule simulated per pipeline (warm-up, steady
- *                   state, cool-down, blocking point-to-point transfers between stages and across
- *                   zones, stragglers), the data-parallel all-reduce as the runtime performs it
+ *                   state, cool-down, point-to-point transfers between stages and across zones,
+ *                   eager or rendezvous as NCCL's buffer decides, through one NIC per node,
+ *                   stragglers), the data-parallel all-reduce as the runtime performs it
  *                   (bucketed ring over the slowest link, TP shards reduced concurrently), the
  *                   optimizer step per stage, and a per-component memory model with per-GPU-type
  *                   runtime overheads, and the per-stage memory options (activation
@@ -272,8 +273,8 @@ double sl_sim_plan_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost
 				      const struct sl_plan *plan);
 
 /* A lower bound on the iteration time sl_simulate gives the plan, without running the pipeline
- * schedule: with the sailor model, the busiest stage of any pipeline (its compute and the
- * blocking transfers at its boundaries, which occupy both partners) and stage 0's busy time
+ * schedule: with the sailor model, the busiest stage of any pipeline (its compute and what the
+ * transfers at its boundaries hold it for) or NIC, and stage 0's busy time
  * plus its all-reduce; with the sosp25 model the slowest stage's sync. 0 when the plan has no
  * layer times. For the planner's pruning, which passes the plan's sl_sim_plan_sync_lower_bound_s
  * as sync_s (it asks that first: it alone prunes most plans, without the transfers). */

@@ -3,9 +3,10 @@
  *
  *   1. Every pipeline j runs DeepSpeed's 1F1B TrainSchedule (schedule_deepspeed.c) with its own stage
  *      times: per micro-batch forward/backward of its replica of each stage (profile, made
- *      monotone in micro-batch size; see env.c), and blocking activation/gradient transfers
- *      between its consecutive replicas (comm_time.c: partitioned over the TP ranks, all-gathered by the
- *      receiver).
+ *      monotone in micro-batch size; see env.c), and the activation/gradient transfers
+ *      between its consecutive replicas (comm_time.c: partitioned over the TP ranks, all-gathered
+ *      by the receiver; eager when a TP rank's slice fits NCCL's staging slots, else a
+ *      rendezvous that holds both sides; a stage's node sends and receives through one NIC).
  *      Pipelines with the same signature (replicas and micro-batch count) are simulated once.
  *   2. Stage k's gradient all-reduce starts when the last of its D replicas has finished its
  *      last backward (stragglers: heterogeneous replicas, uneven micro-batch counts); with P > 1
@@ -96,8 +97,9 @@ static int stage_updates(const struct sl_sim_env *env, const struct sl_plan *pla
 /* Pipeline j's per-stage inputs to its schedule: forward f[k] and backward bw[k] per
  * micro-batch, and the transfers act[k] / grad[k] to and from stage k+1. */
 static int pipeline_stage_times(const struct sl_sim_env *env, const struct sl_plan *plan, int j,
-				struct sl_sim_result *out, double *f, double *bw, double *act,
-				double *grad, struct sl_err *err)
+				struct sl_sim_result *out, double *f, double *bw,
+				struct sl_sim_transfer *act, struct sl_sim_transfer *grad,
+				struct sl_err *err)
 {
 	const int P = plan->num_stages, b = plan->micro_batch;
 	const struct sl_layer_sizes *sz = env->sizes;
@@ -115,8 +117,8 @@ static int pipeline_stage_times(const struct sl_sim_env *env, const struct sl_pl
 			const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
 			/* the stage output (and its gradient), fp32, full hidden size */
 			double bytes = sz->act_output_bytes[1][last] * b;
-			act[k] = sl_sim_p2p_time(env, r, n, bytes);
-			grad[k] = sl_sim_p2p_time(env, n, r, bytes);
+			sl_sim_p2p_transfer(env, r, n, bytes, &act[k]);
+			sl_sim_p2p_transfer(env, n, r, bytes, &grad[k]);
 			int c = r->tp < n->tp ? r->tp : n->tp;
 			out->network_derived |= sl_network_fit(env->network, r->zone, r->gpu, c,
 							       n->zone, n->gpu, c)->derived;
@@ -138,9 +140,9 @@ static int run_pipelines(const struct sl_sim_env *env, const struct sl_plan *pla
 	double worst_end = -1;
 	for (int d = 0; d < nd; d++) {
 		int j = distinct[d];
-		double f[SL_SIM_MAX_STAGES], bw[SL_SIM_MAX_STAGES], act[SL_SIM_MAX_STAGES],
-			grad[SL_SIM_MAX_STAGES], fin[SL_SIM_MAX_STAGES], comp[SL_SIM_MAX_STAGES],
-			p2p[SL_SIM_MAX_STAGES];
+		double f[SL_SIM_MAX_STAGES], bw[SL_SIM_MAX_STAGES], fin[SL_SIM_MAX_STAGES],
+			comp[SL_SIM_MAX_STAGES], p2p[SL_SIM_MAX_STAGES];
+		struct sl_sim_transfer act[SL_SIM_MAX_STAGES], grad[SL_SIM_MAX_STAGES];
 		int rc = pipeline_stage_times(env, plan, j, out, f, bw, act, grad, err);
 		if (rc)
 			return rc;

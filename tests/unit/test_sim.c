@@ -39,7 +39,8 @@ static int teardown(void **state)
 static void schedule_matches_1f1b_closed_forms(void **state)
 {
 	(void)state;
-	double f[4] = {1, 1, 1, 1}, b[4] = {2, 2, 2, 2}, z[4] = {0, 0, 0, 0};
+	double f[4] = {1, 1, 1, 1}, b[4] = {2, 2, 2, 2};
+	struct sl_sim_transfer z[4] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
 	double fin[4], comp[4], p2p[4];
 	/* equal stages, free transfers: (M + P - 1)(f + b) */
 	sl_sim_schedule_1f1b(4, 8, f, b, z, z, fin, comp, p2p);
@@ -49,20 +50,38 @@ static void schedule_matches_1f1b_closed_forms(void **state)
 	sl_sim_schedule_1f1b(1, 5, f, b, z, z, fin, comp, p2p);
 	assert_true(fabs(fin[0] - 15.0) < 1e-12);
 	/* one micro-batch through two stages: every dependency in series */
-	double f2[2] = {1, 3}, b2[2] = {2, 5}, a2[1] = {0.5}, g2[1] = {0.25};
+	double f2[2] = {1, 3}, b2[2] = {2, 5};
+	struct sl_sim_transfer a2[1] = {{0.5, 0, 0}}, g2[1] = {{0.25, 0, 0}};
 	sl_sim_schedule_1f1b(2, 1, f2, b2, a2, g2, fin, comp, p2p);
 	assert_true(fabs(fin[0] - (1 + 0.5 + 3 + 5 + 0.25 + 2)) < 1e-12);
 	assert_true(fabs(p2p[1] - 0.75) < 1e-12);
+	/* eager: the same chain, the receiver's all-gather after the bytes; the sender is free */
+	struct sl_sim_transfer a2e[1] = {{0.4, 0.1, 1}}, g2e[1] = {{0.2, 0.05, 1}};
+	sl_sim_schedule_1f1b(2, 1, f2, b2, a2e, g2e, fin, comp, p2p);
+	assert_true(fabs(fin[0] - (1 + 0.5 + 3 + 5 + 0.25 + 2)) < 1e-12);
+	assert_true(fabs(fin[1] - (1 + 0.5 + 3 + 5)) < 1e-12);
 	/* a slow stage sets the pace: steady state is bounded below by M times its f + b */
 	double f3[3] = {1, 4, 1}, b3[3] = {2, 8, 2};
 	sl_sim_schedule_1f1b(3, 16, f3, b3, z, z, fin, comp, p2p);
 	assert_true(fin[0] >= 16 * 12.0);
 	assert_true(fin[0] <= 16 * 12.0 + 2 * 3 + 12);
-	/* blocking transfers cost time on both sides */
-	double a3[2] = {0.1, 0.1};
-	double fin2[3];
+	/* rendezvous transfers cost time on both sides */
+	struct sl_sim_transfer a3[2] = {{0.1, 0, 0}, {0.1, 0, 0}};
+	double fin2[3], fin3[3];
 	sl_sim_schedule_1f1b(3, 16, f3, b3, a3, a3, fin2, comp, p2p);
 	assert_true(fin2[0] > fin[0] + 16 * 0.1);
+	/* eager ones cost less (the sender goes on), but not nothing: DeepSpeed sends an
+	 * activation only after receiving a gradient, a round trip the slow stage waits for */
+	struct sl_sim_transfer a4[2] = {{0.1, 0, 1}, {0.1, 0, 1}};
+	sl_sim_schedule_1f1b(3, 16, f3, b3, a4, a4, fin3, comp, p2p);
+	assert_true(fin3[0] < fin2[0]);
+	assert_true(fin3[0] > fin[0]);
+	/* one NIC per stage: the middle stage's sends to both sides queue on its transmit side, so
+	 * eager transfers longer than the compute pace it */
+	double f5[3] = {0.1, 0.1, 0.1}, b5[3] = {0.1, 0.1, 0.1};
+	struct sl_sim_transfer a5[2] = {{1, 0, 1}, {1, 0, 1}};
+	sl_sim_schedule_1f1b(3, 16, f5, b5, a5, a5, fin2, comp, p2p);
+	assert_true(fin2[0] >= 2 * 16 * 1.0);
 }
 
 static void build(struct sl_plan *plan, int D, const char *const *gpus, const int *tps, int mb)
@@ -379,13 +398,58 @@ static void accuracy_on_the_gh200_runs(void **state)
 					   &v, &err), 0);
 	assert_int_equal(v.run_count, 10); /* N1_D1 was not timed (real 0): skipped */
 	assert_int_equal(v.skipped, 1);
-	assert_true(v.time.mean_abs < 0.090 && v.time.max_abs < 0.50);
+	assert_true(v.time.mean_abs < 0.040 && v.time.max_abs < 0.20);
 	assert_true(v.memory.mean_abs < 0.30);
+	sl_validation_free(&v);
+	/* TP 8 on the RTX nodes: eager sends, one NIC per node, the ring at the wire's speed */
+	assert_int_equal(sl_validation_run(env, "data/validation/mit-rtx-opt350-tp8",
+					   SL_COST_SAILOR, &v, &err), 0);
+	assert_int_equal(v.run_count, 3);
+	assert_true(v.time.mean_abs < 0.030 && v.time.max_abs < 0.045);
 	sl_validation_free(&v);
 	assert_int_equal(sl_validation_run(env, "data/validation/clariden-gh200-opt350",
 					   SL_COST_SOSP25, &v, &err), 0);
 	assert_true(fabs(v.memory.mean_abs - 0.059) < 0.002); /* SOSP'25 README: 5.9% */
 	sl_validation_free(&v);
+}
+
+/* The planner prunes with the lower bound: it must never exceed what sl_simulate gives, for plans
+ * with eager and rendezvous transfers, one or several stages and pipelines. */
+static void lower_bound_holds_on_the_measured_plans(void **state)
+{
+	(void)state;
+	static const char *const dirs[] = {"data/validation/clariden-gh200-opt350",
+					   "data/validation/mit-rtx-opt350",
+					   "data/validation/mit-rtx-opt350-tp8"};
+	static const char *const files[] = {
+		"plan_config_N16_D4.json", "plan_config_N4_D1.json", "plan_config_N4_D2.json",
+		"plan_config_N4_D4.json",  "plan_config_N3_D1.json", "plan_config_N6_D3.json",
+		"plan_config_N6_D2.json",  "plan_config_N2_D2.json"};
+	struct sl_err err = {0};
+	struct sl_sim_result *sim = malloc(sizeof(*sim));
+	assert_non_null(sim);
+	int checked = 0;
+	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++)
+		for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+			char path[512];
+			snprintf(path, sizeof(path), "%s/%s", dirs[d], files[f]);
+			struct stat sb;
+			if (stat(path, &sb))
+				continue;
+			struct sl_plan plan;
+			sl_plan_init(&plan);
+			assert_int_equal(sl_plan_load(path, &env->catalogue, &plan, &err), 0);
+			assert_int_equal(sl_simulate(env, &plan, SL_COST_SAILOR, sim, &err), 0);
+			double sync = sl_sim_plan_sync_lower_bound_s(env, SL_COST_SAILOR, &plan);
+			double bound = sl_sim_plan_time_lower_bound_sync_s(env, SL_COST_SAILOR, &plan,
+									   sim->global_batch, sync);
+			assert_true(bound > 0);
+			assert_true(bound <= sim->iteration_time_s * (1 + 1e-12));
+			sl_plan_free(&plan);
+			checked++;
+		}
+	assert_true(checked >= 15);
+	free(sim);
 }
 
 int main(void)
@@ -400,6 +464,7 @@ int main(void)
 		cmocka_unit_test(estimated_times_for_unprofiled_gpus_and_models),
 		cmocka_unit_test(json_has_the_documented_fields),
 		cmocka_unit_test(accuracy_on_the_gh200_runs),
+		cmocka_unit_test(lower_bound_holds_on_the_measured_plans),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
