@@ -26,6 +26,13 @@ while read -r host gpu slots; do
 		nice -n -5 "$S" profile --model "$MODEL" --gpu "$gpu" --gpus "$gpus" --tp "$tp" \
 			--mbs "$MBS" --seq-len "$SEQ" --cluster "$cluster" --host "$host" \
 			-o "$out/profiles" -q </dev/null
+		# what ran beside the ranks moves their times (shared caches and cores): say so
+		jq -r --arg k "mbs 1 tp $tp" --argjson tp "$tp" --arg g "$gpu" --slurpfile cat "$gpus" '
+		  ([$cat[0].gpus[] | select(.name == $g) | .cpu_quota.cores // 1][0] * $tp) as $own |
+		  .source.entries | to_entries[] | select(.key | endswith("tp \($tp)")) |
+		  select(.value.machine_busy_cores != null and .value.machine_busy_cores > $own + 0.25) |
+		  "profile_testbed: warning: \($g) \(.key): the machine was busy on \(.value.machine_busy_cores * 100 | round / 100) cores against \($own) of the ranks: background load; these times may not repeat"' \
+		  "$out/profiles/$MODEL/$gpu.json" >&2 || true
 	done
 done
 echo "profile_testbed: the links" >&2

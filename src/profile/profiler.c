@@ -157,6 +157,25 @@ struct worker {
 	struct sl_err err;
 };
 
+/* Seconds the whole machine's CPUs have been busy (/proc/stat, which network namespaces do not
+ * separate): what runs beside the profiled ranks moves their times through shared caches and
+ * cores, so each entry records how busy the machine was. 0 where it cannot be read. */
+static double machine_busy_s(void)
+{
+	unsigned long long v[8] = {0};
+	FILE *f = fopen("/proc/stat", "r");
+	if (!f)
+		return 0;
+	int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		       &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	if (n < 8)
+		return 0;
+	/* user, nice, system, irq, softirq, steal: not idle (v[3]) or iowait (v[4]) */
+	double busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]);
+	return busy / (double)sysconf(_SC_CLK_TCK);
+}
+
 static double resident_bytes(void)
 {
 	long pages_total = 0, pages_resident = 0;
@@ -478,8 +497,9 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 					.cpu_times = cpu_times};
 			for (int p = 0; p < PHASES; p++)
 				j.calls[p] = 1;
-			double t0 = sl_now_s();
+			double t0 = sl_now_s(), busy0 = machine_busy_s();
 			rc = measure(&j, o->comm, err);
+			double busy_cores = (machine_busy_s() - busy0) / fmax(sl_now_s() - t0, 1e-9);
 			if (rc)
 				break;
 			/* The quota is in force only where the ranks ran no faster than it allows
@@ -555,6 +575,8 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 						"mpi_ranks", o->comm != NULL);
 			json_object_set_new(e, "memory", mem);
 			json_object_set_new(e, "wall_s", json_real(sl_now_s() - t0));
+			/* the ranks' own share is at most tp x the quota (or tp x threads) */
+			json_object_set_new(e, "machine_busy_cores", json_real(busy_cores));
 			/* entries of several runs may share a file (sl_profiler_write merges): each
 			 * keeps what it was measured with */
 			json_object_set_new(e, "date", json_string(date));
