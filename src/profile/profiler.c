@@ -459,13 +459,12 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 	json_object_set_new(src, "tp_ranks_as",
 			    json_string(o->comm ? "MPI ranks of one host, all-reduce over MPI"
 						: "threads with an in-process all-reduce"));
-	/* On a device that is a CPU quota, a phase's wall time depends on where its sample falls
-	 * in the quota's periods (a sample that ends just after a period's budget ran out is up to
-	 * (1 - cores) x period shorter than one that ends just before the next period begins),
-	 * which moved layer times by 3% median and 7% at most between two bring-ups of a
-	 * testbed. The CPU a rank spends is what the quota's budget pays for, and the runtime
-	 * model replays profile times as that CPU at the quota's rate (sim/runtime_cpu_quota.c):
-	 * so there the time kept is the rank's CPU time / cores, which no alignment moves. */
+	/* On a device that is a CPU quota, a phase's wall time also depends on where its sample
+	 * ends in the quota's periods (up to (1 - cores) x period). The CPU a rank spends is what
+	 * the quota's budget pays for, and the runtime model replays profile times as that CPU at
+	 * the quota's rate (sim/runtime_cpu_quota.c): so there the time kept is the rank's CPU
+	 * time / cores. Measured on the testbed (bench/RESULTS.md) the two agree within 1-3%;
+	 * neither repeats within 2% between bring-ups, for reasons the sample's end is not. */
 	int cpu_basis = o->cpu_quota_cores > 0 && o->cpu_quota_cores < 1 && o->threads == 1;
 	json_object_set_new(
 		src, "statistic",
