@@ -21,13 +21,19 @@ jq -r '.hosts | group_by(.gpu)[] | max_by(.slots) | "\(.name) \(.gpu) \(.slots)"
 while read -r host gpu slots; do
 	for tp in 1 2; do
 		[ "$tp" -le "$slots" ] || continue
-		echo "profile_testbed: $gpu (host $host) at TP $tp" >&2
+		# a sample of at least 50 ms of the device's CPU (its quota's bursts; 200 ms of wall
+		# at the least) and 7 repeats: on a tenth of a core this narrowed how far two
+		# bring-ups' profiles were apart (median 6.6 -> 4.6 %, max 26 -> 16 %; bench/RESULTS.md)
+		cores=$(jq -r --arg g "$gpu" '[.gpus[] | select(.name == $g) | .cpu_quota.cores // 1][0] // 1' "$gpus")
+		sample_ms=$(awk -v c="$cores" 'BEGIN { m = 50 / c; if (m < 200) m = 200; printf "%d", m }')
+		echo "profile_testbed: $gpu (host $host) at TP $tp, samples of $sample_ms ms" >&2
 		# stdin from /dev/null: mpirun would otherwise read the rest of this loop's input
 		nice -n -5 "$S" profile --model "$MODEL" --gpu "$gpu" --gpus "$gpus" --tp "$tp" \
 			--mbs "$MBS" --seq-len "$SEQ" --cluster "$cluster" --host "$host" \
+			--min-sample-ms "$sample_ms" --repeats 7 \
 			-o "$out/profiles" -q </dev/null
 		# what ran beside the ranks moves their times (shared caches and cores): say so
-		jq -r --arg k "mbs 1 tp $tp" --argjson tp "$tp" --arg g "$gpu" --slurpfile cat "$gpus" '
+		jq -r --argjson tp "$tp" --arg g "$gpu" --slurpfile cat "$gpus" '
 		  ([$cat[0].gpus[] | select(.name == $g) | .cpu_quota.cores // 1][0] * $tp) as $own |
 		  .source.entries | to_entries[] | select(.key | endswith("tp \($tp)")) |
 		  select(.value.machine_busy_cores != null and .value.machine_busy_cores > $own + 0.25) |
