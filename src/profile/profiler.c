@@ -199,6 +199,14 @@ static int step_update(struct sl_gpt_layer *layer, long long step)
 	return 0;
 }
 
+/* Block copy c of the `copies` the block phases cycle through: layers[1], then more[]. */
+static struct sl_gpt_layer *block_copy(struct sl_gpt_layer *layers, struct sl_gpt_layer *more,
+				       int copies, int c)
+{
+	int k = copies > 1 ? c % copies : 0;
+	return k == 0 ? &layers[1] : &more[k - 1];
+}
+
 static void *run_rank(void *arg)
 {
 	struct worker *w = arg;
@@ -215,6 +223,8 @@ static void *run_rank(void *arg)
 	float *bufs = NULL;
 	int32_t *tokens = NULL;
 	int rc = 0, made = 0;
+	int copies = n > 1 ? n : 1, copies_made = 0; /* block copies, below */
+	struct sl_gpt_layer *block_copies = NULL;
 	sl_cpu_set_threads(j->threads);
 	struct sl_tp_comm comm = {allreduce_sum, allreduce_max, &w->id};
 	for (int k = 0; k < 3 && !rc; k++) {
@@ -229,6 +239,25 @@ static void *run_rank(void *arg)
 		if (!rc) {
 			made++;
 			sl_gpt_layer_init_weights(&layers[k], SEED);
+		}
+	}
+	/* A stage runs its blocks one after the other, each with its own weights, so a block's
+	 * weights are not in the cache when it runs again; one block called over and over keeps
+	 * them there. The block phases cycle through as many copies as the model has blocks. */
+	if (copies > 1)
+		block_copies = calloc((size_t)copies - 1, sizeof(*block_copies));
+	if (!rc && copies > 1 && !block_copies)
+		rc = sl_err_set(&err, SL_ENOMEM, "cannot allocate %d block copies", copies - 1);
+	for (int k = 1; k < copies && !rc; k++) {
+		struct sl_gpt_layer_config cfg = {
+			.kind = SL_GPT_BLOCK, .index = k + 1, .num_blocks = n, .hidden = m->hidden,
+			.heads = m->heads, .ffn_hidden = m->ffn_hidden, .max_seq_len = m->seq_len,
+			.vocab = m->vocab, .tp = j->tp, .tp_rank = w->id.id, .slots = 1, .comm = comm,
+		};
+		rc = sl_gpt_layer_init(&block_copies[k - 1], &cfg, j->mbs, j->seq, &err);
+		if (!rc) {
+			copies_made++;
+			sl_gpt_layer_init_weights(&block_copies[k - 1], SEED);
 		}
 	}
 	if (!rc)
@@ -258,6 +287,8 @@ static void *run_rank(void *arg)
 		double loss = 0;
 		for (int p = 0; p < PHASES && !rc; p++) {
 			rank_barrier(me);
+			/* backward and update go over the copies a forward has filled */
+			int forwarded = j->calls[F_BLK] < copies ? j->calls[F_BLK] : copies;
 			t[p] = sl_now_s();
 			cpu[p] = sl_clock_s(CLOCK_THREAD_CPUTIME_ID);
 			/* iteration 0 counts the calls a sample needs: it calls the phase until
@@ -266,13 +297,13 @@ static void *run_rank(void *arg)
 			for (int c = 0; !rc && (counting || c < j->calls[p]); c++) {
 			switch (p) {
 			case F_EMB: rc = sl_gpt_layer_forward(&layers[0], &ws, &mb, NULL, emb_out, NULL, &err); break;
-			case F_BLK: rc = sl_gpt_layer_forward(&layers[1], &ws, &mb, emb_out, blk_out, NULL, &err); break;
+			case F_BLK: rc = sl_gpt_layer_forward(block_copy(layers, block_copies, copies, c), &ws, &mb, emb_out, blk_out, NULL, &err); break;
 			case F_HEAD: rc = sl_gpt_layer_forward(&layers[2], &ws, &mb, blk_out, NULL, &loss, &err); break;
 			case B_HEAD: rc = sl_gpt_layer_backward(&layers[2], &ws, &mb, blk_out, NULL, head_gin, 1.0f, &err); break;
-			case B_BLK: rc = sl_gpt_layer_backward(&layers[1], &ws, &mb, emb_out, head_gin, blk_gin, 1.0f, &err); break;
+			case B_BLK: rc = sl_gpt_layer_backward(block_copy(layers, block_copies, forwarded, c), &ws, &mb, emb_out, head_gin, blk_gin, 1.0f, &err); break;
 			case B_EMB: rc = sl_gpt_layer_backward(&layers[0], &ws, &mb, NULL, blk_gin, NULL, 1.0f, &err); break;
 			case U_EMB: rc = step_update(&layers[0], it + 1); break;
-			case U_BLK: rc = step_update(&layers[1], it + 1); break;
+			case U_BLK: rc = step_update(block_copy(layers, block_copies, forwarded, c), it + 1); break;
 			case U_HEAD: rc = step_update(&layers[2], it + 1); break;
 			}
 			if (counting) {
@@ -322,6 +353,7 @@ static void *run_rank(void *arg)
 		double tensors = (double)j->workspace_bytes;
 		for (int k = 0; k < 3; k++)
 			tensors += (double)(j->layer_param_bytes[k] + j->layer_cache_bytes[k]);
+		tensors += copies_made * (double)(j->layer_param_bytes[1] + j->layer_cache_bytes[1]);
 		j->runtime_rss_bytes = j->rss_bytes > tensors ? j->rss_bytes - tensors : 0;
 	}
 	rank_barrier(me);
@@ -331,6 +363,9 @@ out:
 	sl_gpt_workspace_free(&ws);
 	for (int k = 0; k < made; k++)
 		sl_gpt_layer_free(&layers[k]);
+	for (int k = 0; k < copies_made; k++)
+		sl_gpt_layer_free(&block_copies[k]);
+	free(block_copies);
 	w->rc = rc;
 	w->err = err;
 	return NULL;

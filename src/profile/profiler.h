@@ -6,7 +6,10 @@
  * holding the head without layer 0 has) on each of tp TP ranks, then runs `warmup` untimed and
  * `repeats` timed iterations of: forward embedding, block, head; backward head, block,
  * embedding; then per layer the gradient norm and AdamW over its parameters (the runtime's
- * optimizer step). Each phase of a timed iteration is called as many times as make it last
+ * optimizer step). The block phases go through as many copies of the block as the model has
+ * blocks, one call each in turn, as a stage runs its blocks: one block called over and over
+ * would find its weights in the cache every time. Each phase of a timed iteration is called as
+ * many times as make it last
  * min_sample_s (counted after the first iteration) and its time divided by the calls: short
  * phases on a device that is a CPU quota would otherwise be timed as whole quota bursts. A layer's time in one iteration is the slowest TP rank's; the profile keeps
  * the median over the repeats. All blocks of a model have the same shape, so the one block's
