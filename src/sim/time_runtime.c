@@ -203,10 +203,11 @@ static int build(struct runtime_sim *s, long long G, struct sl_sim_result *out,
 	x->source = malloc((size_t)W * 2 * (size_t)nmax * sizeof(int));
 	s->members = malloc((size_t)W * sizeof(int));
 	x->link_free = calloc((size_t)s->hosts * (size_t)env->catalogue.zone_count, sizeof(double));
-	x->link_tokens = calloc((size_t)s->hosts * (size_t)env->catalogue.zone_count, sizeof(double));
+	x->link_tokens = calloc((size_t)s->hosts * (size_t)env->catalogue.zone_count,
+				sizeof(double));
 	s->round_done = malloc((size_t)W * 2 * sizeof(double));
-	if (!s->st || !x->arrival || !x->ready || !x->source || !s->members || !x->link_free || !x->link_tokens ||
-	    !s->round_done)
+	if (!s->st || !x->arrival || !x->ready || !x->source || !s->members || !x->link_free ||
+	    !x->link_tokens || !s->round_done)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	for (long i = 0; i < (long)W * 2 * nmax; i++)
 		x->arrival[i] = -1;
