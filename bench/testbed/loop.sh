@@ -136,12 +136,24 @@ measured = {n: m for n, _, m in rows}
 best = max(measured, key=lambda n: measured[n])
 first = measured.get("rank1", float("nan"))
 ok_fast = first >= 0.97 * measured[best]
-ok_base = all(first > measured[b] for b in measured if b.startswith("baseline"))
+# a baseline that is the first plan itself (the planner can find the best one-class plan) is
+# not a plan the first one should beat: it is the same plan measured twice, which says how far
+# the testbed's runs repeat
+def shape(name):
+    p = json.load(open(f"{out}/plans/{name}.json"))
+    return json.dumps([p["micro_batch"], p["stages"], p.get("microbatches_per_pipeline")],
+                      sort_keys=True)
+same = [b for b in measured if b.startswith("baseline") and shape(b) == shape("rank1")]
+ok_base = all(first > measured[b] for b in measured if b.startswith("baseline") and b not in same)
+for b in same:
+    print(f"{b} is the first plan itself: measured {measured[b]:.3f} against {first:.3f} it/s "
+          f"({100 * abs(first - measured[b]) / min(first, measured[b]):.1f}% apart)")
 print(f"\nfastest measured: {best}; sailor's first plan: {first:.3f} it/s "
       f"({100 * first / measured[best]:.1f}% of the fastest)")
 print(f"first plan within 3% of the fastest: {'yes' if ok_fast else 'NO'}; "
-      f"faster than both baselines: {'yes' if ok_base else 'NO'}")
+      f"faster than {'the other baseline' if same else 'both baselines'}: {'yes' if ok_base else 'NO'}")
 json.dump({"rows": rows, "fastest": best, "first_within_3pct": ok_fast,
-           "first_beats_baselines": ok_base}, open(f"{out}/loop-result.json", "w"), indent=1)
+           "first_beats_baselines": ok_base, "baselines_equal_to_first": same},
+          open(f"{out}/loop-result.json", "w"), indent=1)
 PY
 echo "loop: everything is in $out" >&2
