@@ -403,9 +403,17 @@ static int load_overlay(struct sl_network *net, const struct sl_catalogue *cat, 
 			break;
 		}
 		m->za = za, m->ga = ga, m->zb = zb, m->gb = gb;
+		/* optional (files from before the burst probe have none), but never guessed */
 		json_t *burst = json_object_get(pr, "burst_bytes");
-		m->burst_bytes = json_is_number(burst) && json_number_value(burst) > 0
-					 ? json_number_value(burst) : 0;
+		double b = json_is_number(burst) ? json_number_value(burst) : -1;
+		if (burst && !(b >= 0 && b <= 1e12)) {
+			rc = sl_err_set(err, SL_EINPUT, "--network '%s': source.pairs[%zu].burst_bytes: "
+					"expected bytes from 0 to 1e12 (what `sailor profile --network` "
+					"measures); remove it or profile the network again",
+					overlay_path, i);
+			break;
+		}
+		m->burst_bytes = burst ? b : 0;
 		m->same_host = !strcmp(kind, "within a host");
 		net->allreduce_count++;
 	}

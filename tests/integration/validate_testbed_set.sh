@@ -40,4 +40,10 @@ jq '.source.idle_wait.cpu_per_test_s = -1' "$set/env/profiles/gpt2-tiny/cpu-fast
 	--network "$set/env/network.json" --cluster "$set/env/cluster.json" >"$out" 2>&1
 rc=$?
 check "a bad source.idle_wait is refused with its name" '[ "$rc" -ne 0 ] && grep -q "source.idle_wait: expected" "$out"'
+# a network file whose burst probe is not a number of bytes is refused, by name
+jq '.source.pairs[0].burst_bytes = "lots"' "$set/env/network.json" >"$work/net.json"
+"$SAILOR" simulate --plan "$set/v01-p1-d1-fast.json" --profiles "$set/env/profiles" --gpus "$set/env/gpus.json" \
+	--network "$work/net.json" --cluster "$set/env/cluster.json" >"$out" 2>&1
+rc=$?
+check "a bad source.pairs[].burst_bytes is refused with its name" '[ "$rc" -ne 0 ] && grep -q "source.pairs\[0\].burst_bytes: expected" "$out"'
 finish
