@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Adds what a later network profile of the same testbed measured and an older one lacks: the
-burst probe of each pair between hosts (source.pairs[].burst_bytes, .burst_probe), where the
-later profile measured that pair's point-to-point bandwidth within 5% of the older one at every
-size (the same link then: a burst says nothing of a link that ran at another rate), and the
+burst and eager probes of each pair between hosts (source.pairs[].burst_bytes, .burst_probe;
+.whole_message_bytes, .eager_probe), where the later profile measured that pair's
+point-to-point bandwidth within 5% of the older one at every size (the same link then: a
+probe says nothing of a link that ran at another rate), and the
 within-host pairs and intra_node fits of device types that were not measured (the network
 profiler measured one within-host pair only, on the first host with two slots, until
 2026-11-25). Everything the older file measured is kept as it is; the additions are listed in
@@ -11,6 +12,10 @@ source.added, with the file and date they come from.
 usage: bench/testbed/add_network_probe.py OLD_NETWORK.json NEWER_NETWORK.json  (OLD is rewritten)"""
 import json
 import sys
+
+
+# what a pair between hosts gains from each probe: (the figure, the probe's record)
+PROBES = [("burst_bytes", "burst_probe"), ("whole_message_bytes", "eager_probe")]
 
 
 def key(pair):
@@ -31,14 +36,17 @@ def main(argv):
         k = key(p)
         if k in by_key:
             same_rate = all(abs(b / a - 1) <= 0.05 for a, b in zip(by_key[k]["p2p_bps"], p["p2p_bps"]))
-            if "burst_bytes" in p and "burst_bytes" not in by_key[k] and not same_rate:
-                skipped.append(f"burst of {p['sender']} -> {p['receiver']}: its bandwidth "
-                               f"differs by more than 5% ({', '.join(f'{a / 1e6:.1f}' for a in by_key[k]['p2p_bps'])} "
-                               f"against {', '.join(f'{b / 1e6:.1f}' for b in p['p2p_bps'])} MB/s)")
-            elif "burst_bytes" in p and "burst_bytes" not in by_key[k]:
-                by_key[k]["burst_bytes"] = p["burst_bytes"]
-                by_key[k]["burst_probe"] = p["burst_probe"]
-                added.append(f"burst_bytes of {p['sender']} -> {p['receiver']}")
+            for field, probe in PROBES:
+                if field not in p or field in by_key[k]:
+                    continue
+                if not same_rate:
+                    skipped.append(f"{field} of {p['sender']} -> {p['receiver']}: its bandwidth "
+                                   f"differs by more than 5% ({', '.join(f'{a / 1e6:.1f}' for a in by_key[k]['p2p_bps'])} "
+                                   f"against {', '.join(f'{b / 1e6:.1f}' for b in p['p2p_bps'])} MB/s)")
+                    continue
+                by_key[k][field] = p[field]
+                by_key[k][probe] = p[probe]
+                added.append(f"{field} of {p['sender']} -> {p['receiver']}")
         elif p["kind"] == "within a host":
             old_pairs.append(p)
             old.setdefault("intra_node", {})[p["sender_gpu"]] = new["intra_node"][p["sender_gpu"]]
@@ -46,8 +54,9 @@ def main(argv):
     if added:
         old["source"].setdefault("added", []).append({
             "from": new_path, "date": new["source"].get("date"), "what": added, "not": skipped,
-            "why": "measured by a later bring-up of the same testbed: the burst probe and the "
-                   "within-host pair of every device type did not exist when this file was made"})
+            "why": "measured by a later bring-up of the same testbed: the burst and eager probes "
+                   "and the within-host pair of every device type did not exist when this file "
+                   "was made"})
         with open(old_path, "w") as f:
             json.dump(old, f, indent=1)
             f.write("\n")

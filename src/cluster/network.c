@@ -28,6 +28,7 @@ struct sl_network {
 		int za, ga, zb, gb, same_host;
 		struct sl_link_fit fit;
 		double burst_bytes; /* the pair's burst probe (0: none) */
+		double whole_message_bytes; /* the pair's eager probe (0: none) */
 	} allreduce[SL_NET_MAX_ALLREDUCE];
 	int allreduce_count;
 };
@@ -414,6 +415,16 @@ static int load_overlay(struct sl_network *net, const struct sl_catalogue *cat, 
 			break;
 		}
 		m->burst_bytes = burst ? b : 0;
+		json_t *whole = json_object_get(pr, "whole_message_bytes");
+		double w = json_is_number(whole) ? json_number_value(whole) : -1;
+		if (whole && !(w >= 0 && w <= 1e12)) {
+			rc = sl_err_set(err, SL_EINPUT, "--network '%s': source.pairs[%zu]."
+					"whole_message_bytes: expected bytes from 0 to 1e12 (what `sailor "
+					"profile --network` measures); remove it or profile the network again",
+					overlay_path, i);
+			break;
+		}
+		m->whole_message_bytes = whole ? w : 0;
 		m->same_host = !strcmp(kind, "within a host");
 		net->allreduce_count++;
 	}
@@ -569,6 +580,18 @@ double sl_network_burst_bytes(const struct sl_network *net, int za, int ga, int 
 		if (!m->same_host && ((m->za == za && m->ga == ga && m->zb == zb && m->gb == gb) ||
 				      (m->za == zb && m->ga == gb && m->zb == za && m->gb == ga)))
 			return m->burst_bytes;
+	}
+	return 0;
+}
+
+double sl_network_whole_message_bytes(const struct sl_network *net, int za, int ga, int zb,
+				      int gb)
+{
+	for (int i = 0; i < net->allreduce_count; i++) {
+		const struct measured_allreduce *m = &net->allreduce[i];
+		if (!m->same_host && ((m->za == za && m->ga == ga && m->zb == zb && m->gb == gb) ||
+				      (m->za == zb && m->ga == gb && m->zb == za && m->gb == ga)))
+			return m->whole_message_bytes;
 	}
 	return 0;
 }

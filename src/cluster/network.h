@@ -83,6 +83,14 @@ double sl_link_send_time_s(const struct sl_link_fit *fit, double bytes);
  * nothing was measured. */
 double sl_network_burst_bytes(const struct sl_network *net, int za, int ga, int zb, int gb);
 
+/* The largest message of at most OpenMPI's TCP eager limit that the link between these zones and
+ * types passed whole, at once, after it idled, as the network profile's eager probe measured it
+ * (source.pairs[].whole_message_bytes; a shaper that lets a packet through whenever its bucket
+ * is not in debt, and TCP, which hands one write to the device as one segment of up to 64 KiB);
+ * 0 where not measured. */
+double sl_network_whole_message_bytes(const struct sl_network *net, int za, int ga, int zb,
+				      int gb);
+
 /* The all-reduce of two ranks measured by `sailor profile --network` between (zone a, GPU type
  * a) and (zone b, GPU type b), on two hosts or (same_host) on one: its fit gives bytes / time of
  * the whole all-reduce of a message of that size ("algorithm bandwidth"). NULL when the --network

@@ -212,6 +212,16 @@ static int recv_wait(struct sl_comm *c, void *buf, long long n, enum sl_comm_dty
 #define BURST_IDLE_S 0.25
 #define BURST_PROBE_BYTES 262144
 
+/* The eager probe: OpenMPI sends a message of up to its TCP eager limit (64 KiB with its header)
+ * in one write, which TCP hands to the device as one segment; a shaper that lets a packet through
+ * whenever its bucket is not in debt (htb) then passes the whole message at once after quiet,
+ * however small its burst. A message of EAGER_PROBE_BYTES after BURST_IDLE_S of quiet, timed
+ * against a one-byte round trip just before it: the bytes it moved faster than the link's
+ * back-to-back rate allows. The fastest of EAGER_PROBE_REPEATS of each counts: a device that is
+ * a CPU quota can only delay an answer, never speed the wire. */
+#define EAGER_PROBE_BYTES 49152
+#define EAGER_PROBE_REPEATS 7
+
 /* The size index the burst probe sends: the largest size up to BURST_PROBE_BYTES, else the
  * smallest. */
 static int burst_size_index(const struct sl_netprof_options *o)
@@ -232,7 +242,7 @@ static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 	struct sl_comm_group g;
 	memset(&g, 0, sizeof(g));
 	int rc = sl_comm_split(c, in ? 0 : SL_COMM_NO_GROUP, me == p->a ? 0 : 1, &g, err);
-	double *t = malloc((size_t)(o->repeats + 1) * sizeof(double));
+	double *t = malloc((size_t)(o->repeats + 2) * sizeof(double));
 	if (!rc && !t)
 		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	char ack = 1;
@@ -304,6 +314,37 @@ static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 	}
 	if (!rc && me == p->a)
 		results[2 * o->size_count] = p->within_host ? 0 : median(t, o->repeats);
+	/* the eager probe: after quiet, a one-byte round trip, then the message's */
+	double best = HUGE_VAL, best_small = HUGE_VAL;
+	for (int r = 0; r < EAGER_PROBE_REPEATS && !rc && in && !p->within_host; r++) {
+		rc = sl_comm_barrier(c, &g, err);
+		for (int k = 0; k < 2 && !rc; k++) {
+			long long n = k ? EAGER_PROBE_BYTES : 1;
+			if (me == p->a) {
+				if (k == 0) {
+					struct timespec quiet = {0, (long)(BURST_IDLE_S * 1e9)};
+					nanosleep(&quiet, NULL);
+				}
+				double t0 = sl_now_s();
+				rc = send_wait(c, buf, n, SL_COMM_BYTE, p->b, TAG_DATA, err);
+				if (!rc)
+					rc = recv_wait(c, &ack, 1, SL_COMM_BYTE, p->b, TAG_ACK, err);
+				t[k] = sl_now_s() - t0;
+			} else {
+				rc = recv_wait(c, buf, n, SL_COMM_BYTE, p->a, TAG_DATA, err);
+				if (!rc)
+					rc = send_wait(c, &ack, 1, SL_COMM_BYTE, p->a, TAG_ACK, err);
+			}
+		}
+		if (!rc && me == p->a) {
+			best = fmin(best, t[1]);
+			best_small = fmin(best_small, t[0]);
+		}
+	}
+	if (!rc && me == p->a) {
+		results[2 * o->size_count + 1] = p->within_host ? 0 : best;
+		results[2 * o->size_count + 2] = p->within_host ? 0 : best_small;
+	}
 	free(t);
 	if (in)
 		sl_comm_group_free(c, &g);
@@ -373,7 +414,7 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 	if (!rc) {
 		pairs = calloc((size_t)lay.world * (size_t)lay.world + 1, sizeof(*pairs));
 		buf = calloc((size_t)o->sizes[o->size_count - 1] + 4, 1);
-		results = calloc((size_t)2 * o->size_count + 1, sizeof(double));
+		results = calloc((size_t)2 * o->size_count + 3, sizeof(double));
 		if (!pairs || !buf || !results)
 			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	}
@@ -391,10 +432,10 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 		rc = measure_pair(o, comm, p, buf, results, err);
 		/* the sender's medians go to rank 0 */
 		if (!rc && p->a != 0 && comm->rank == p->a)
-			rc = send_wait(comm, results, 2LL * o->size_count + 1, SL_COMM_DOUBLE, 0,
+			rc = send_wait(comm, results, 2LL * o->size_count + 3, SL_COMM_DOUBLE, 0,
 				       TAG_RESULT, err);
 		if (!rc && p->a != 0 && comm->rank == 0)
-			rc = recv_wait(comm, results, 2LL * o->size_count + 1, SL_COMM_DOUBLE, p->a,
+			rc = recv_wait(comm, results, 2LL * o->size_count + 3, SL_COMM_DOUBLE, p->a,
 				       TAG_RESULT, err);
 		if (rc || comm->rank != 0)
 			continue;
@@ -432,6 +473,23 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 					       : 0;
 			json_t *pr = json_array_get(list, json_array_size(list) - 1);
 			json_object_set_new(pr, "burst_bytes", json_real(burst));
+			/* the eager probe's message moved at once what it beat the rate by */
+			double eager_rt = results[2 * o->size_count + 1];
+			double small_rt = results[2 * o->size_count + 2];
+			double extra = fmax(0, eager_rt - small_rt);
+			double whole = sustained > 0 && eager_rt < HUGE_VAL
+					       ? EAGER_PROBE_BYTES -
+							 extra * o->sizes[sb] / sustained
+					       : 0;
+			whole = fmin(EAGER_PROBE_BYTES, fmax(0, whole));
+			json_object_set_new(pr, "whole_message_bytes", json_real(whole));
+			json_object_set_new(pr, "eager_probe",
+					    json_pack("{s:I, s:f, s:I, s:f, s:f}", "bytes",
+						      (json_int_t)EAGER_PROBE_BYTES, "idle_s",
+						      BURST_IDLE_S, "repeats",
+						      (json_int_t)EAGER_PROBE_REPEATS,
+						      "round_trip_s", eager_rt,
+						      "one_byte_round_trip_s", small_rt));
 			json_object_set_new(pr, "burst_probe",
 					    json_pack("{s:I, s:f, s:f, s:f}", "bytes",
 						      (json_int_t)o->sizes[sb], "idle_s", BURST_IDLE_S,

@@ -116,11 +116,28 @@ static void transfer(struct sl_rt_replay *x, int src, int dst, int kind, int m, 
 	if (free_at) {
 		/* A link that idled lets its burst through at once (the network profile's burst
 		 * probe): a token bucket that refills at the link's rate while it is quiet and that
-		 * this message drains first. */
+		 * this message drains first. The bucket may owe bytes (negative tokens): see below. */
 		double *tokens = &x->link_tokens[free_at - x->link_free];
 		double burst = sl_network_burst_bytes(x->env->network, from->zone, from->gpu,
 						      to->zone, to->gpu);
 		*tokens = fmin(burst, *tokens + (start - *free_at) * x->act_bytes / full);
+		double whole = sl_network_whole_message_bytes(x->env->network, from->zone,
+							      from->gpu, to->zone, to->gpu);
+		if (x->act_bytes + TCP_HEADER_BYTES <= TCP_EAGER_BYTES && x->act_bytes <= whole) {
+			/* An eager message is one write, which TCP hands to the device as one
+			 * segment; a shaper such as htb lets a packet through whenever its bucket
+			 * is not in debt, and the bucket then owes what the packet exceeded (the
+			 * network profile's eager probe: whole_message_bytes). The message leaves
+			 * once earlier debt is paid, all at once; the next message pays for it. */
+			if (*tokens < 0) {
+				start += -*tokens * full / x->act_bytes;
+				*tokens = 0;
+			}
+			*tokens -= x->act_bytes;
+			*free_at = start;
+			x->arrival[((size_t)dst * 2 + kind) * x->nmax + m] = start;
+			return;
+		}
 		double at_once = fmin(*tokens, x->act_bytes);
 		*tokens -= at_once;
 		end = start + full * (x->act_bytes - at_once) / x->act_bytes;

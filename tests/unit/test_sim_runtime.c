@@ -379,6 +379,70 @@ static void a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce(voi
 	sl_sim_env_free(slow);
 }
 
+/* Loads gpt2-tiny with a network file of one link between zones a and b (rate 1 MB/s), with
+ * what `extra` adds to its measured pair ("" for nothing). */
+static struct sl_sim_env *env_with_link(double rate, const char *extra)
+{
+	char path[512], text[2048];
+	struct sl_sim_env *out = NULL;
+	struct sl_err err = {0};
+	snprintf(path, sizeof(path), "%s/network.json", dir);
+	snprintf(text, sizeof(text),
+		 "{\"schema\": \"sailor.network/1\", "
+		 "\"us-central1-a\": {\"cpu-fast\": {\"1\": {\"us-central1-b\": {\"cpu-fast\": "
+		 "{\"1\": [[0, 0, %g], %g]}}}}}, "
+		 "\"us-central1-b\": {\"cpu-fast\": {\"1\": {\"us-central1-a\": {\"cpu-fast\": "
+		 "{\"1\": [[0, 0, %g], %g]}}}}}, "
+		 "\"source\": {\"pairs\": [{\"kind\": \"between hosts\", \"sender_zone\": "
+		 "\"us-central1-a\", \"sender_gpu\": \"cpu-fast\", \"receiver_zone\": "
+		 "\"us-central1-b\", \"receiver_gpu\": \"cpu-fast\", \"allreduce_fit\": "
+		 "[[0, 0, %g], %g]%s}]}}\n",
+		 rate / 1e9, rate, rate / 1e9, rate, rate / 1e9, rate, extra);
+	write_file(path, text);
+	assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
+	assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &out, &err), 0);
+	sl_network_set_overlay(NULL, NULL, NULL);
+	unlink(path);
+	return out;
+}
+
+/* An eager message (at most OpenMPI's 64 KiB with its header) that the link passes whole (the
+ * network profile's eager probe) leaves at once when the link's bucket is not in debt: with one
+ * micro-batch of a quarter of the sequence (32 KiB of activations) each message crosses the idle
+ * link at once, where the burst alone saves only 2 x burst / rate; a message over the eager
+ * limit (the model's own sequence, 128 KiB) moves as before. */
+static void an_eager_message_the_link_passes_whole_leaves_at_once(void **state)
+{
+	(void)state;
+	const double rate = 1e6, burst = 20000;
+	struct sl_sim_env *bursty = env_with_link(rate, ", \"burst_bytes\": 20000");
+	struct sl_sim_env *whole = env_with_link(rate, ", \"burst_bytes\": 20000, "
+							"\"whole_message_bytes\": 49152");
+	struct sl_plan plan;
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": [{\"gpu\": "
+		  "\"cpu-fast\", \"zone\": \"us-central1-b\"}]}]}", &plan);
+	static struct sl_sim_result b, w;
+	struct sl_err err = {0};
+	double msg = 4.0 * 2 * env->model.seq_len * env->model.hidden;
+	assert_true(msg + 64 > 65536); /* over the eager limit: the rule does not apply */
+	assert_int_equal(sl_simulate(bursty, &plan, SL_COST_SAILOR, &b, &err), 0);
+	assert_int_equal(sl_simulate(whole, &plan, SL_COST_SAILOR, &w, &err), 0);
+	assert_true(fabs(b.iteration_time_s - w.iteration_time_s) < 1e-12);
+	bursty->model.seq_len /= 4;
+	whole->model.seq_len /= 4;
+	msg /= 4;
+	assert_int_equal(sl_simulate(bursty, &plan, SL_COST_SAILOR, &b, &err), 0);
+	assert_int_equal(sl_simulate(whole, &plan, SL_COST_SAILOR, &w, &err), 0);
+	assert_true(msg > burst && msg < 49152);
+	assert_true(fabs((b.iteration_time_s - w.iteration_time_s) - 2 * (msg - burst) / rate) <
+		    1e-9);
+	sl_plan_free(&plan);
+	sl_sim_env_free(bursty);
+	sl_sim_env_free(whole);
+}
+
 /* A link that idled lets its burst through at once (the network profile's burst probe): with
  * one micro-batch the activation and its gradient each cross the idle link between zones a and
  * b once, so the step is exactly 2 x burst / rate shorter than without a burst. */
@@ -438,6 +502,7 @@ int main(void)
 		cmocka_unit_test(zero_with_libnbc_moves_the_whole_buffer_to_rank_0_and_back),
 		cmocka_unit_test(a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce),
 		cmocka_unit_test(a_link_that_idled_lets_its_burst_through),
+		cmocka_unit_test(an_eager_message_the_link_passes_whole_leaves_at_once),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
