@@ -89,36 +89,81 @@ static double both_ways_s(const struct sl_sim_env *env, const struct sl_role *ra
 	return ar && bytes > 0 ? 0.5 * (2 * bytes / 1e9) / gbps_at(ar, 2 * bytes) : 0;
 }
 
-/* A ring all-reduce of bytes over members (world ranks, in ring order), in buckets, while
- * `sharing` rings alike (the other TP ranks' groups of the same replicas) run at the same time
- * over the same hosts: each host's link carries all their hops, so a hop between hosts gets
- * 1/sharing of its link; a hop within a host is its own ranks' copies and shares nothing. */
-static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_role_table *t,
-			       const struct sl_rt_rank *st, const int *members, int m, double bytes,
-			       int sharing)
+int sl_rt_link_take_whole(struct sl_rt_replay *x, int src, int dst, double bytes, double at_s,
+			  double *leave_s)
+{
+	const struct sl_sim_env *env = x->env;
+	const struct sl_role *from = &x->t->roles[src], *to = &x->t->roles[dst];
+	int host_a = x->st[src].host, host_b = x->st[dst].host;
+	if (host_a == host_b || bytes <= 0 ||
+	    bytes + SL_RT_TCP_HEADER_BYTES > SL_RT_TCP_EAGER_BYTES ||
+	    bytes > sl_network_whole_message_bytes(env->network, from->zone, from->gpu, to->zone,
+						   to->gpu))
+		return 0;
+	size_t link = (size_t)host_a * env->catalogue.zone_count + to->zone;
+	double *free_at = &x->link_free[link], *tokens = &x->link_tokens[link];
+	double rate = bytes / sl_rt_link_s(env, from, host_a, to, host_b, bytes);
+	double start = fmax(at_s, *free_at);
+	/* the bucket refills at the link's rate up to its burst (a quiet link: full) */
+	*tokens = fmin(sl_network_burst_bytes(env->network, from->zone, from->gpu, to->zone, to->gpu),
+		       *tokens + (start - *free_at) * rate);
+	if (*tokens < 0) { /* what earlier messages left owing is paid first */
+		start += -*tokens / rate;
+		*tokens = 0;
+	}
+	*tokens -= bytes;
+	*free_at = start;
+	*leave_s = start;
+	return 1;
+}
+
+/* A ring all-reduce of bytes over members (world ranks, in ring order) from start_s, in
+ * buckets, while `sharing` rings alike (the other TP ranks' groups of the same replicas) run at
+ * the same time over the same hosts: each host's link carries all their hops, so a hop between
+ * hosts gets 1/sharing of its link; a hop within a host is its own ranks' copies and shares
+ * nothing. A hop whose chunk is an eager message the link passes whole
+ * (sl_rt_link_take_whole) waits only for what the link's bucket owes, and leaves it owing; the
+ * rings alike share that bucket as they are replayed one after the other. */
+static double ring_allreduce_s(struct sl_rt_replay *x, const int *members, int m, double bytes,
+			       int sharing, double start_s)
 {
 	if (m <= 1 || bytes <= 0)
 		return 0;
+	const struct sl_sim_env *env = x->env;
+	const struct sl_role_table *t = x->t;
+	const struct sl_rt_rank *st = x->st;
 	double total = 0;
 	for (double done = 0; done < bytes; done += SL_RUNTIME_BUCKET_BYTES) {
 		double bucket = fmin(SL_RUNTIME_BUCKET_BYTES, bytes - done);
-		double chunk = bucket / m, worst = 0;
-		for (int i = 0; i < m; i++) {
-			int a = members[i], b = members[(i + 1) % m];
-			const struct sl_role *ra = &t->roles[a], *rb = &t->roles[b];
-			/* a ring step sends chunk bytes to the next rank and reduces them there: the
-			 * wire (point-to-point fit of the hop) or the work of MPI's copies and sums,
-			 * whichever is slower (sl_rt_reduce_cpu_s) */
-			int between_hosts = st[a].host != st[b].host;
-			double wire = sl_rt_link_s(env, ra, st[a].host, rb, st[b].host, chunk);
-			if (between_hosts && ring_loads_reverse(t, st, members, m, i))
-				wire = fmax(wire, both_ways_s(env, ra, rb, chunk));
-			double s = fmax(between_hosts ? sharing * wire : wire,
-					sl_rt_reduce_cpu_s(env, rb, chunk));
-			if (s > worst)
-				worst = s;
+		double chunk = bucket / m;
+		for (int step = 0; step < 2 * (m - 1); step++) {
+			double at = start_s + total, worst = 0;
+			for (int i = 0; i < m; i++) {
+				int a = members[i], b = members[(i + 1) % m];
+				const struct sl_role *ra = &t->roles[a], *rb = &t->roles[b];
+				/* a ring step sends chunk bytes to the next rank and reduces them
+				 * there: the wire (point-to-point fit of the hop) or the work of
+				 * MPI's copies and sums, whichever is slower (sl_rt_reduce_cpu_s) */
+				int between_hosts = st[a].host != st[b].host;
+				double wire, left = at;
+				if (sl_rt_link_take_whole(x, a, b, chunk, at, &left)) {
+					/* the other rings alike take their chunks from the same
+					 * bucket when they are replayed: no 1/sharing here */
+					wire = left - at;
+				} else {
+					wire = sl_rt_link_s(env, ra, st[a].host, rb, st[b].host,
+							    chunk);
+					if (between_hosts && ring_loads_reverse(t, st, members, m, i))
+						wire = fmax(wire, both_ways_s(env, ra, rb, chunk));
+					if (between_hosts)
+						wire *= sharing;
+				}
+				double s = fmax(wire, sl_rt_reduce_cpu_s(env, rb, chunk));
+				if (s > worst)
+					worst = s;
+			}
+			total += worst;
 		}
-		total += 2.0 * (m - 1) * worst;
 	}
 	return total;
 }
@@ -126,14 +171,16 @@ static double ring_allreduce_s(const struct sl_sim_env *env, const struct sl_rol
 /* An all-reduce of bytes over members: it starts when the last of them arrives and they wait
  * until it ends. Returns its egress in USD: 2(m-1)/m of the bytes from each member to
  * the next. */
-double sl_rt_group_allreduce(const struct sl_sim_env *env, const struct sl_role_table *t,
-			     struct sl_rt_rank *st, const int *members, int m, double bytes,
+double sl_rt_group_allreduce(struct sl_rt_replay *x, const int *members, int m, double bytes,
 			     int sharing)
 {
+	const struct sl_sim_env *env = x->env;
+	const struct sl_role_table *t = x->t;
+	struct sl_rt_rank *st = x->st;
 	double start = 0, usd = 0;
 	for (int i = 0; i < m; i++)
 		start = fmax(start, st[members[i]].clock);
-	double dur = ring_allreduce_s(env, t, st, members, m, bytes, sharing);
+	double dur = ring_allreduce_s(x, members, m, bytes, sharing, start);
 	for (int i = 0; i < m; i++)
 		sl_rt_wait_idle(&st[members[i]], start + dur);
 	for (int i = 0; m > 1 && i < m; i++) {
@@ -148,15 +195,20 @@ double sl_rt_group_allreduce(const struct sl_sim_env *env, const struct sl_role_
 /* CPU a rank spends in one round of a collective of a few bytes (an MPI test that finds its
  * message, a send, a sum). */
 #define SCALAR_ROUND_CPU_S 20e-6
+/* what one round's message carries: the loss and the stop flag, two doubles */
+#define SCALAR_MESSAGE_BYTES 16.0
 
 /* After the gradient sync every rank joins two all-reduces of a few bytes over the world (the
  * loss with the stop flag, then the gradient norm), each 2(W-1) rounds of OpenMPI's ring in
  * rank order (comm_mpi.c asks libnbc for its ring). A rank's round starts once its own previous
- * round and its left neighbour's are done, and needs the rank to run: on a CPU-quota device
- * whose budget is spent that waits for its next period, which is where such a collective's
- * time goes on the testbed. Returns when the last rank is done; done: W doubles of scratch. */
-double sl_rt_world_scalar_allreduces(struct sl_rt_rank *st, int W, double *done)
+ * round is done and its left neighbour's message is there, and needs the rank to run: on a
+ * CPU-quota device whose budget is spent that waits for its next period, which is where such a
+ * collective's time goes on the testbed. The message is eager: on a link whose bucket owes
+ * bytes (an eager message before it, sl_rt_link_take_whole) it waits until they are paid.
+ * Returns when the last rank is done; done: W doubles of scratch. */
+double sl_rt_world_scalar_allreduces(struct sl_rt_replay *x, int W, double *done)
 {
+	struct sl_rt_rank *st = x->st;
 	double end = 0;
 	for (int r = 0; r < W; r++)
 		end = fmax(end, st[r].clock);
@@ -167,7 +219,10 @@ double sl_rt_world_scalar_allreduces(struct sl_rt_rank *st, int W, double *done)
 	for (int round = 0; round < 2 * 2 * (W - 1); round++) {
 		double left_prev = done[W - 1];
 		for (int r = 0; r < W; r++) {
-			double start = fmax(done[r], left_prev);
+			int left = (r + W - 1) % W;
+			double there = left_prev;
+			sl_rt_link_take_whole(x, left, r, SCALAR_MESSAGE_BYTES, left_prev, &there);
+			double start = fmax(done[r], there);
 			left_prev = done[r];
 			sl_rt_wait_idle(&st[r], start);
 			sl_rt_run_work(&st[r], sl_rt_has_quota(&st[r]) ? SCALAR_ROUND_CPU_S / st[r].quota_cores

@@ -76,19 +76,31 @@ void sl_rt_wait_idle(struct sl_rt_rank *r, double until_s);
 
 /* ---- links and collectives (runtime_collectives.c) ---- */
 
+/* OpenMPI's TCP transport sends a message of up to its eager limit (btl_tcp_eager_limit, 64 KiB
+ * in OpenMPI 4.1) at once, its match header counted against the limit; a larger one goes by
+ * rendezvous (time_runtime.c). */
+#define SL_RT_TCP_EAGER_BYTES 65536.0
+#define SL_RT_TCP_HEADER_BYTES 64.0
+
 /* Seconds to move bytes from rank a on host_a to rank b on host_b. */
 double sl_rt_link_s(const struct sl_sim_env *env, const struct sl_role *a, int host_a,
 		    const struct sl_role *b, int host_b, double bytes);
 /* Seconds of MPI's copies and sums when rank rb receives bytes to add to its own. */
 double sl_rt_reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *rb, double bytes);
+/* An eager message of bytes from rank src to rank dst on another host whose link the network
+ * profile's eager probe found passing such a message whole: it leaves at or after at_s once the
+ * link's bucket owes nothing, all at once, and the bucket then owes what it exceeded. Returns 1
+ * and when it leaves (and is there) in *leave_s; 0, touching nothing, where this does not apply
+ * (one host, over the eager limit, not probed or not passed whole). */
+int sl_rt_link_take_whole(struct sl_rt_replay *x, int src, int dst, double bytes, double at_s,
+			  double *leave_s);
 /* A ring all-reduce of bytes over members, from the last one's arrival, beside sharing - 1
  * other rings over the same hosts at the same time; returns its egress, USD. */
-double sl_rt_group_allreduce(const struct sl_sim_env *env, const struct sl_role_table *t,
-			     struct sl_rt_rank *st, const int *members, int m, double bytes,
+double sl_rt_group_allreduce(struct sl_rt_replay *x, const int *members, int m, double bytes,
 			     int sharing);
 /* The loss and gradient-norm all-reduces over the world's W ranks; returns when the last rank
  * is through. done: W doubles of scratch. */
-double sl_rt_world_scalar_allreduces(struct sl_rt_rank *st, int W, double *done);
+double sl_rt_world_scalar_allreduces(struct sl_rt_replay *x, int W, double *done);
 /* ZeRO-1's gradient reduce-scatter over members as libnbc runs it. ready: m doubles of scratch. */
 void sl_rt_zero_reduce_scatter(struct sl_rt_replay *x, const int *members, int m, double bytes,
 			       double *ready);

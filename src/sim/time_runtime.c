@@ -57,13 +57,13 @@
 #include "runtime/schedule.h"
 #include "sim/runtime_model.h"
 
-/* OpenMPI's TCP transport sends a message of up to its eager limit (btl_tcp_eager_limit, 64 KiB
- * in OpenMPI 4.1) at once; a larger one goes by rendezvous and moves only while both ends are
+/* OpenMPI's TCP transport sends a message of up to its eager limit at once
+ * (SL_RT_TCP_EAGER_BYTES); a larger one goes by rendezvous and moves only while both ends are
  * inside MPI calls (no progress thread): after MPI_Isend it waits for the sender's next
  * receive, send or collective, and then for the receiver to be in the matching receive. Between
  * ranks of one host the receiver copies the data itself (shared memory). */
-#define TCP_EAGER_BYTES 65536.0
-#define TCP_HEADER_BYTES 64.0 /* its match header counts against the limit */
+#define TCP_EAGER_BYTES SL_RT_TCP_EAGER_BYTES
+#define TCP_HEADER_BYTES SL_RT_TCP_HEADER_BYTES
 #define PHASE_DRAWS 8
 
 /* Linux wakes a sleeping thread up to its timer slack (50 us by default) after the time it
@@ -113,31 +113,19 @@ static void transfer(struct sl_rt_replay *x, int src, int dst, int kind, int m, 
 	}
 	double full = sl_rt_link_s(x->env, from, s->host, to, d->host, x->act_bytes);
 	double end = start + full;
+	if (free_at && sl_rt_link_take_whole(x, src, dst, x->act_bytes, start, &end)) {
+		x->arrival[((size_t)dst * 2 + kind) * x->nmax + m] = end;
+		return;
+	}
 	if (free_at) {
 		/* A link that idled lets its burst through at once (the network profile's burst
 		 * probe): a token bucket that refills at the link's rate while it is quiet and that
-		 * this message drains first. The bucket may owe bytes (negative tokens): see below. */
+		 * this message drains first; what an eager message left owing (negative tokens,
+		 * sl_rt_link_take_whole) is paid first. */
 		double *tokens = &x->link_tokens[free_at - x->link_free];
 		double burst = sl_network_burst_bytes(x->env->network, from->zone, from->gpu,
 						      to->zone, to->gpu);
 		*tokens = fmin(burst, *tokens + (start - *free_at) * x->act_bytes / full);
-		double whole = sl_network_whole_message_bytes(x->env->network, from->zone,
-							      from->gpu, to->zone, to->gpu);
-		if (x->act_bytes + TCP_HEADER_BYTES <= TCP_EAGER_BYTES && x->act_bytes <= whole) {
-			/* An eager message is one write, which TCP hands to the device as one
-			 * segment; a shaper such as htb lets a packet through whenever its bucket
-			 * is not in debt, and the bucket then owes what the packet exceeded (the
-			 * network profile's eager probe: whole_message_bytes). The message leaves
-			 * once earlier debt is paid, all at once; the next message pays for it. */
-			if (*tokens < 0) {
-				start += -*tokens * full / x->act_bytes;
-				*tokens = 0;
-			}
-			*tokens -= x->act_bytes;
-			*free_at = start;
-			x->arrival[((size_t)dst * 2 + kind) * x->nmax + m] = start;
-			return;
-		}
 		double at_once = fmin(*tokens, x->act_bytes);
 		*tokens -= at_once;
 		end = start + full * (x->act_bytes - at_once) / x->act_bytes;
@@ -432,8 +420,8 @@ static void sync_gradients(struct runtime_sim *s, struct sl_sim_result *out)
 			if (sl_rt_stage_zero(plan, k) && s->quota)
 				sl_rt_zero_reduce_scatter(x, members, m, bytes, s->round_done);
 			else /* MPI's blocking reduce-scatter and all-gather: a ring's bytes */
-				x->egress_usd += sl_rt_group_allreduce(env, &s->t, s->st, members, m,
-								       bytes, groups);
+				x->egress_usd += sl_rt_group_allreduce(x, members, m, bytes,
+								       groups);
 		}
 		out->stages[k].dp_sync_s = 0;
 	}
@@ -457,8 +445,7 @@ static void sync_gradients(struct runtime_sim *s, struct sl_sim_result *out)
 			}
 			double bytes = SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
 				       (uniform ? t0 : 1);
-			x->egress_usd += sl_rt_group_allreduce(env, &s->t, s->st, members, m, bytes,
-							       groups);
+			x->egress_usd += sl_rt_group_allreduce(x, members, m, bytes, groups);
 		}
 	}
 	for (int r = 0; r < s->W; r++)
@@ -473,7 +460,7 @@ static double norm_and_update(struct runtime_sim *s)
 	const struct sl_plan *plan = s->plan;
 	const int P = plan->num_stages, W = s->W;
 	struct sl_rt_rank *st = s->st;
-	double norm = sl_rt_world_scalar_allreduces(st, W, s->round_done);
+	double norm = sl_rt_world_scalar_allreduces(&s->x, W, s->round_done);
 	for (int r = 0; r < W; r++) {
 		sl_rt_wait_idle(&st[r], norm);
 		sl_rt_run_work(&st[r], st[r].update_s);
