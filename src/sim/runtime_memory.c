@@ -7,8 +7,10 @@
  * activation and an output gradient per slot) + the gradient bucket + one gradient buffer; the
  * layer figures are the profile's, measured on the runtime's own layers. Every buffer the
  * runtime allocates is zeroed, so all of it is resident from the start: the 16 MiB gradient
- * bucket counts even for a rank with nothing to all-reduce. With ZeRO-1 and the non-blocking
- * collectives a rank also holds the scratch of libnbc's reduce-scatter.
+ * bucket counts even for a rank with nothing to all-reduce. With the non-blocking collectives
+ * a rank also holds what it touched of libnbc's scratch: the reduce-scatter's with ZeRO-1, the
+ * ring all-reduce's otherwise (ring_scratch_bytes, time_runtime.c); libnbc frees it after each
+ * call, so the larger of the two counts.
  *
  * Options per stage (plan.h): recompute "full" keeps no block intermediates per slot, only one
  * working set (a block's cache and its output) per stage; "selective" moves the attention
@@ -56,7 +58,7 @@ static double attention_core_bytes(const struct sl_sim_env *env, int mbs, int tp
 void sl_rt_rank_memory(const struct sl_sim_env *env, const struct sl_role *r, int mbs, int slots,
 		       int P, double whole_tensor_bytes,
 		       int recompute, int zero_group, int zero_rank, double zero_whole_bytes,
-		       int nonblocking, struct sl_sim_memory *mem)
+		       int nonblocking, double ring_scratch_bytes, struct sl_sim_memory *mem)
 {
 	const struct sl_gpu_type *g = &env->catalogue.gpus[r->gpu];
 	const struct sl_profile_memory *pm = sl_rt_profile_memory(env, r->gpu, mbs, r->tp);
@@ -121,7 +123,7 @@ void sl_rt_rank_memory(const struct sl_sim_env *env, const struct sl_role *r, in
 	 * for the largest whole tensor when a stage mixes TP degrees (grad_sync.c) */
 	mem->buffers_bytes = (r->stage > 0 ? 2.0 * slots * activation_msg : 0) +
 			     fmax(SL_RUNTIME_BUCKET_BYTES, whole_tensor_bytes) + activation_msg +
-			     zero_scratch;
+			     fmax(zero_scratch, nonblocking ? ring_scratch_bytes : 0);
 	(void)P;
 	/* the process baseline as the profile measured it on an MPI rank of this device type;
 	 * else the catalogue's figure */

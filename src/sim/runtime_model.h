@@ -135,6 +135,6 @@ double sl_rt_largest_whole_tensor_bytes(const struct sl_sim_env *env, int first,
 void sl_rt_rank_memory(const struct sl_sim_env *env, const struct sl_role *r, int mbs, int slots,
 		       int P, double whole_tensor_bytes, int recompute, int zero_group,
 		       int zero_rank, double zero_whole_bytes, int nonblocking,
-		       struct sl_sim_memory *mem);
+		       double ring_scratch_bytes, struct sl_sim_memory *mem);
 
 #endif

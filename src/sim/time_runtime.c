@@ -480,6 +480,38 @@ static double norm_and_update(struct runtime_sim *s)
 	return norm;
 }
 
+/* What a rank touches of libnbc's scratch in its in-place ring all-reduces: OpenMPI's ring
+ * (NBC_ARED_RING, which comm_mpi.c asks for) allocates a buffer the size of the call and
+ * receives each round's segment, ceil(count / m) of count elements, into its start; freed, it
+ * is reused from glibc's heap and stays resident. The largest over the rank's calls: its stage's
+ * gradients over its sync group (all in one bucket for these models, at most
+ * SL_RUNTIME_BUCKET_BYTES otherwise; a ZeRO stage reduce-scatters instead) and the tied token
+ * table over the first and last stages. */
+static double ring_scratch_bytes(const struct runtime_sim *s, const struct sl_role *ro)
+{
+	const struct sl_sim_env *env = s->env;
+	const struct sl_plan *plan = s->plan;
+	const int P = plan->num_stages, D = plan->num_pipelines, k = ro->stage;
+	int uniform = sl_rt_stage_uniform(plan, k);
+	double bytes = 0, most = 0;
+	int m = sl_rt_stage_sync_members(env, plan, &s->t, k, uniform ? ro->tp_rank : 0,
+					 s->members, &bytes);
+	if (m > 1 && !plan->stages[k].zero)
+		most = ceil(fmin(bytes, SL_RUNTIME_BUCKET_BYTES) / SL_FP32_BYTES / m) * SL_FP32_BYTES;
+	if (P > 1 && env->sizes->head_holds_embedding && (k == 0 || k == P - 1)) {
+		int tied_uniform = 1, tp = sl_plan_replica(plan, 0, 0)->tp, ranks = 0;
+		for (int j = 0; j < D; j++) {
+			tied_uniform &= sl_plan_replica(plan, 0, j)->tp == tp &&
+					sl_plan_replica(plan, P - 1, j)->tp == tp;
+			ranks += sl_plan_replica(plan, 0, j)->tp + sl_plan_replica(plan, P - 1, j)->tp;
+		}
+		double table = (double)env->model.vocab * env->model.hidden / (tied_uniform ? tp : 1);
+		int members = tied_uniform ? 2 * D : ranks;
+		most = fmax(most, ceil(table / members) * SL_FP32_BYTES);
+	}
+	return most;
+}
+
 /* Per stage figures (the slowest rank of the stage) and the iteration's, from its time T and
  * the pipelines' end. */
 static void stage_figures(const struct runtime_sim *s, struct sl_sim_result *out, double T,
@@ -559,7 +591,8 @@ static void rank_memories(const struct runtime_sim *s, struct sl_sim_result *out
 				zrank += sl_plan_replica(plan, k, j)->tp;
 		}
 		sl_rt_rank_memory(env, ro, b, s->sched[r].slots, P, whole, plan->stages[k].recompute,
-				  zgroup, zrank, mixed && zgroup > 1 ? whole_all : 0, s->quota, &mem);
+				  zgroup, zrank, mixed && zgroup > 1 ? whole_all : 0, s->quota,
+				  ring_scratch_bytes(s, ro), &mem);
 		struct sl_sim_stage *sg = &out->stages[k];
 		if (sg->memory.total_bytes < 0 ||
 		    mem.total_bytes / mem.capacity_bytes >

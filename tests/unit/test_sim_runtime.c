@@ -15,6 +15,7 @@
 #include "cluster/catalogue.h"
 #include "runtime/grad_sync.h"
 #include "sim/internal.h"
+#include "sim/runtime_model.h"
 
 /* per layer kind at (mbs 2, tp 1): seconds and bytes */
 #define F_EMB 0.001
@@ -333,6 +334,29 @@ static void zero_with_libnbc_moves_the_whole_buffer_to_rank_0_and_back(void **st
 	sl_plan_free(&zero);
 }
 
+/* Where the ranks run the non-blocking collectives (CPU quotas), libnbc's ring all-reduce
+ * receives each round's segment into a scratch buffer: a rank holds its first half (two
+ * replicas) beside the buffers that polling ranks hold; with ZeRO-1 the stage reduce-scatters
+ * instead, whose scratch is libnbc's binomial tree's (rank 0 receives once: one buffer). */
+static void libnbcs_ring_scratch_counts_in_a_ranks_memory(void **state)
+{
+	(void)state;
+	struct sl_plan plain_fast, zero_fast, plain_quota, zero_quota;
+	static struct sl_sim_result f0, f1, q0, q1;
+	simulate_with_and_without_zero("cpu-fast", &plain_fast, &zero_fast, &f0, &f1);
+	simulate_with_and_without_zero("cpu-quota", &plain_quota, &zero_quota, &q0, &q1);
+	double B = SL_FP32_BYTES * sl_sim_stage_params(env, 1, 0, 5);
+	assert_true(fabs(q0.stages[0].memory.buffers_bytes - f0.stages[0].memory.buffers_bytes -
+			 ceil(B / SL_FP32_BYTES / 2) * SL_FP32_BYTES) < 1e-6);
+	/* rank 0 of the tree receives once: one buffer of its parameters, no ring's on top */
+	assert_true(fabs(q1.stages[0].memory.buffers_bytes - f1.stages[0].memory.buffers_bytes -
+			 fmin(SL_RT_ZERO_BUCKET_BYTES, q1.stages[0].memory.params_bytes)) < 1e-6);
+	sl_plan_free(&plain_fast);
+	sl_plan_free(&zero_fast);
+	sl_plan_free(&plain_quota);
+	sl_plan_free(&zero_quota);
+}
+
 /* A ring step over a link the ring loads both ways at once takes at least half of the two-rank
  * all-reduce the network profile measured between those hosts; a hop whose reverse carries
  * nothing of the ring keeps its point-to-point time. The measured all-reduce here is slow
@@ -443,6 +467,51 @@ static void an_eager_message_the_link_passes_whole_leaves_at_once(void **state)
 	sl_sim_env_free(whole);
 }
 
+/* The tied token table's ring over two stages in zones a and b (1 MB/s, a 20 kB burst): with
+ * half the vocabulary its chunks (32 KiB) are eager messages, which a link that passes them
+ * whole lets through at once while its bucket owes nothing. What the chunks leave owing is paid
+ * before the next message on the link, the loss all-reduce's; with no burst to start from, the
+ * step is longer than with one. */
+static void the_tied_tables_eager_chunks_take_from_the_links_bucket(void **state)
+{
+	(void)state;
+	const double rate = 1e6;
+	struct sl_sim_env *bursty = env_with_link(rate, ", \"burst_bytes\": 20000");
+	struct sl_sim_env *whole = env_with_link(rate, ", \"burst_bytes\": 20000, "
+							"\"whole_message_bytes\": 49152");
+	struct sl_sim_env *owing = env_with_link(rate, ", \"burst_bytes\": 0, "
+							"\"whole_message_bytes\": 49152");
+	struct sl_plan plan;
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": [{\"gpu\": "
+		  "\"cpu-fast\", \"zone\": \"us-central1-b\"}]}]}", &plan);
+	bursty->model.vocab /= 2;
+	whole->model.vocab /= 2;
+	owing->model.vocab /= 2;
+	double chunk = SL_FP32_BYTES * whole->model.vocab * whole->model.hidden / 2;
+	assert_true(chunk + 64 <= 65536 && chunk <= 49152);
+	static struct sl_sim_result b, w, o;
+	struct sl_err err = {0};
+	assert_int_equal(sl_simulate(bursty, &plan, SL_COST_SAILOR, &b, &err), 0);
+	assert_int_equal(sl_simulate(whole, &plan, SL_COST_SAILOR, &w, &err), 0);
+	assert_int_equal(sl_simulate(owing, &plan, SL_COST_SAILOR, &o, &err), 0);
+	/* stage 0 arrives last: at the link's rate two ring steps of a chunk each; passed whole,
+	 * the first step is free and the second waits for what the first left owing beyond the
+	 * burst */
+	assert_true(fabs(b.stages[0].dp_sync_s - 2 * chunk / rate) < 1e-9);
+	assert_true(fabs(w.stages[0].dp_sync_s - (chunk - 20000) / rate) < 1e-9);
+	assert_true(w.iteration_time_s < b.iteration_time_s);
+	assert_true(o.iteration_time_s > w.iteration_time_s);
+	/* after the ring each link owes its last chunk: the loss all-reduce's first message over
+	 * it waits chunk / rate before the rounds go on */
+	assert_true(w.dp_sync_s - w.stages[0].dp_sync_s > chunk / rate - 1e-9);
+	sl_plan_free(&plan);
+	sl_sim_env_free(bursty);
+	sl_sim_env_free(whole);
+	sl_sim_env_free(owing);
+}
+
 /* A link that idled lets its burst through at once (the network profile's burst probe): with
  * one micro-batch the activation and its gradient each cross the idle link between zones a and
  * b once, so the step is exactly 2 x burst / rate shorter than without a burst. */
@@ -500,9 +569,11 @@ int main(void)
 		cmocka_unit_test(a_sleeping_waits_tests_spend_the_quota),
 		cmocka_unit_test(zero_with_blocking_collectives_costs_the_allreduce),
 		cmocka_unit_test(zero_with_libnbc_moves_the_whole_buffer_to_rank_0_and_back),
+		cmocka_unit_test(libnbcs_ring_scratch_counts_in_a_ranks_memory),
 		cmocka_unit_test(a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce),
 		cmocka_unit_test(a_link_that_idled_lets_its_burst_through),
 		cmocka_unit_test(an_eager_message_the_link_passes_whole_leaves_at_once),
+		cmocka_unit_test(the_tied_tables_eager_chunks_take_from_the_links_bucket),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
