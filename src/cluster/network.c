@@ -418,9 +418,11 @@ static int load_overlay(struct sl_network *net, const struct sl_catalogue *cat, 
 		json_t *whole = json_object_get(pr, "whole_message_bytes");
 		double w = json_is_number(whole) ? json_number_value(whole) : -1;
 		if (whole && !(w >= 0 && w <= 1e12)) {
-			rc = sl_err_set(err, SL_EINPUT, "--network '%s': source.pairs[%zu]."
-					"whole_message_bytes: expected bytes from 0 to 1e12 (what `sailor "
-					"profile --network` measures); remove it or profile the network again",
+			rc = sl_err_set(err, SL_EINPUT,
+					"--network '%s': source.pairs[%zu].whole_message_bytes: "
+					"expected bytes from 0 to 1e12 (what `sailor profile "
+					"--network` measures); remove it or profile the network "
+					"again",
 					overlay_path, i);
 			break;
 		}

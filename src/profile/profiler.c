@@ -143,6 +143,7 @@ struct job {
 	int mbs, tp, seq, threads, iterations; /* iterations = warmup + repeats */
 	double min_sample_s;  /* a timed sample of a phase lasts at least this long */
 	int calls[PHASES];    /* calls of the phase per timed sample (set after iteration 0) */
+	int calls_known;      /* calls came from an earlier pass: iteration 0 does not count */
 	double *times;        /* [iteration][PHASES], the slowest rank's per call (rank 0) */
 	double *cpu_times;    /* [iteration][PHASES], the largest CPU time of a rank per call */
 	size_t layer_param_bytes[3], layer_cache_bytes[3], workspace_bytes;
@@ -293,7 +294,7 @@ static void *run_rank(void *arg)
 			cpu[p] = sl_clock_s(CLOCK_THREAD_CPUTIME_ID);
 			/* iteration 0 counts the calls a sample needs: it calls the phase until
 			 * min_sample_s has passed on rank 0 (which tells the others each time) */
-			int counting = it == 0;
+			int counting = it == 0 && !j->calls_known;
 			for (int c = 0; !rc && (counting || c < j->calls[p]); c++) {
 			switch (p) {
 			case F_EMB: rc = sl_gpt_layer_forward(&layers[0], &ws, &mb, NULL, emb_out, NULL, &err); break;
@@ -514,28 +515,60 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 	if (o->command)
 		json_object_set_new(src, "command", json_string(o->command));
 	int iterations = o->warmup + o->repeats;
-	double *times = calloc((size_t)iterations * PHASES, sizeof(double));
-	double *cpu_times = calloc((size_t)iterations * PHASES, sizeof(double));
+	/* Interleaved passes: pass r times every entry's repeat r (after a warm-up of its own),
+	 * so that a slow spell of the machine (a VM whose host is busy, bench/RESULTS.md) falls on
+	 * a few samples of every entry, which their medians drop, instead of on every sample of
+	 * the entries measured during it. Pass 0 also counts the calls a sample needs and takes
+	 * the memory figures, as one run of all repeats did. */
+	int E = o->mbs_count * o->tp_count;
+	struct job *jobs = calloc((size_t)E, sizeof(*jobs));
+	double *all_times = calloc((size_t)E * iterations * PHASES, sizeof(double));
+	double *all_cpu = calloc((size_t)E * iterations * PHASES, sizeof(double));
+	double *entry_wall = calloc((size_t)E, sizeof(double));
+	double *entry_busy = calloc((size_t)E, sizeof(double));
+	double *pass_times = calloc((size_t)(o->warmup + 1) * PHASES, sizeof(double));
+	double *pass_cpu = calloc((size_t)(o->warmup + 1) * PHASES, sizeof(double));
 	double *col = calloc((size_t)o->repeats, sizeof(double));
-	if (!times || !cpu_times || !col)
+	if (!jobs || !all_times || !all_cpu || !entry_wall || !entry_busy || !pass_times ||
+	    !pass_cpu || !col)
 		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	for (int r = 0; r < o->repeats && !rc; r++)
+		for (int e = 0; e < E && !rc; e++) {
+			int a = e / o->tp_count, b = e % o->tp_count;
+			struct job j = {.model = &model, .mbs = o->mbs[a], .tp = o->tp[b], .seq = seq,
+					.threads = o->threads, .iterations = o->warmup + 1,
+					.min_sample_s = o->min_sample_s, .times = pass_times,
+					.cpu_times = pass_cpu};
+			for (int p = 0; p < PHASES; p++)
+				j.calls[p] = r ? jobs[e].calls[p] : 1;
+			j.calls_known = r > 0;
+			double t0 = sl_now_s(), busy0 = machine_busy_s();
+			rc = measure(&j, o->comm, err);
+			entry_wall[e] += sl_now_s() - t0;
+			entry_busy[e] += machine_busy_s() - busy0;
+			if (rc)
+				break;
+			if (r == 0)
+				jobs[e] = j;
+			/* an entry's rows: the first pass's warm-up, then one timed repeat per pass
+			 * (row warmup + r); pass 0 brings rows 0..warmup, a later pass its last row */
+			size_t to = r == 0 ? 0 : (size_t)(o->warmup + r) * PHASES;
+			size_t from = r == 0 ? 0 : (size_t)o->warmup * PHASES;
+			size_t n = (size_t)(r == 0 ? o->warmup + 1 : 1) * PHASES * sizeof(double);
+			memcpy(all_times + (size_t)e * iterations * PHASES + to, pass_times + from, n);
+			memcpy(all_cpu + (size_t)e * iterations * PHASES + to, pass_cpu + from, n);
+		}
 	for (int a = 0; a < o->mbs_count && !rc; a++) {
 		char mk[16];
 		snprintf(mk, sizeof(mk), "%d", o->mbs[a]);
 		json_t *by_tp = json_object();
 		json_object_set_new(root, mk, by_tp);
 		for (int b = 0; b < o->tp_count && !rc; b++) {
-			struct job j = {.model = &model, .mbs = o->mbs[a], .tp = o->tp[b], .seq = seq,
-					.threads = o->threads, .iterations = iterations,
-					.min_sample_s = o->min_sample_s, .times = times,
-					.cpu_times = cpu_times};
-			for (int p = 0; p < PHASES; p++)
-				j.calls[p] = 1;
-			double t0 = sl_now_s(), busy0 = machine_busy_s();
-			rc = measure(&j, o->comm, err);
-			double busy_cores = (machine_busy_s() - busy0) / fmax(sl_now_s() - t0, 1e-9);
-			if (rc)
-				break;
+			int ei = a * o->tp_count + b;
+			struct job j = jobs[ei];
+			double *times = all_times + (size_t)ei * iterations * PHASES;
+			double *cpu_times = all_cpu + (size_t)ei * iterations * PHASES;
+			double busy_cores = entry_busy[ei] / fmax(entry_wall[ei], 1e-9);
 			/* The quota is in force only where the ranks ran no faster than it allows
 			 * (up to the 1 ms of a period Linux may carry over): a run of these ranks
 			 * outside the testbed's cgroups is timed by the wall clock, as elsewhere. */
@@ -608,7 +641,7 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 						"runtime_rss_bytes", j.runtime_rss_bytes,
 						"mpi_ranks", o->comm != NULL);
 			json_object_set_new(e, "memory", mem);
-			json_object_set_new(e, "wall_s", json_real(sl_now_s() - t0));
+			json_object_set_new(e, "wall_s", json_real(entry_wall[ei]));
 			/* the ranks' own share is at most tp x the quota (or tp x threads) */
 			json_object_set_new(e, "machine_busy_cores", json_real(busy_cores));
 			/* entries of several runs may share a file (sl_profiler_write merges): each
@@ -623,7 +656,7 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 				fprintf(stderr, "profile: %s mbs %d tp %d: block forward %.3f ms, "
 					"backward %.3f ms, update %.3f ms (%.1f s)\n", model.name,
 					o->mbs[a], o->tp[b], 1e3 * med[F_BLK], 1e3 * med[B_BLK],
-					1e3 * update, sl_now_s() - t0);
+					1e3 * update, entry_wall[ei]);
 		}
 	}
 	/* A rank on a CPU quota waits asleep, but each test and wake-up costs CPU its budget pays
@@ -641,8 +674,13 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 					  "cpu_per_test_s", cost.cpu_per_test_s, "late_per_test_s",
 					  cost.late_per_test_s, "tests", (json_int_t)cost.tests));
 	}
-	free(times);
-	free(cpu_times);
+	free(jobs);
+	free(all_times);
+	free(all_cpu);
+	free(entry_wall);
+	free(entry_busy);
+	free(pass_times);
+	free(pass_cpu);
 	free(col);
 	json_object_set_new(src, "entries", entries_src);
 	json_object_set_new(root, "source", src);

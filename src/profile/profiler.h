@@ -4,7 +4,9 @@
  * For each (micro-batch size, TP degree) it builds the three kinds of layer of the model (the
  * embedding, one transformer block, the head with its own copy of the token table, as a stage
  * holding the head without layer 0 has) on each of tp TP ranks, then runs `warmup` untimed and
- * `repeats` timed iterations of: forward embedding, block, head; backward head, block,
+ * one timed iteration, `repeats` times over: pass r builds and times every (micro-batch, TP)
+ * entry once, so that a slow spell of the machine falls on a few samples of each entry rather
+ * than on all samples of some. An iteration is: forward embedding, block, head; backward head, block,
  * embedding; then per layer the gradient norm and AdamW over its parameters (the runtime's
  * optimizer step). The block phases go through as many copies of the block as the model has
  * blocks, one call each in turn, as a stage runs its blocks: one block called over and over

@@ -105,8 +105,9 @@ int sl_rt_link_take_whole(struct sl_rt_replay *x, int src, int dst, double bytes
 	double rate = bytes / sl_rt_link_s(env, from, host_a, to, host_b, bytes);
 	double start = fmax(at_s, *free_at);
 	/* the bucket refills at the link's rate up to its burst (a quiet link: full) */
-	*tokens = fmin(sl_network_burst_bytes(env->network, from->zone, from->gpu, to->zone, to->gpu),
-		       *tokens + (start - *free_at) * rate);
+	double burst = sl_network_burst_bytes(env->network, from->zone, from->gpu, to->zone,
+					      to->gpu);
+	*tokens = fmin(burst, *tokens + (start - *free_at) * rate);
 	if (*tokens < 0) { /* what earlier messages left owing is paid first */
 		start += -*tokens / rate;
 		*tokens = 0;
@@ -153,7 +154,8 @@ static double ring_allreduce_s(struct sl_rt_replay *x, const int *members, int m
 				} else {
 					wire = sl_rt_link_s(env, ra, st[a].host, rb, st[b].host,
 							    chunk);
-					if (between_hosts && ring_loads_reverse(t, st, members, m, i))
+					if (between_hosts &&
+					    ring_loads_reverse(t, st, members, m, i))
 						wire = fmax(wire, both_ways_s(env, ra, rb, chunk));
 					if (between_hosts)
 						wire *= sharing;

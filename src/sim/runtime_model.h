@@ -59,7 +59,8 @@ struct sl_rt_replay {
 			     * which moves once the receiver is in its receive; -1 none */
 	int *source;        /* same index: its sender */
 	double *link_free;  /* [host][zone]: when the host's link to the zone is free */
-	double *link_tokens; /* [host][zone]: bytes the link's burst holds at link_free (negative: owed) */
+	double *link_tokens; /* [host][zone]: bytes the link's burst holds at link_free;
+			      * negative: what it owes (sl_rt_link_take_whole) */
 	int nmax;
 	double act_bytes;
 	double egress_usd;

@@ -497,15 +497,18 @@ static double ring_scratch_bytes(const struct runtime_sim *s, const struct sl_ro
 	int m = sl_rt_stage_sync_members(env, plan, &s->t, k, uniform ? ro->tp_rank : 0,
 					 s->members, &bytes);
 	if (m > 1 && !plan->stages[k].zero)
-		most = ceil(fmin(bytes, SL_RUNTIME_BUCKET_BYTES) / SL_FP32_BYTES / m) * SL_FP32_BYTES;
+		most = ceil(fmin(bytes, SL_RUNTIME_BUCKET_BYTES) / SL_FP32_BYTES / m) *
+		       SL_FP32_BYTES;
 	if (P > 1 && env->sizes->head_holds_embedding && (k == 0 || k == P - 1)) {
 		int tied_uniform = 1, tp = sl_plan_replica(plan, 0, 0)->tp, ranks = 0;
 		for (int j = 0; j < D; j++) {
 			tied_uniform &= sl_plan_replica(plan, 0, j)->tp == tp &&
 					sl_plan_replica(plan, P - 1, j)->tp == tp;
-			ranks += sl_plan_replica(plan, 0, j)->tp + sl_plan_replica(plan, P - 1, j)->tp;
+			ranks += sl_plan_replica(plan, 0, j)->tp +
+				 sl_plan_replica(plan, P - 1, j)->tp;
 		}
-		double table = (double)env->model.vocab * env->model.hidden / (tied_uniform ? tp : 1);
+		double table = (double)env->model.vocab * env->model.hidden /
+			       (tied_uniform ? tp : 1);
 		int members = tied_uniform ? 2 * D : ranks;
 		most = fmax(most, ceil(table / members) * SL_FP32_BYTES);
 	}

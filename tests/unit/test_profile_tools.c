@@ -150,7 +150,8 @@ static void gpu_overlay_adds_types_and_rejects_bad_files(void **state)
 	assert_int_equal(sl_catalogue_gpu_index(&cat, "cpu-fast"), -1);
 	assert_int_equal(sl_catalogue_set_overlay("data/testbed/gpus-cpu.json", &err), 0);
 	assert_int_equal(sl_catalogue_load(NULL, &cat, &err), 0);
-	assert_int_equal(cat.gpu_count, shipped + 6); /* geo3's, quad4's and tri3's classes */
+	/* geo3's, quad4's, tri3's and pent5's classes */
+	assert_int_equal(cat.gpu_count, shipped + 8);
 	assert_int_equal(sl_catalogue_gpu_index(&cat, "cpu-fast"), shipped);
 	assert_int_equal(sl_catalogue_gpu_index(&cat, "cpu-slow"), shipped + 1);
 	assert_true(cat.gpus[shipped].memory_bytes == 2147483648.0);
