@@ -6,9 +6,10 @@
 #
 # usage: bench/testbed/profile_testbed.sh CLUSTER.json GPUS.json OUT_DIR
 #        writes OUT_DIR/profiles/<MODEL>/<class>.json and OUT_DIR/network.json;
-#        environment: MODEL (gpt2-tiny), SEQ (the model's seq_len), MBS (1,2,4)
+#        environment: MODEL (gpt2-tiny), SEQ (the model's seq_len), MBS (1,2,4), NETWORK (1; 0:
+#        the layers only, no OUT_DIR/network.json)
 set -euo pipefail
-[ $# -eq 3 ] || { sed -n '2,9p' "$0" >&2; exit 2; }
+[ $# -eq 3 ] || { sed -n '2,10p' "$0" >&2; exit 2; }
 cluster=$1 gpus=$2 out=$3
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 S="$here/build/sailor"
@@ -41,6 +42,9 @@ while read -r host gpu slots; do
 		  "$out/profiles/$MODEL/$gpu.json" >&2 || true
 	done
 done
+[ "${NETWORK:-1}" = 0 ] && exit 0
 echo "profile_testbed: the links" >&2
+# every pair's sizes up to 4 MiB, over links as slow as 8 Mbit/s: a testbed of five zones
+# needs more than the default 300 s
 nice -n -5 "$S" profile --network --cluster "$cluster" --gpus "$gpus" \
-	--sizes 16384,65536,262144,1048576,4194304 -o "$out/network.json" -q
+	--sizes 16384,65536,262144,1048576,4194304 --timeout 1200 -o "$out/network.json" -q
