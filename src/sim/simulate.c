@@ -24,6 +24,14 @@ static void replica_field(const struct sl_plan *plan, int k, int j, char *buf, s
 		snprintf(buf, size, "stages[%d].replicas[%d]", k, sl_plan_replica_entry(plan, k, j));
 }
 
+/* Whether (mbs, tp) is one the shipped layer-time tables can hold: a power of two micro-batch
+ * up to 2^(SL_SIM_MBS_SLOTS - 1) and a TP degree up to SL_SIM_MAX_TP. */
+static int in_table_range(int mbs, int tp)
+{
+	return mbs >= 1 && mbs <= (1 << (SL_SIM_MBS_SLOTS - 1)) && (mbs & (mbs - 1)) == 0 &&
+	       tp >= 1 && tp <= SL_SIM_MAX_TP;
+}
+
 int sl_sim_check_plan(const struct sl_sim_env *env, const struct sl_plan *plan,
 		      long long global_batch, struct sl_err *err)
 {
@@ -46,6 +54,15 @@ int sl_sim_check_plan(const struct sl_sim_env *env, const struct sl_plan *plan,
 					   "use a micro-batch size and TP degree the profile has (%s)",
 					   prof->path, plan->micro_batch, r->tp, plan->path, field,
 					   sl_profile_entries_text(prof, have, sizeof(have)));
+			else if (in_table_range(plan->micro_batch, r->tp))
+				/* a size the shipped tables could hold: they do not, for this type */
+				sl_err_set(err, SL_ENOTFOUND,
+					   "plan '%s': %s: no layer times for %s at mbs %d tp %d: no "
+					   "profile of it for model '%s' and no shipped times; profile "
+					   "it (`sailor profile --model %s --gpu %s --mbs %d --tp %d`) "
+					   "and give the profiles with --profiles DIR",
+					   plan->path, field, gpu, plan->micro_batch, r->tp,
+					   env->model.name, env->model.name, gpu, plan->micro_batch, r->tp);
 			else
 				sl_err_set(err, SL_ENOTFOUND,
 					   "plan '%s': %s: no layer times for %s at mbs %d tp %d: "

@@ -84,6 +84,10 @@ f=$(mk zone '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers":
 expect unknown-zone 1 "$f" "stages[0].replicas[0].zone: unknown zone 'europe-west4-a'" -- simulate --model OPT-350 --plan "$f"
 f=$(mk profile '{"schema": "sailor.plan/1", "micro_batch": 32, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
 expect missing-profile-entry 1 "profiles/OPT-350/A100-40.json" "no entry for mbs 32 tp 2" "$f" -- simulate --model OPT-350 --plan "$f"
+# a device type with no profile and no shipped times, at a size the tables could hold: the
+# profile is what is missing, and the message says how to make one
+f=$(mk unprofiled '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 5], "replicas": [{"gpu": "cpu-fast", "zone": "us-central1-a"}]}]}')
+expect unprofiled-type 1 "$f" "no layer times for cpu-fast at mbs 2 tp 1: no profile of it for model 'gpt2-tiny'" "sailor profile --model gpt2-tiny --gpu cpu-fast --mbs 2 --tp 1" -- simulate --model gpt2-tiny --plan "$f" --gpus data/testbed/gpus-cpu.json
 f=$(mk cover '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 11], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
 expect bad-coverage 1 "$f" "stages[1].layers: starts at layer 13 but layer 12 is in no stage" -- simulate --model OPT-350 --plan "$f"
 f=$(mk overlap '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 14], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
