@@ -413,7 +413,9 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 	int np = 0;
 	if (!rc) {
 		pairs = calloc((size_t)lay.world * (size_t)lay.world + 1, sizeof(*pairs));
-		buf = calloc((size_t)o->sizes[o->size_count - 1] + 4, 1);
+		/* the largest size, or the eager probe's message where the sizes are smaller */
+		long long most = o->sizes[o->size_count - 1];
+		buf = calloc((size_t)(most > EAGER_PROBE_BYTES ? most : EAGER_PROBE_BYTES) + 4, 1);
 		results = calloc((size_t)2 * o->size_count + 3, sizeof(double));
 		if (!pairs || !buf || !results)
 			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
@@ -476,8 +478,10 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 			/* the eager probe's message moved at once what it beat the rate by */
 			double eager_rt = results[2 * o->size_count + 1];
 			double small_rt = results[2 * o->size_count + 2];
+			if (!isfinite(eager_rt) || !isfinite(small_rt))
+				eager_rt = small_rt = 0; /* not measured: whole stays 0 */
 			double extra = fmax(0, eager_rt - small_rt);
-			double whole = sustained > 0 && eager_rt < HUGE_VAL
+			double whole = sustained > 0 && eager_rt > 0
 					       ? EAGER_PROBE_BYTES -
 							 extra * o->sizes[sb] / sustained
 					       : 0;
