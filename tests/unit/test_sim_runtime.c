@@ -403,7 +403,7 @@ static void a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce(voi
 	sl_sim_env_free(slow);
 }
 
-/* Loads gpt2-tiny with a network file of one link between zones a and b (rate 1 MB/s), with
+/* Loads gpt2-tiny with a network file of one link between zones a and b (rate bytes/s), with
  * what `extra` adds to its measured pair ("" for nothing). */
 static struct sl_sim_env *env_with_link(double rate, const char *extra)
 {
@@ -519,30 +519,9 @@ static void a_link_that_idled_lets_its_burst_through(void **state)
 {
 	(void)state;
 	const double rate = 1e6, burst = 20000;
-	char path[512], text[2048];
-	struct sl_sim_env *plain = NULL, *bursty = NULL;
+	struct sl_sim_env *plain = env_with_link(rate, "");
+	struct sl_sim_env *bursty = env_with_link(rate, ", \"burst_bytes\": 20000");
 	struct sl_err err = {0};
-	for (int with = 0; with < 2; with++) {
-		snprintf(path, sizeof(path), "%s/network.json", dir);
-		snprintf(text, sizeof(text),
-			 "{\"schema\": \"sailor.network/1\", "
-			 "\"us-central1-a\": {\"cpu-fast\": {\"1\": {\"us-central1-b\": {\"cpu-fast\": "
-			 "{\"1\": [[0, 0, %g], %g]}}}}}, "
-			 "\"us-central1-b\": {\"cpu-fast\": {\"1\": {\"us-central1-a\": {\"cpu-fast\": "
-			 "{\"1\": [[0, 0, %g], %g]}}}}}, "
-			 "\"source\": {\"pairs\": [{\"kind\": \"between hosts\", \"sender_zone\": "
-			 "\"us-central1-a\", \"sender_gpu\": \"cpu-fast\", \"receiver_zone\": "
-			 "\"us-central1-b\", \"receiver_gpu\": \"cpu-fast\", \"allreduce_fit\": "
-			 "[[0, 0, %g], %g]%s}]}}\n",
-			 rate / 1e9, rate, rate / 1e9, rate, rate / 1e9, rate,
-			 with ? ", \"burst_bytes\": 20000" : "");
-		write_file(path, text);
-		assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
-		assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir,
-							  with ? &bursty : &plain, &err), 0);
-		sl_network_set_overlay(NULL, NULL, NULL);
-		unlink(path);
-	}
 	struct sl_plan plan;
 	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
 		  "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"cpu-fast\", "
