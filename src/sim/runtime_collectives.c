@@ -126,8 +126,10 @@ int sl_rt_link_take_whole(struct sl_rt_replay *x, int src, int dst, double bytes
  * (sl_rt_link_take_whole) waits only for what the link's bucket owes, and leaves it owing; the
  * rings alike share that bucket as they are replayed one after the other. */
 static double ring_allreduce_s(struct sl_rt_replay *x, const int *members, int m, double bytes,
-			       int sharing, double start_s)
+			       int sharing, double start_s, double *cpu_s)
 {
+	for (int i = 0; i < m; i++)
+		cpu_s[i] = 0;
 	if (m <= 1 || bytes <= 0)
 		return 0;
 	const struct sl_sim_env *env = x->env;
@@ -160,7 +162,9 @@ static double ring_allreduce_s(struct sl_rt_replay *x, const int *members, int m
 					if (between_hosts)
 						wire *= sharing;
 				}
-				double s = fmax(wire, sl_rt_reduce_cpu_s(env, rb, chunk));
+				double cpu = sl_rt_reduce_cpu_s(env, rb, chunk);
+				cpu_s[(i + 1) % m] += cpu;
+				double s = fmax(wire, cpu);
 				if (s > worst)
 					worst = s;
 			}
@@ -171,10 +175,13 @@ static double ring_allreduce_s(struct sl_rt_replay *x, const int *members, int m
 }
 
 /* An all-reduce of bytes over members: it starts when the last of them arrives and they wait
- * until it ends. Returns its egress in USD: 2(m-1)/m of the bytes from each member to
- * the next. */
+ * until it ends. MPI's copies and sums of the chunks a member receives are its own CPU work:
+ * on a CPU-quota device they are paid from its budget, counted at the ring's end (so a member
+ * leaves the sync with what its sums left of the period, which the small all-reduces after it
+ * meet; one whose budget cannot pay them ends later). Returns its egress in USD: 2(m-1)/m of
+ * the bytes from each member to the next. cpu: m doubles of scratch. */
 double sl_rt_group_allreduce(struct sl_rt_replay *x, const int *members, int m, double bytes,
-			     int sharing)
+			     int sharing, double *cpu)
 {
 	const struct sl_sim_env *env = x->env;
 	const struct sl_role_table *t = x->t;
@@ -182,9 +189,13 @@ double sl_rt_group_allreduce(struct sl_rt_replay *x, const int *members, int m, 
 	double start = 0, usd = 0;
 	for (int i = 0; i < m; i++)
 		start = fmax(start, st[members[i]].clock);
-	double dur = ring_allreduce_s(x, members, m, bytes, sharing, start);
-	for (int i = 0; i < m; i++)
-		sl_rt_wait_idle(&st[members[i]], start + dur);
+	double dur = ring_allreduce_s(x, members, m, bytes, sharing, start, cpu);
+	for (int i = 0; i < m; i++) {
+		struct sl_rt_rank *r = &st[members[i]];
+		double work = fmin(cpu[i], dur);
+		sl_rt_wait_idle(r, start + dur - work);
+		sl_rt_run_work(r, work);
+	}
 	for (int i = 0; m > 1 && i < m; i++) {
 		const struct sl_role *a = &t->roles[members[i]];
 		const struct sl_role *n = &t->roles[members[(i + 1) % m]];
@@ -286,7 +297,12 @@ void sl_rt_zero_reduce_scatter(struct sl_rt_replay *x, const int *members, int m
 				double at = collective_send(x, members[p], members[i], call,
 							    fmax(ready[i], ready[p]), 0);
 				ready[p] = at; /* the sender is through to its part's receive */
-				ready[i] = at + sl_rt_reduce_cpu_s(x->env, &x->t->roles[members[i]], call);
+				/* the sum is the receiver's own CPU work, paid from its budget */
+				struct sl_rt_rank *ri = &x->st[members[i]];
+				sl_rt_wait_idle(ri, at);
+				sl_rt_run_work(ri, sl_rt_reduce_cpu_s(x->env, &x->t->roles[members[i]],
+								      call));
+				ready[i] = ri->clock;
 			}
 		double root_done = ready[0];
 		for (int i = 1; i < m; i++) {
@@ -302,7 +318,9 @@ void sl_rt_zero_reduce_scatter(struct sl_rt_replay *x, const int *members, int m
 /* ZeRO-1's all-gather of the updated parameters (runtime/zero.c) over members, in calls of at
  * most SL_RT_ZERO_BUCKET_BYTES: libnbc's all-gatherv posts all of a rank's sends (its part to every
  * other rank, the right neighbour first) and receives at once, and a rank is through when all of
- * its own are done. from, through: m doubles of scratch each. */
+ * its own are done. Taking in the m - 1 parts it receives is the rank's own CPU work (MPI's
+ * copies, timed as a reduction's), paid from its budget once its last part is there. from,
+ * through: m doubles of scratch each. */
 void sl_rt_zero_allgather(struct sl_rt_replay *x, const int *members, int m, double bytes,
 			  double *from, double *through)
 {
@@ -320,7 +338,11 @@ void sl_rt_zero_allgather(struct sl_rt_replay *x, const int *members, int m, dou
 				through[i] = fmax(through[i], at);
 				through[j] = fmax(through[j], at);
 			}
-		for (int i = 0; i < m; i++)
-			sl_rt_wait_idle(&x->st[members[i]], through[i]);
+		for (int i = 0; i < m; i++) {
+			struct sl_rt_rank *r = &x->st[members[i]];
+			sl_rt_wait_idle(r, through[i]);
+			sl_rt_run_work(r, (m - 1) * sl_rt_reduce_cpu_s(x->env, &x->t->roles[members[i]],
+									part));
+		}
 	}
 }

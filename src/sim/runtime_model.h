@@ -96,9 +96,10 @@ double sl_rt_reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *rb
 int sl_rt_link_take_whole(struct sl_rt_replay *x, int src, int dst, double bytes, double at_s,
 			  double *leave_s);
 /* A ring all-reduce of bytes over members, from the last one's arrival, beside sharing - 1
- * other rings over the same hosts at the same time; returns its egress, USD. */
+ * other rings over the same hosts at the same time, each member paying its copies and sums
+ * from its CPU budget; returns its egress, USD. cpu: m doubles of scratch. */
 double sl_rt_group_allreduce(struct sl_rt_replay *x, const int *members, int m, double bytes,
-			     int sharing);
+			     int sharing, double *cpu);
 /* The loss and gradient-norm all-reduces over the world's W ranks; returns when the last rank
  * is through. done: W doubles of scratch. */
 double sl_rt_world_scalar_allreduces(struct sl_rt_replay *x, int W, double *done);

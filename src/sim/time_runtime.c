@@ -421,7 +421,7 @@ static void sync_gradients(struct runtime_sim *s, struct sl_sim_result *out)
 				sl_rt_zero_reduce_scatter(x, members, m, bytes, s->round_done);
 			else /* MPI's blocking reduce-scatter and all-gather: a ring's bytes */
 				x->egress_usd += sl_rt_group_allreduce(x, members, m, bytes,
-								       groups);
+								       groups, s->round_done);
 		}
 		out->stages[k].dp_sync_s = 0;
 	}
@@ -445,7 +445,8 @@ static void sync_gradients(struct runtime_sim *s, struct sl_sim_result *out)
 			}
 			double bytes = SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
 				       (uniform ? t0 : 1);
-			x->egress_usd += sl_rt_group_allreduce(x, members, m, bytes, groups);
+			x->egress_usd += sl_rt_group_allreduce(x, members, m, bytes, groups,
+								       s->round_done);
 		}
 	}
 	for (int r = 0; r < s->W; r++)

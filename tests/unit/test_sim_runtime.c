@@ -538,6 +538,87 @@ static void a_link_that_idled_lets_its_burst_through(void **state)
 	sl_sim_env_free(bursty);
 }
 
+/* Loads gpt2-tiny with a network file for cpu-quota devices in zones a and b: links between
+ * hosts at wire_bps (point-to-point and all-reduce), and, where within_bps > 0, the two-rank
+ * all-reduce measured within a host of each zone at within_bps (MPI's copies and sums). */
+static struct sl_sim_env *env_with_quota_pair(double wire_bps, double within_bps)
+{
+	char path[512], text[4096], within[1024] = "";
+	struct sl_sim_env *out = NULL;
+	struct sl_err err = {0};
+	for (int z = 0; within_bps > 0 && z < 2; z++) {
+		const char *zone = z ? "us-central1-b" : "us-central1-a";
+		size_t n = strlen(within);
+		snprintf(within + n, sizeof(within) - n,
+			 ", {\"kind\": \"within a host\", \"sender_zone\": \"%s\", \"sender_gpu\": "
+			 "\"cpu-quota\", \"receiver_zone\": \"%s\", \"receiver_gpu\": \"cpu-quota\", "
+			 "\"allreduce_fit\": [[0, 0, %g], %g]}",
+			 zone, zone, within_bps / 1e9, within_bps);
+	}
+	snprintf(path, sizeof(path), "%s/network.json", dir);
+	snprintf(text, sizeof(text),
+		 "{\"schema\": \"sailor.network/1\", "
+		 "\"us-central1-a\": {\"cpu-quota\": {\"1\": {\"us-central1-b\": {\"cpu-quota\": "
+		 "{\"1\": [[0, 0, %g], %g]}}}}}, "
+		 "\"us-central1-b\": {\"cpu-quota\": {\"1\": {\"us-central1-a\": {\"cpu-quota\": "
+		 "{\"1\": [[0, 0, %g], %g]}}}}}, "
+		 "\"source\": {\"pairs\": [{\"kind\": \"between hosts\", \"sender_zone\": "
+		 "\"us-central1-a\", \"sender_gpu\": \"cpu-quota\", \"receiver_zone\": "
+		 "\"us-central1-b\", \"receiver_gpu\": \"cpu-quota\", \"allreduce_fit\": "
+		 "[[0, 0, %g], %g]}%s]}}\n",
+		 wire_bps / 1e9, wire_bps, wire_bps / 1e9, wire_bps, wire_bps / 1e9, wire_bps,
+		 within);
+	write_file(path, text);
+	assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
+	assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &out, &err), 0);
+	sl_network_set_overlay(NULL, NULL, NULL);
+	unlink(path);
+	return out;
+}
+
+/* MPI's copies and sums in a gradient sync are the ranks' own CPU work, paid from a CPU-quota
+ * device's budget: two rings of the same length, one paced by the sums (a within-host
+ * all-reduce of R, a wire 1000 times faster) and one by the wire (R, nothing to sum), end
+ * together, but after the first the ranks' budgets are spent, so the small all-reduces after
+ * the sync wait for their next period and the step is longer. ZeRO-1 (libnbc's reduce to the
+ * first rank, then its all-gather) over the fast wire, with and without the sums: the first
+ * rank adds each call of the reduce-scatter (B / R in all) and each rank takes in the other's
+ * half of each call of the all-gather (B / 2R), both from its budget. */
+static void a_syncs_copies_and_sums_are_paid_from_the_budget(void **state)
+{
+	(void)state;
+	const double R = 1e8;
+	struct sl_sim_env *sums = env_with_quota_pair(1000 * R, R);
+	struct sl_sim_env *wire = env_with_quota_pair(R, 0);
+	struct sl_sim_env *no_sums = env_with_quota_pair(1000 * R, 0);
+	struct sl_err err = {0};
+	struct sl_plan plain, zero;
+	for (int z = 0; z < 2; z++) {
+		char text[512];
+		snprintf(text, sizeof(text),
+			 "{\"schema\": \"sailor.plan/1\", \"global_batch\": 4, \"micro_batch\": 2, "
+			 "\"stages\": [{\"layers\": [0, 5], \"zero\": %d, \"replicas\": [{\"gpu\": "
+			 "\"cpu-quota\", \"zone\": \"us-central1-a\"}, {\"gpu\": \"cpu-quota\", "
+			 "\"zone\": \"us-central1-b\"}]}]}", z);
+		load_plan(text, z ? &zero : &plain);
+	}
+	static struct sl_sim_result by_sums, by_wire, zero_sums, zero_free;
+	assert_int_equal(sl_simulate(sums, &plain, SL_COST_SAILOR, &by_sums, &err), 0);
+	assert_int_equal(sl_simulate(wire, &plain, SL_COST_SAILOR, &by_wire, &err), 0);
+	/* the rings: 2 steps of B/2 each way, at R either way */
+	double B = SL_FP32_BYTES * sl_sim_stage_params(env, 1, 0, 5);
+	assert_true(by_wire.iteration_time_s > B / R);
+	assert_true(by_sums.iteration_time_s > by_wire.iteration_time_s + 0.001);
+	assert_int_equal(sl_simulate(sums, &zero, SL_COST_SAILOR, &zero_sums, &err), 0);
+	assert_int_equal(sl_simulate(no_sums, &zero, SL_COST_SAILOR, &zero_free, &err), 0);
+	assert_true(zero_sums.iteration_time_s - zero_free.iteration_time_s > 1.25 * B / R);
+	sl_plan_free(&plain);
+	sl_plan_free(&zero);
+	sl_sim_env_free(sums);
+	sl_sim_env_free(wire);
+	sl_sim_env_free(no_sums);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +634,7 @@ int main(void)
 		cmocka_unit_test(a_link_that_idled_lets_its_burst_through),
 		cmocka_unit_test(an_eager_message_the_link_passes_whole_leaves_at_once),
 		cmocka_unit_test(the_tied_tables_eager_chunks_take_from_the_links_bucket),
+		cmocka_unit_test(a_syncs_copies_and_sums_are_paid_from_the_budget),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
