@@ -8,15 +8,22 @@
 #       --network OUT/env/network.json --cluster OUT/env/cluster.json
 # needs to predict them. Raw run outputs go to OUT/env/raw/. Needs root (namespaces, tc, cgroups), mpirun, jq, python3.
 #
+# Every plan runs ROUNDS times, one round of all plans after the other, so that a slow minute of
+# the machine falls on one run of several plans rather than on every run of one; a plan's
+# figure is the mean of its rounds' median step times (run_to_validation.py).
+#
 # usage: bench/testbed/validation.sh PLANS_DIR OUT   environment: DESC (data/testbed/geo3.json),
-#        MODEL (gpt2-tiny), STEPS (10), SEQ (the model's seq_len), MBS (1,2,4)
+#        MODEL (gpt2-tiny), STEPS (10), ROUNDS (1), SEQ (the model's seq_len), MBS (1,2,4),
+#        GPUS (data/testbed/gpus-cpu.json: the device classes of DESC)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$here"
-[ $# -eq 2 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
 plans=$1 out=$2
 DESC=${DESC:-data/testbed/geo3.json}
 STEPS=${STEPS:-10}
+ROUNDS=${ROUNDS:-1}
+GPUS=${GPUS:-data/testbed/gpus-cpu.json}
 MODEL=${MODEL:-gpt2-tiny}
 model_file=$MODEL; [ -f "$model_file" ] || model_file=data/models/$MODEL.json
 SEQ=${SEQ:-$(jq -r .seq_len "$model_file")}
@@ -29,20 +36,30 @@ mkdir -p "$out/env"
 env=$out/env
 trap '[ "${KEEP_TESTBED:-0}" = 1 ] || scripts/testbed down "$DESC" >/dev/null 2>&1 || true' EXIT
 scripts/testbed up "$DESC" -o "$env/cluster.json" >&2
-cp data/testbed/gpus-cpu.json "$env/gpus.json"
+cp "$GPUS" "$env/gpus.json"
 MODEL="$MODEL" SEQ="$SEQ" MBS="$MBS" bench/testbed/profile_testbed.sh "$env/cluster.json" "$env/gpus.json" "$env"
 "$S" data data/text/fsf-licenses.txt -o "$env/tokens.bin" >/dev/null
 mkdir -p "$env/raw"
+run_name() { # plan round: the raw output's name (one round: the plan's name alone, as before)
+	if [ "$ROUNDS" -eq 1 ]; then echo "$1"; else echo "$1.r$2"; fi
+}
+for round in $(seq 1 "$ROUNDS"); do
+	for p in "$plans"/*.json; do
+		n=$(basename "$p" .json) r=$(run_name "$(basename "$p" .json)" "$round")
+		echo "validation: running $n (round $round of $ROUNDS)" >&2
+		cmd=("$S" run --model "$MODEL" --data "$env/tokens.bin" --plan "$p" --cluster "$env/cluster.json"
+		     --gpus "$env/gpus.json" --seq-len "$SEQ" --steps "$STEPS" --lr 1e-3 --json)
+		# no retry here: `sailor run` itself retries an mpirun that failed to start, and logs it
+		nice -n -5 timeout 600 "${cmd[@]}" >"$env/raw/$r.out" 2>"$env/raw/$r.err" || true
+	done
+done
 for p in "$plans"/*.json; do
 	n=$(basename "$p" .json)
-	echo "validation: running $n" >&2
-	cmd=("$S" run --model "$MODEL" --data "$env/tokens.bin" --plan "$p" --cluster "$env/cluster.json"
-	     --gpus "$env/gpus.json" --seq-len "$SEQ" --steps "$STEPS" --lr 1e-3 --json)
-	# no retry here: `sailor run` itself retries an mpirun that failed to start, and logs it
-	nice -n -5 timeout 600 "${cmd[@]}" >"$env/raw/$n.out" 2>"$env/raw/$n.err" || true
-	python3 bench/testbed/run_to_validation.py "$p" "$env/raw/$n.out" \
-		"sailor run --plan $n.json --cluster cluster.json --gpus gpus.json --seq-len $SEQ --steps $STEPS --lr 1e-3 --json (testbed $(basename "$DESC"), $(date -u +%Y-%m-%d))" \
-		"$out/$n.json" || echo "validation: $n did not finish (see $out/raw/$n.err)" >&2
+	outs=()
+	for round in $(seq 1 "$ROUNDS"); do outs+=("$env/raw/$(run_name "$n" "$round").out"); done
+	python3 bench/testbed/run_to_validation.py "$p" "${outs[@]}" \
+		"sailor run --plan $n.json --cluster cluster.json --gpus gpus.json --seq-len $SEQ --steps $STEPS --lr 1e-3 --json, $ROUNDS round(s) (testbed $(basename "$DESC"), $(date -u +%Y-%m-%d))" \
+		"$out/$n.json" || echo "validation: $n did not finish (see $env/raw/$n*.err)" >&2
 done
 rm -f "$env/tokens.bin"
 "$S" validate --model "$MODEL" "$out" --profiles "$env/profiles" --gpus "$env/gpus.json" \
