@@ -17,8 +17,8 @@
  * quarter second of quiet, `repeats` times; burst_bytes = bytes x (1 - after_idle / back to
  * back), what a link that idled lets through at once (source.pairs[].burst_bytes and
  * .burst_probe; the simulator's token bucket, time_runtime.c); and the eager probe: after the
- * same quiet a one-byte round trip, then one of a 48 KiB message (under OpenMPI's TCP eager
- * limit: one write), 7 times; whole_message_bytes = 48 KiB less what the fastest message's
+ * same quiet a one-byte round trip, then one of a 60 KiB message (under OpenMPI's TCP eager
+ * limit: one write, one TCP segment), 7 times; whole_message_bytes = 60 KiB less what the fastest message's
  * extra time moves at the back-to-back rate, the largest eager message the link passes whole
  * when its bucket owes nothing (source.pairs[].whole_message_bytes and .eager_probe;
  * sl_rt_link_take_whole).

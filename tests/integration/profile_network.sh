@@ -41,9 +41,9 @@ echo "p2p at 512 kB: within the zone $zone B/s, between regions $world B/s"
 check "within a zone faster than between regions" 'awk -v z="$zone" -v w="$world" "BEGIN { exit !(z > 1.5 * w) }"'
 check "between regions below its 20 Mbit/s (2.5 MB/s) shaping" 'awk -v w="$world" "BEGIN { exit !(w > 0 && w < 2.5e6 * 1.1) }"'
 check "simulator's loader skips the extra keys (schema, source, intra_node)" 'jq -e ".source.pairs | length == 3" "$n" >/dev/null'
-check "every pair between hosts has the burst and eager probes" 'jq -e "[.source.pairs[] | select(.kind == \"between hosts\") | (.burst_bytes >= 0) and (.whole_message_bytes >= 0) and (.whole_message_bytes <= 49152) and (.eager_probe.round_trip_s > 0)] | length == 2 and all" "$n" >/dev/null'
-# sizes all below the eager probe's 48 KiB message: its buffer still holds it
+check "every pair between hosts has the burst and eager probes" 'jq -e "[.source.pairs[] | select(.kind == \"between hosts\") | (.burst_bytes >= 0) and (.whole_message_bytes >= 0) and (.whole_message_bytes <= 61440) and (.eager_probe.round_trip_s > 0)] | length == 2 and all" "$n" >/dev/null'
+# sizes all below the eager probe's 60 KiB message: its buffer still holds it
 timeout 90 "$SAILOR" profile --network --cluster "$work/cluster.json" --gpus data/testbed/gpus-cpu.json \
   --sizes 4096,8192 --repeats 1 --timeout 60 -o "$work/small.json" 2>"$work/err" || cat "$work/err" >&2
-check "sizes below the eager probe's message: a file with its probe" 'jq -e "[.source.pairs[] | select(.kind == \"between hosts\") | .eager_probe.bytes == 49152] | length == 2 and all" "$work/small.json" >/dev/null'
+check "sizes below the eager probe's message: a file with its probe" 'jq -e "[.source.pairs[] | select(.kind == \"between hosts\") | .eager_probe.bytes == 61440] | length == 2 and all" "$work/small.json" >/dev/null'
 finish
