@@ -403,31 +403,40 @@ static void a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce(voi
 	sl_sim_env_free(slow);
 }
 
-/* Loads gpt2-tiny with a network file of one link between zones a and b (rate bytes/s), with
- * what `extra` adds to its measured pair ("" for nothing). */
-static struct sl_sim_env *env_with_link(double rate, const char *extra)
+/* Loads gpt2-tiny with a network file of one link between zones a and b for devices of type
+ * gpu (rate bytes/s, point-to-point and all-reduce), with what `extra` adds to its measured
+ * pair and `more_pairs` to the list of measured pairs ("" for nothing). */
+static struct sl_sim_env *env_with_pair(const char *gpu, double rate, const char *extra,
+					const char *more_pairs)
 {
-	char path[512], text[2048];
+	char path[512], text[4096];
 	struct sl_sim_env *out = NULL;
 	struct sl_err err = {0};
 	snprintf(path, sizeof(path), "%s/network.json", dir);
 	snprintf(text, sizeof(text),
 		 "{\"schema\": \"sailor.network/1\", "
-		 "\"us-central1-a\": {\"cpu-fast\": {\"1\": {\"us-central1-b\": {\"cpu-fast\": "
+		 "\"us-central1-a\": {\"%s\": {\"1\": {\"us-central1-b\": {\"%s\": "
 		 "{\"1\": [[0, 0, %g], %g]}}}}}, "
-		 "\"us-central1-b\": {\"cpu-fast\": {\"1\": {\"us-central1-a\": {\"cpu-fast\": "
+		 "\"us-central1-b\": {\"%s\": {\"1\": {\"us-central1-a\": {\"%s\": "
 		 "{\"1\": [[0, 0, %g], %g]}}}}}, "
 		 "\"source\": {\"pairs\": [{\"kind\": \"between hosts\", \"sender_zone\": "
-		 "\"us-central1-a\", \"sender_gpu\": \"cpu-fast\", \"receiver_zone\": "
-		 "\"us-central1-b\", \"receiver_gpu\": \"cpu-fast\", \"allreduce_fit\": "
-		 "[[0, 0, %g], %g]%s}]}}\n",
-		 rate / 1e9, rate, rate / 1e9, rate, rate / 1e9, rate, extra);
+		 "\"us-central1-a\", \"sender_gpu\": \"%s\", \"receiver_zone\": "
+		 "\"us-central1-b\", \"receiver_gpu\": \"%s\", \"allreduce_fit\": "
+		 "[[0, 0, %g], %g]%s}%s]}}\n",
+		 gpu, gpu, rate / 1e9, rate, gpu, gpu, rate / 1e9, rate, gpu, gpu, rate / 1e9, rate,
+		 extra, more_pairs);
 	write_file(path, text);
 	assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
 	assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &out, &err), 0);
 	sl_network_set_overlay(NULL, NULL, NULL);
 	unlink(path);
 	return out;
+}
+
+/* The same for cpu-fast devices, with what `extra` adds to the measured pair. */
+static struct sl_sim_env *env_with_link(double rate, const char *extra)
+{
+	return env_with_pair("cpu-fast", rate, extra, "");
 }
 
 /* An eager message (at most OpenMPI's 64 KiB with its header) that the link passes whole (the
@@ -543,9 +552,7 @@ static void a_link_that_idled_lets_its_burst_through(void **state)
  * all-reduce measured within a host of each zone at within_bps (MPI's copies and sums). */
 static struct sl_sim_env *env_with_quota_pair(double wire_bps, double within_bps)
 {
-	char path[512], text[4096], within[1024] = "";
-	struct sl_sim_env *out = NULL;
-	struct sl_err err = {0};
+	char within[1024] = "";
 	for (int z = 0; within_bps > 0 && z < 2; z++) {
 		const char *zone = z ? "us-central1-b" : "us-central1-a";
 		size_t n = strlen(within);
@@ -555,25 +562,7 @@ static struct sl_sim_env *env_with_quota_pair(double wire_bps, double within_bps
 			 "\"allreduce_fit\": [[0, 0, %g], %g]}",
 			 zone, zone, within_bps / 1e9, within_bps);
 	}
-	snprintf(path, sizeof(path), "%s/network.json", dir);
-	snprintf(text, sizeof(text),
-		 "{\"schema\": \"sailor.network/1\", "
-		 "\"us-central1-a\": {\"cpu-quota\": {\"1\": {\"us-central1-b\": {\"cpu-quota\": "
-		 "{\"1\": [[0, 0, %g], %g]}}}}}, "
-		 "\"us-central1-b\": {\"cpu-quota\": {\"1\": {\"us-central1-a\": {\"cpu-quota\": "
-		 "{\"1\": [[0, 0, %g], %g]}}}}}, "
-		 "\"source\": {\"pairs\": [{\"kind\": \"between hosts\", \"sender_zone\": "
-		 "\"us-central1-a\", \"sender_gpu\": \"cpu-quota\", \"receiver_zone\": "
-		 "\"us-central1-b\", \"receiver_gpu\": \"cpu-quota\", \"allreduce_fit\": "
-		 "[[0, 0, %g], %g]}%s]}}\n",
-		 wire_bps / 1e9, wire_bps, wire_bps / 1e9, wire_bps, wire_bps / 1e9, wire_bps,
-		 within);
-	write_file(path, text);
-	assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
-	assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &out, &err), 0);
-	sl_network_set_overlay(NULL, NULL, NULL);
-	unlink(path);
-	return out;
+	return env_with_pair("cpu-quota", wire_bps, "", within);
 }
 
 /* MPI's copies and sums in a gradient sync are the ranks' own CPU work, paid from a CPU-quota
