@@ -15,7 +15,7 @@
 # at the end unless KEEP_TESTBED=1. Needs root (namespaces, tc, cgroups), mpirun, jq, python3.
 #
 # usage: bench/testbed/loop.sh [OUT]    environment: DESC (testbed description, default
-#        data/testbed/hetero2.json), STEPS (10), ROUNDS (2),
+#        data/testbed/hetero2.json), STEPS (10), ROUNDS (2), GPUS (data/testbed/gpus-cpu.json),
 #        GLOBAL_BATCH (32), MODEL (gpt2-tiny), SEQ (the model's seq_len), MBS (1,2,4), SKIP_PROFILE=DIR (reuse
 #        profiles DIR/profiles and DIR/network.json from an earlier loop)
 set -euo pipefail
@@ -32,7 +32,7 @@ model_file=$MODEL; [ -f "$model_file" ] || model_file=data/models/$MODEL.json
 SEQ=${SEQ:-$(jq -r .seq_len "$model_file")}
 last_layer=$(( $(jq -r .layers "$model_file") + 1 ))  # plan layers: embedding, blocks, head
 MBS=${MBS:-1,2,4}
-GPUS=data/testbed/gpus-cpu.json
+GPUS=${GPUS:-data/testbed/gpus-cpu.json}
 S="$here/build/sailor"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 [ "$(id -u)" -eq 0 ] || { echo "loop: needs root (the testbed)" >&2; exit 1; }
