@@ -218,11 +218,10 @@ static int recv_wait(struct sl_comm *c, void *buf, long long n, enum sl_comm_dty
  * however small its burst. The probe's message is the largest that stays one segment with
  * OpenMPI's and TCP's headers (TCP's segments on a veth hold 45 x 1448 = 65160 bytes), so that
  * whole_message_bytes covers the eager messages a run sends (a micro-batch's activations just
- * over 48 KiB, say) rather than stopping at a smaller probe. A message of EAGER_PROBE_BYTES after
- * BURST_IDLE_S of quiet, timed
- * against a one-byte round trip just before it: the bytes it moved faster than the link's
- * back-to-back rate allows. The fastest of EAGER_PROBE_REPEATS of each counts: a device that is
- * a CPU quota can only delay an answer, never speed the wire. */
+ * over 48 KiB, say) rather than stopping at a smaller probe. A message of EAGER_PROBE_BYTES
+ * after BURST_IDLE_S of quiet, timed against a one-byte round trip just before it: the bytes it
+ * moved faster than the link's back-to-back rate allows. The fastest of EAGER_PROBE_REPEATS of
+ * each counts: a device that is a CPU quota can only delay an answer, never speed the wire. */
 #define EAGER_PROBE_BYTES 61440
 #define EAGER_PROBE_REPEATS 7
 

@@ -18,10 +18,10 @@
  * back), what a link that idled lets through at once (source.pairs[].burst_bytes and
  * .burst_probe; the simulator's token bucket, time_runtime.c); and the eager probe: after the
  * same quiet a one-byte round trip, then one of a 60 KiB message (under OpenMPI's TCP eager
- * limit: one write, one TCP segment), 7 times; whole_message_bytes = 60 KiB less what the fastest message's
- * extra time moves at the back-to-back rate, the largest eager message the link passes whole
- * when its bucket owes nothing (source.pairs[].whole_message_bytes and .eager_probe;
- * sl_rt_link_take_whole).
+ * limit: one write, one TCP segment), 7 times; whole_message_bytes = 60 KiB less what the
+ * fastest message's extra time moves at the back-to-back rate, the largest eager message the
+ * link passes whole when its bucket owes nothing (source.pairs[].whole_message_bytes and
+ * .eager_probe; sl_rt_link_take_whole).
  *
  * Output (sl_netprof_to_json), loadable as data/network/zone_bandwidths.json (whose loader
  * skips keys that are not zones):
