@@ -159,6 +159,14 @@ static void gpu_overlay_adds_types_and_rejects_bad_files(void **state)
 	int tenth = sl_catalogue_gpu_index(&cat, "cpu-tenth");
 	assert_true(tenth > shipped);
 	assert_true(cat.gpus[tenth].cpu_quota_cores == 0.1);
+	/* mix4's classes ship in a file of their own: the catalogue takes 8 beside the shipped */
+	assert_int_equal(sl_catalogue_set_overlay("data/testbed/gpus-cpu-mix4.json", &err), 0);
+	assert_int_equal(sl_catalogue_load(NULL, &cat, &err), 0);
+	assert_int_equal(cat.gpu_count, shipped + 2);
+	int seventh = sl_catalogue_gpu_index(&cat, "cpu-seventh");
+	assert_true(seventh >= shipped);
+	assert_true(cat.gpus[seventh].cpu_quota_cores == 0.1429);
+	assert_int_equal(sl_catalogue_set_overlay("data/testbed/gpus-cpu.json", &err), 0);
 
 	const char *path = "/tmp/sailor-test-gpus.json";
 	struct {
