@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/args.h"
@@ -344,6 +345,43 @@ static void slurm_tear_down(const char *job_name)
 	slurm_job = NULL;
 }
 
+/* Under Slurm, a rank that exited with an error (no signal) while no node failure was reported
+ * is often a survivor of a node that died: its MPI connections to the dead node's ranks broke
+ * before Slurm noticed the node (SlurmdTimeout), and srun ended the step on its exit code. So
+ * ask Slurm, for up to NODE_DEATH_WAIT_S, whether a node of the job is down or not responding,
+ * and name that node (the controller blames the host named in the failure line). A rank that
+ * fails on a healthy node delays the report by that long. */
+#define NODE_DEATH_WAIT_S 15.0
+static void find_dead_node(const struct sl_run_options *o, const struct sl_cluster *cluster,
+			   struct watch *w)
+{
+	sl_log_note("rank %d exited with an error: asking Slurm for up to %.0f s whether a node "
+		    "of the job died", w->dead_rank, NODE_DEATH_WAIT_S);
+	for (double start = sl_now_s(); sl_now_s() - start < NODE_DEATH_WAIT_S;) {
+		struct sl_slurm_nodes nodes = {0};
+		struct sl_err e = {0};
+		if (sl_slurm_query(o->partition, &nodes, &e) == 0) {
+			for (int i = 0; i < nodes.count && !w->failed_node[0]; i++) {
+				const char *st = nodes.nodes[i].state;
+				int dead = strstr(st, "DOWN") || strstr(st, "NOT_RESPONDING") ||
+					   strchr(st, '*');
+				for (int h = 0; dead && h < cluster->host_count; h++)
+					if (!strcmp(cluster->hosts[h].name, nodes.nodes[i].name))
+						snprintf(w->failed_node, sizeof(w->failed_node), "%s",
+							 nodes.nodes[i].name);
+			}
+			sl_slurm_nodes_free(&nodes);
+		}
+		if (w->failed_node[0]) {
+			sl_log_note("Slurm reports node %s of the job down or not responding",
+				    w->failed_node);
+			return;
+		}
+		struct timespec pause = {0, 500000000L};
+		nanosleep(&pause, NULL);
+	}
+}
+
 /* The job ended with status (nonzero, or a node Slurm lost): says how, naming the rank that
  * died and where (the controller reads that line); the error code, 0 if it did not fail.
  * cluster: NULL without one. */
@@ -489,6 +527,9 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 	}
 	if (o->slurm)
 		slurm_tear_down(job_name);
+	if (o->slurm && status > 0 && !launcher_signal && !w.failed_node[0] && w.dead_rank >= 0 &&
+	    w.dead_signal == 0)
+		find_dead_node(o, &cluster, &w);
 	if (status || w.failed_node[0])
 		rc = report_failure(o, &table, &cat, have_cluster ? &cluster : NULL, &w, status, &err);
 out:
