@@ -362,9 +362,7 @@ static void find_dead_node(const struct sl_run_options *o, const struct sl_clust
 		struct sl_err e = {0};
 		if (sl_slurm_query(o->partition, &nodes, &e) == 0) {
 			for (int i = 0; i < nodes.count && !w->failed_node[0]; i++) {
-				const char *st = nodes.nodes[i].state;
-				int dead = strstr(st, "DOWN") || strstr(st, "NOT_RESPONDING") ||
-					   strchr(st, '*');
+				int dead = sl_slurm_state_lost(nodes.nodes[i].state);
 				for (int h = 0; dead && h < cluster->host_count; h++)
 					if (!strcmp(cluster->hosts[h].name, nodes.nodes[i].name))
 						snprintf(w->failed_node, sizeof(w->failed_node), "%s",

@@ -206,6 +206,11 @@ static int state_usable(const char *state)
 	return 0;
 }
 
+int sl_slurm_state_lost(const char *state)
+{
+	return strchr(state, '*') || strstr(state, "DOWN") || strstr(state, "NOT_RESPONDING");
+}
+
 int sl_slurm_parse_nodes(const char *text, const char *partition, struct sl_slurm_nodes *out,
 			 struct sl_err *err)
 {

@@ -56,6 +56,10 @@ int sl_slurm_parse_nodes(const char *text, const char *partition, struct sl_slur
 
 void sl_slurm_nodes_free(struct sl_slurm_nodes *nodes);
 
+/* Whether a node state (as in struct sl_slurm_node) says Slurm lost the node: down or not
+ * responding ("DOWN", "IDLE+NOT_RESPONDING", "ALLOCATED*"); a drain is not a loss. */
+int sl_slurm_state_lost(const char *state);
+
 /* Every node (usable or not, in Slurm's order) as a host with its GPU type, zone and slots by
  * the convention above. A node with no GPU-type feature, no zone feature, two of either, or no
  * gpu Gres is an error naming the node, its features and the names sailor knows. */

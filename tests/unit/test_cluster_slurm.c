@@ -65,6 +65,20 @@ static void parses_nodes_and_states(void **state)
 	sl_slurm_nodes_free(&nodes);
 }
 
+/* A node Slurm lost (down, not responding) is told from one an admin drained, which still
+ * runs its job: `run --slurm` names a lost node as a generation's failure. */
+static void a_lost_node_is_down_or_not_responding(void **state)
+{
+	(void)state;
+	assert_true(sl_slurm_state_lost("DOWN"));
+	assert_true(sl_slurm_state_lost("DOWN+NOT_RESPONDING"));
+	assert_true(sl_slurm_state_lost("ALLOCATED+NOT_RESPONDING"));
+	assert_true(sl_slurm_state_lost("IDLE*"));
+	assert_false(sl_slurm_state_lost("ALLOCATED"));
+	assert_false(sl_slurm_state_lost("MIXED+DRAIN"));
+	assert_false(sl_slurm_state_lost("IDLE"));
+}
+
 static void cluster_and_pool(void **state)
 {
 	(void)state;
@@ -125,6 +139,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parses_nodes_and_states),
+		cmocka_unit_test(a_lost_node_is_down_or_not_responding),
 		cmocka_unit_test(cluster_and_pool),
 		cmocka_unit_test(bad_features_are_named),
 	};
