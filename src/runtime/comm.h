@@ -101,6 +101,9 @@ struct sl_comm {
 	 * blocking and a non-blocking collective do not match (MPI-3.1 5.12), so the world agrees
 	 * on this (sl_comm_set_idle_wait): ranks that poll then finish them with MPI_Wait. */
 	int nonblocking_collectives;
+	long sleeping_tests;          /* MPI tests its sleeping waits made so far (each test and
+				       * sleep is what the simulator's sl_rt_wait_idle counts) */
+	double sleeping_cpu_s;        /* the process CPU spent inside those waits so far */
 	void *impl;
 };
 

@@ -181,7 +181,10 @@ static int finish(struct sl_comm *comm, MPI_Request *r)
 	if (comm->idle_wait != SL_COMM_WAIT_SLEEP)
 		return MPI_Wait(r, MPI_STATUS_IGNORE);
 	int done = 0;
-	return test_and_sleep(r, 0, NULL, &done);
+	double cpu0 = sl_clock_s(CLOCK_PROCESS_CPUTIME_ID);
+	int rc = test_and_sleep(r, 0, &comm->sleeping_tests, &done);
+	comm->sleeping_cpu_s += sl_clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+	return rc;
 }
 
 int sl_comm_idle_wait_probe(struct sl_comm *comm, double seconds, struct sl_comm_idle_cost *out,

@@ -435,10 +435,12 @@ static int print_end(struct worker *w, long long ran, double last_loss, const ch
 			fprintf(w->out,
 				"%s{\"stage\":%d,\"layers\":[%d,%d],\"ranks\":%d,\"compute_s\":%.6f,"
 				"\"p2p_wait_s\":%.6f,\"dp_sync_s\":%.6f,\"optimizer_s\":%.6f,"
-				"\"step_s\":%.6f,\"peak_rss_bytes\":%.0f}",
+				"\"step_s\":%.6f,\"cpu_s\":%.6f,\"wait_cpu_s\":%.6f,"
+				"\"wait_tests\":%.1f,\"peak_rss_bytes\":%.0f}",
 				k ? "," : "", k, w->plan.stages[k].first_layer,
 				w->plan.stages[k].last_layer, count, sum[T_COMPUTE], sum[T_P2P],
-				sum[T_SYNC], sum[T_OPTIM], sum[T_STEP], rss);
+				sum[T_SYNC], sum[T_OPTIM], sum[T_STEP], sum[T_CPU], sum[T_WAIT_CPU],
+				sum[T_TESTS], rss);
 		else if (ran > 0)
 			fprintf(w->out, "  %-5d %9.1f %9.1f %9.1f %9.1f %9.1f %13.1f\n", k,
 				1e3 * sum[T_COMPUTE], 1e3 * sum[T_P2P], 1e3 * sum[T_SYNC],
@@ -525,12 +527,18 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 	int rc = 0;
 	int rank0 = w->comm->rank == 0;
 	for (long long step = start; step < o->steps; step++) {
-		double t0 = sl_now_s(), lr = 0.0, norm = 0.0;
+		double t0 = sl_now_s(), cpu0 = sl_clock_s(CLOCK_PROCESS_CPUTIME_ID);
+		long tests0 = w->comm->sleeping_tests;
+		double wait_cpu0 = w->comm->sleeping_cpu_s;
+		double lr = 0.0, norm = 0.0;
 		int stop = 0; /* agreed by every rank: the only flag a rank may act on */
 		if ((rc = run_step(w, step, &sched, &adamw, &loss, &lr, &norm, &stop, err)))
 			break;
 		double dt = sl_now_s() - t0;
 		w->times[T_STEP] += dt;
+		w->times[T_CPU] += sl_clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+		w->times[T_TESTS] += (double)(w->comm->sleeping_tests - tests0);
+		w->times[T_WAIT_CPU] += w->comm->sleeping_cpu_s - wait_cpu0;
 		if (ran == w->step_times_cap) {
 			long long cap = w->step_times_cap ? 2 * w->step_times_cap : 1024;
 			double *grown = realloc(w->step_times, (size_t)cap * sizeof(double));

@@ -22,8 +22,11 @@
 #include "train/data.h"
 #include "train/model.h"
 
-/* Time per rank, summed over the steps run. */
-enum { T_COMPUTE, T_P2P, T_SYNC, T_OPTIM, T_STEP, T_COUNT };
+/* Time per rank, summed over the steps run; T_CPU is the rank's process CPU (every thread,
+ * MPI's included), what a device that is a CPU quota pays from its budget, T_WAIT_CPU the part
+ * of it spent in its sleeping waits, and T_TESTS (a count, not seconds) their MPI tests
+ * (comm.h). */
+enum { T_COMPUTE, T_P2P, T_SYNC, T_OPTIM, T_STEP, T_CPU, T_WAIT_CPU, T_TESTS, T_COUNT };
 
 struct tp_ctx {
 	struct sl_comm *comm;

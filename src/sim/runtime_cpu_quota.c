@@ -2,7 +2,8 @@
  * testbed's; catalogue cpu_quota) works and waits.
  *
  * A device that is a CPU quota computes at full speed for cores x period of every period (plus
- * up to 1 ms Linux carries over from the last one, start_period) and stands still for the rest.
+ * what Linux carries over from the last one: up to 1 ms if the rank slept through the period's
+ * end, all it held if it ran through it; start_period) and stands still for the rest.
  * Its rank waits for messages asleep (comm.h, SL_COMM_WAIT_SLEEP), whose tests cost the CPU the
  * profile measured (sl_rt_wait_idle). Work the profile timed at the quota's average rate is
  * replayed against the budget (sl_rt_run_work): after a wait that crossed a period boundary,
@@ -12,25 +13,31 @@
  * runtime_collectives.c).
  *
  * Invariants: used_s is the CPU spent in the period numbered r->period (LONG_MIN before the
- * first) and never more than that period's budget_s; a rank whose device is no quota just adds
- * seconds to its clock. */
+ * first) and never more than that period's budget_s; awake says whether the rank last ran (1)
+ * or slept in a wait (0); a rank whose device is no quota just adds seconds to its clock. */
 #include <limits.h>
 #include <math.h>
 
 #include "runtime/comm.h"
 #include "sim/runtime_model.h"
 
-/* Linux keeps up to min_cfs_rq_runtime (1 ms) of a cgroup's unused runtime on the CPU when
- * its task goes to sleep, and since Linux 5.4 that runtime no longer expires at the period's
- * end (sched-bwc.rst): a rank that left budget unused, say because it went to wait, runs up to
- * 1 ms more than its quota in the next period it runs in. */
+/* A cgroup's runtime lives in a pool that each period refills to the quota, and on the CPU that
+ * runs its task, which takes it from the pool in slices of up to sched_cfs_bandwidth_slice_us
+ * (5 ms). A task that goes to sleep keeps min_cfs_rq_runtime (1 ms) of it on the CPU and gives
+ * the rest back to the pool, where the refill does not add to it; since Linux 5.4 what stays on
+ * the CPU no longer expires at the period's end (sched-bwc.rst). So a rank asleep at a period's
+ * end carries up to 1 ms of what it left into the next, and a rank running then carries all it
+ * holds, up to a slice: the runtime it took when it woke. A rank that woke late in a period, with
+ * a quota over 1 ms, runs on past the period's end with both. */
 #define CFS_LOCAL_RUNTIME_S 0.001
+#define CFS_SLICE_S 0.005
 
 /* Starts period k (> r->period) with a fresh budget and the carry of the one it leaves. */
 static void start_period(struct sl_rt_rank *r, long k)
 {
 	double left = r->period == LONG_MIN ? 0 : r->budget_s - r->used_s;
-	r->budget_s = r->quota_cores * r->period_s + fmin(CFS_LOCAL_RUNTIME_S, fmax(0, left));
+	double carry_max = r->awake ? CFS_SLICE_S : CFS_LOCAL_RUNTIME_S;
+	r->budget_s = r->quota_cores * r->period_s + fmin(carry_max, fmax(0, left));
 	r->period = k;
 	r->used_s = 0;
 }
@@ -60,6 +67,8 @@ static void run_for(struct sl_rt_rank *r, double want_s)
 		}
 		r->clock += take;
 		r->used_s += take;
+		r->cpu_s += take;
+		r->awake = 1;
 		done += take;
 	}
 }
@@ -113,12 +122,16 @@ void sl_rt_wait_idle(struct sl_rt_rank *r, double until_s)
 			if (n > 0) {
 				r->clock += n * cycle;
 				r->used_s += n * c;
+				r->cpu_s += n * c;
+				r->tests += n;
 			}
 		}
 		if (c > 0)
 			run_for(r, c);
+		r->tests++;
 		if (r->clock >= until_s)
 			return;
+		r->awake = 0;
 		r->clock += fmax(0, cycle - c);
 		sleep_s = fmin(2 * sleep_s, SL_COMM_IDLE_SLEEP_MAX_S);
 	}

@@ -46,6 +46,13 @@ struct sl_rt_rank {
 	long period;        /* the period ((clock - phase) / period_s) whose budget used_s counts */
 	double test_cpu_s, test_late_s; /* a sleeping wait's test: its CPU, how late it comes */
 	double phase_s;     /* where this device's periods start: cgroups keep their own timers */
+	int awake;          /* it last ran (1) or slept in a wait (0): what it carries into the
+			     * next period (runtime_cpu_quota.c) */
+	/* a CPU-quota device's CPU (work, wait tests, the sync's sums) and its sleeping waits'
+	 * tests: since the draw began, where the timed step began, summed over the draws' timed
+	 * steps */
+	double cpu_s, cpu_mark_s, cpu_steps_s;
+	double tests, tests_mark, tests_steps;
 };
 
 /* What the replay of the instruction lists shares (time_runtime.c), and with it the collectives

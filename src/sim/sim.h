@@ -125,6 +125,11 @@ struct sl_sim_stage {
 	double bubble_s;           /* per iteration, slowest pipeline: idle until its last backward */
 	double dp_sync_s;          /* gradient all-reduce of this stage (after the pipeline) */
 	double optimizer_s;        /* optimizer step of this stage (slowest replica) */
+	double cpu_s;              /* our runtime's model, devices that are CPU quotas: the CPU a
+				    * rank of the stage spends per iteration (the most), what its
+				    * budget pays; 0 elsewhere */
+	double wait_tests;         /* the same ranks: the MPI tests of their sleeping waits per
+				    * iteration (the most) */
 	int memory_replica;        /* replica j with the highest memory / capacity */
 	struct sl_sim_memory memory;/* of that replica */
 	int fits;                  /* every replica of the stage fits its GPU */

@@ -60,8 +60,12 @@
 /* OpenMPI's TCP transport sends a message of up to its eager limit at once
  * (SL_RT_TCP_EAGER_BYTES); a larger one goes by rendezvous and moves only while both ends are
  * inside MPI calls (no progress thread): after MPI_Isend it waits for the sender's next
- * receive, send or collective, and then for the receiver to be in the matching receive. Between
- * ranks of one host the receiver copies the data itself (shared memory). */
+ * receive, send or collective, and then for the receiver to be in the matching receive. None of
+ * it moves before: the TCP transport offers put (btl_tcp_flags), so the rendezvous header goes
+ * alone, without the 64 KiB "phase 1" fragment btl_tcp_rndv_eager_limit names (a 128 KiB
+ * message over a 50 Mbit/s testbed link took 12.0 ms from the receive whether the receiver
+ * entered it at once or 50 or 100 ms after the Isend; bench/RESULTS.md, 2026-11-27 (2)).
+ * Between ranks of one host the receiver copies the data itself (shared memory). */
 #define TCP_EAGER_BYTES SL_RT_TCP_EAGER_BYTES
 #define TCP_HEADER_BYTES SL_RT_TCP_HEADER_BYTES
 #define PHASE_DRAWS 8
@@ -279,7 +283,8 @@ static void start_draw(struct runtime_sim *s, int draw)
 		double u = 0.6180339887 * (r + 1) + 0.7548776662 * draw;
 		st[r].phase_s = s->quota ? (u - floor(u)) * st[r].period_s : 0;
 		st[r].clock = 0;
-		st[r].used_s = 0;
+		st[r].used_s = st[r].cpu_s = st[r].tests = 0;
+		st[r].awake = 0;
 		st[r].period = LONG_MIN;
 		st[r].pending_count = 0;
 	}
@@ -519,7 +524,7 @@ static double ring_scratch_bytes(const struct runtime_sim *s, const struct sl_ro
 /* Per stage figures (the slowest rank of the stage) and the iteration's, from its time T and
  * the pipelines' end. */
 static void stage_figures(const struct runtime_sim *s, struct sl_sim_result *out, double T,
-			  double pipeline_end)
+			  double pipeline_end, int draws)
 {
 	const struct sl_rt_rank *st = s->st;
 	for (int r = 0; r < s->W; r++) {
@@ -533,6 +538,10 @@ static void stage_figures(const struct runtime_sim *s, struct sl_sim_result *out
 		sg->dp_sync_s = fmax(sg->dp_sync_s, st[r].sync_end_s - st[r].reduce_arrive_s);
 		sg->bubble_s = fmax(sg->bubble_s,
 				    T - st[r].compute_s - st[r].update_s - st[r].gather_s);
+		if (sl_rt_has_quota(&st[r])) {
+			sg->cpu_s = fmax(sg->cpu_s, st[r].cpu_steps_s / draws);
+			sg->wait_tests = fmax(sg->wait_tests, st[r].tests_steps / draws);
+		}
 	}
 	out->iteration_time_s = T;
 	out->pipeline_time_s = pipeline_end;
@@ -643,6 +652,14 @@ static int replay(struct runtime_sim *s, struct sl_sim_result *out, struct sl_er
 			}
 			sync_gradients(s, out);
 			double norm = norm_and_update(s);
+			for (int r = 0; r < W; r++) { /* the CPU of a cycle, update to update */
+				if (step == 1) {
+					st[r].cpu_steps_s += st[r].cpu_s - st[r].cpu_mark_s;
+					st[r].tests_steps += st[r].tests - st[r].tests_mark;
+				}
+				st[r].cpu_mark_s = st[r].cpu_s;
+				st[r].tests_mark = st[r].tests;
+			}
 			egress_usd = s->x.egress_usd;
 			T = norm - prev_norm;
 			prev_norm = norm;
@@ -650,7 +667,7 @@ static int replay(struct runtime_sim *s, struct sl_sim_result *out, struct sl_er
 		T_sum += T;
 	}
 	T = T_sum / draws;
-	stage_figures(s, out, T, pipeline_end);
+	stage_figures(s, out, T, pipeline_end, draws);
 	cost(s, out, T, egress_usd);
 	return 0;
 }

@@ -56,6 +56,18 @@ run_extra=(--gpus data/testbed/gpus-cpu.json)
 check_plan cpu-quota-pp2-dp2-tp2 gpt2-tiny "$work/12-cpu-quota.json"
 grep -q '"idle_wait":"sleep"' "$work/run-cpu-quota-pp2-dp2-tp2/losses.jsonl" \
   || { echo "FAIL: ranks on cpu-fast did not wait asleep"; exit 1; }
+# every stage reports the CPU its ranks spent per step, what a quota device's budget pays: some,
+# and (ranks that wait asleep, one thread each) no more than the step's time on a core
+"$PY" - "$work/run-cpu-quota-pp2-dp2-tp2/losses.jsonl" <<'PY' || exit 1
+import json, sys
+end = [json.loads(l) for l in open(sys.argv[1]) if '"event":"end"' in l][0]
+for s in end["stages"]:
+    if not 0 < s["cpu_s"] <= 1.05 * s["step_s"]:
+        sys.exit("FAIL: stage %d reports cpu_s %r for a step of %r s" % (s["stage"], s.get("cpu_s"), s["step_s"]))
+    # the ranks wait asleep: they test, and what the waits spent is part of cpu_s
+    if not (s["wait_tests"] > 0 and 0 <= s["wait_cpu_s"] <= s["cpu_s"]):
+        sys.exit("FAIL: stage %d reports wait_tests %r, wait_cpu_s %r (cpu_s %r)" % (s["stage"], s.get("wait_tests"), s.get("wait_cpu_s"), s["cpu_s"]))
+PY
 run_extra=()
 grep -q '"idle_wait":"poll"' "$work/run-01-single/losses.jsonl" \
   || { echo "FAIL: ranks on A100-40 did not poll"; exit 1; }

@@ -1,5 +1,6 @@
 /* Unit tests for the cost model of our own runtime (sim/time_runtime.c): closed forms on a
  * profile of known numbers, written here in the format `sailor profile` writes. */
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -214,6 +215,9 @@ static void a_cpu_quota_device_runs_in_bursts(void **state)
 	/* back-to-back work on one rank: the quota's average rate, to within a period */
 	double fb = F_EMB + 4 * F_BLK + F_HEAD + B_EMB + 4 * B_BLK + B_HEAD;
 	assert_true(fabs(r1.iteration_time_s - (4 * fb + r1.optimizer_s)) < 0.0101);
+	/* the CPU it spends (what `sailor run` reports as cpu_s): its work at full speed, the
+	 * quota's share of the time at its average rate; a device that is no quota reports none */
+	assert_true(fabs(r1.stages[0].cpu_s - 0.25 * (4 * fb + r1.optimizer_s)) < 1e-6);
 	/* a pipeline: the ranks wait and then work with a fresh budget, so a quota device is
 	 * faster in it than its average rate says, and never slower than the unthrottled device */
 #define TWO_STAGES(gpu) \
@@ -227,6 +231,7 @@ static void a_cpu_quota_device_runs_in_bursts(void **state)
 	assert_int_equal(sl_simulate(env, &pipe_q, SL_COST_SAILOR, &r3, &err), 0);
 	assert_true(r3.stages[0].compute_s < r2.stages[0].compute_s);
 	assert_true(r3.stages[0].compute_s > 0.25 * r2.stages[0].compute_s);
+	assert_true(r2.stages[0].cpu_s == 0 && r3.stages[0].cpu_s > 0);
 	sl_plan_free(&one);
 	sl_plan_free(&pipe);
 	sl_plan_free(&pipe_q);
@@ -262,6 +267,11 @@ static void a_sleeping_waits_tests_spend_the_quota(void **state)
 	assert_true(dear.iteration_time_s > cheap.iteration_time_s);
 	assert_true(absurd.iteration_time_s > dear.iteration_time_s);
 	assert_true(isfinite(absurd.iteration_time_s));
+	/* the second stage waits for its first activation: it counts tests, and pays their CPU
+	 * (a dearer test, more CPU for the same work) */
+	assert_true(cheap.stages[1].wait_tests >= 1);
+	assert_true(dear.stages[1].cpu_s - cheap.stages[1].cpu_s >
+		    0.5 * 55e-6 * dear.stages[1].wait_tests);
 	sl_plan_free(&pipe_q);
 }
 
@@ -608,6 +618,38 @@ static void a_syncs_copies_and_sums_are_paid_from_the_budget(void **state)
 	sl_sim_env_free(no_sums);
 }
 
+/* What a rank carries into the next period of its CPU quota (Linux's CFS bandwidth control): a
+ * rank asleep at the period's end keeps at most 1 ms on its CPU (min_cfs_rq_runtime), a rank
+ * running then keeps all its CPU holds (bench/testbed/quota_wake_probe.sh measures both). */
+static void a_rank_running_through_a_periods_end_keeps_its_runtime(void **state)
+{
+	(void)state;
+	struct sl_rt_rank awake, asleep;
+	memset(&awake, 0, sizeof(awake));
+	awake.quota_cores = 0.3;
+	awake.period_s = 0.01;
+	awake.period = LONG_MIN;
+	asleep = awake;
+	/* both use 0.1 ms of period 0's 3 ms, then wait */
+	sl_rt_run_work(&awake, 0.0001 / 0.3);
+	sl_rt_run_work(&asleep, 0.0001 / 0.3);
+	/* woken about 1 ms before the period's end (at the first test after 9 ms), it runs through
+	 * it with what it has left and carries all of it: 5.9 ms of CPU in one burst (with a 1 ms
+	 * carry it would stop near 14 ms and finish after 20 ms) */
+	sl_rt_wait_idle(&awake, 0.009);
+	double woke = awake.clock;
+	assert_true(woke >= 0.009 && woke < 0.0095);
+	sl_rt_run_work(&awake, 0.0059 / 0.3);
+	assert_true(fabs(awake.clock - (woke + 0.0059)) < 1e-6);
+	/* asleep at the period's end with 2.9 ms left: 1 ms of them stays, so 4 ms of CPU from its
+	 * wake after 10.5 ms, throttled to 20 ms, and the last 1.9 ms after it */
+	sl_rt_wait_idle(&asleep, 0.0105);
+	assert_true(asleep.clock > 0.01 && asleep.clock + 0.004 < 0.02);
+	sl_rt_run_work(&asleep, 0.0059 / 0.3);
+	assert_true(fabs(asleep.clock - 0.0219) < 1e-6);
+	assert_true(fabs(awake.cpu_s - 0.006) < 1e-9 && fabs(asleep.cpu_s - 0.006) < 1e-9);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -624,6 +666,7 @@ int main(void)
 		cmocka_unit_test(an_eager_message_the_link_passes_whole_leaves_at_once),
 		cmocka_unit_test(the_tied_tables_eager_chunks_take_from_the_links_bucket),
 		cmocka_unit_test(a_syncs_copies_and_sums_are_paid_from_the_budget),
+		cmocka_unit_test(a_rank_running_through_a_periods_end_keeps_its_runtime),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
