@@ -4,8 +4,8 @@
 usage: bench/testbed/cpu_compare.py PLAN SIM.json RUN.out [RUN.out...]
   SIM.json: `sailor simulate --json` of PLAN; RUN.out: `sailor run --json` outputs of it.
 Prints one Markdown row: the plan, the measured step (mean of the runs' medians, then each), the
-predicted one and the error, then per stage "CPU per step, run vs model" and "sleeping waits'
-tests per step, run vs model" (the model reports both for devices that are CPU quotas only,
+predicted one and the error, then per stage "CPU per step, run vs model", the part of it in the
+gradient sync, and "sleeping waits' tests per step, run vs model" (the model reports both for devices that are CPU quotas only,
 else "-"), and, where the runs report it, the run's CPU per test inside those waits.
 """
 import json
@@ -39,6 +39,10 @@ def main():
     for k, stage in enumerate(sim["stages"]):
         text = "cpu %s vs %s" % (run_values(ends, k, "cpu_s", "%.4f"),
                                  "%.4f" % stage["cpu_s"] if "cpu_s" in stage else "-")
+        if any("dp_sync_cpu_s" in e["stages"][k] for e in ends):
+            text += ", sync cpu %s vs %s" % (run_values(ends, k, "dp_sync_cpu_s", "%.4f"),
+                                            "%.4f" % stage["dp_sync_cpu_s"]
+                                            if "dp_sync_cpu_s" in stage else "-")
         if any("wait_tests" in e["stages"][k] for e in ends):
             text += ", tests %s vs %s" % (run_values(ends, k, "wait_tests", "%.0f"),
                                          "%.0f" % stage["wait_tests"] if "wait_tests" in stage

@@ -435,12 +435,12 @@ static int print_end(struct worker *w, long long ran, double last_loss, const ch
 			fprintf(w->out,
 				"%s{\"stage\":%d,\"layers\":[%d,%d],\"ranks\":%d,\"compute_s\":%.6f,"
 				"\"p2p_wait_s\":%.6f,\"dp_sync_s\":%.6f,\"optimizer_s\":%.6f,"
-				"\"step_s\":%.6f,\"cpu_s\":%.6f,\"wait_cpu_s\":%.6f,"
-				"\"wait_tests\":%.1f,\"peak_rss_bytes\":%.0f}",
+				"\"step_s\":%.6f,\"cpu_s\":%.6f,\"dp_sync_cpu_s\":%.6f,"
+				"\"wait_cpu_s\":%.6f,\"wait_tests\":%.1f,\"peak_rss_bytes\":%.0f}",
 				k ? "," : "", k, w->plan.stages[k].first_layer,
 				w->plan.stages[k].last_layer, count, sum[T_COMPUTE], sum[T_P2P],
-				sum[T_SYNC], sum[T_OPTIM], sum[T_STEP], sum[T_CPU], sum[T_WAIT_CPU],
-				sum[T_TESTS], rss);
+				sum[T_SYNC], sum[T_OPTIM], sum[T_STEP], sum[T_CPU], sum[T_SYNC_CPU],
+				sum[T_WAIT_CPU], sum[T_TESTS], rss);
 		else if (ran > 0)
 			fprintf(w->out, "  %-5d %9.1f %9.1f %9.1f %9.1f %9.1f %13.1f\n", k,
 				1e3 * sum[T_COMPUTE], 1e3 * sum[T_P2P], 1e3 * sum[T_SYNC],
@@ -478,12 +478,13 @@ static int run_step(struct worker *w, long long step, const struct sl_lr_schedul
 	if ((rc = wait_all(w, w->act_send, S * w->max_peers, err)) ||
 	    (rc = wait_all(w, w->grad_send, S * w->max_peers, err)))
 		return rc;
-	double t1 = sl_now_s();
+	double t1 = sl_now_s(), cpu1 = sl_clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	w->times[T_P2P] += t1 - t0;
 	if ((rc = sl_grad_sync_run(&w->sync, w->gpt.params, w->gpt.param_count, err)))
 		return rc;
 	double t2 = sl_now_s();
 	w->times[T_SYNC] += t2 - t1;
+	w->times[T_SYNC_CPU] += sl_clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu1;
 	/* the loss: the last stage's TP rank 0 of each pipeline contributes its micro-batches;
 	 * the stop flag travels with it so every rank stops after the same step */
 	int last = w->me.stage == w->table.num_stages - 1 && w->me.tp_rank == 0;

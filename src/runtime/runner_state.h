@@ -23,10 +23,11 @@
 #include "train/model.h"
 
 /* Time per rank, summed over the steps run; T_CPU is the rank's process CPU (every thread,
- * MPI's included), what a device that is a CPU quota pays from its budget, T_WAIT_CPU the part
- * of it spent in its sleeping waits, and T_TESTS (a count, not seconds) their MPI tests
- * (comm.h). */
-enum { T_COMPUTE, T_P2P, T_SYNC, T_OPTIM, T_STEP, T_CPU, T_WAIT_CPU, T_TESTS, T_COUNT };
+ * MPI's included), what a device that is a CPU quota pays from its budget, T_SYNC_CPU the part
+ * of it spent in the gradient sync, T_WAIT_CPU the part spent in its sleeping waits, and
+ * T_TESTS (a count, not seconds) their MPI tests (comm.h). */
+enum { T_COMPUTE, T_P2P, T_SYNC, T_OPTIM, T_STEP, T_CPU, T_SYNC_CPU, T_WAIT_CPU, T_TESTS,
+       T_COUNT };
 
 struct tp_ctx {
 	struct sl_comm *comm;

@@ -90,6 +90,7 @@ json_t *sl_sim_result_to_json(const struct sl_sim_env *env, const struct sl_plan
 		if (st->cpu_s > 0) { /* compare with `sailor run`'s stage cpu_s and wait_tests */
 			json_object_set_new(s, "cpu_s", json_real(st->cpu_s));
 			json_object_set_new(s, "wait_tests", json_real(st->wait_tests));
+			json_object_set_new(s, "dp_sync_cpu_s", json_real(st->dp_sync_cpu_s));
 		}
 		json_object_set_new(s, "memory", memory_json(env, plan, k, st));
 		json_object_set_new(s, "fits_memory", json_boolean(st->fits));

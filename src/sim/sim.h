@@ -130,6 +130,8 @@ struct sl_sim_stage {
 				    * budget pays; 0 elsewhere */
 	double wait_tests;         /* the same ranks: the MPI tests of their sleeping waits per
 				    * iteration (the most) */
+	double dp_sync_cpu_s;      /* the same ranks: the part of cpu_s spent in the gradient
+				    * sync (the most) */
 	int memory_replica;        /* replica j with the highest memory / capacity */
 	struct sl_sim_memory memory;/* of that replica */
 	int fits;                  /* every replica of the stage fits its GPU */

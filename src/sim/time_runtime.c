@@ -541,6 +541,7 @@ static void stage_figures(const struct runtime_sim *s, struct sl_sim_result *out
 		if (sl_rt_has_quota(&st[r])) {
 			sg->cpu_s = fmax(sg->cpu_s, st[r].cpu_steps_s / draws);
 			sg->wait_tests = fmax(sg->wait_tests, st[r].tests_steps / draws);
+			sg->dp_sync_cpu_s = fmax(sg->dp_sync_cpu_s, st[r].sync_cpu_steps_s / draws);
 		}
 	}
 	out->iteration_time_s = T;
@@ -648,9 +649,12 @@ static int replay(struct runtime_sim *s, struct sl_sim_result *out, struct sl_er
 			pipeline_end = 0;
 			for (int r = 0; r < W; r++) {
 				st[r].reduce_arrive_s = st[r].clock;
+				st[r].sync_cpu_mark_s = st[r].cpu_s;
 				pipeline_end = fmax(pipeline_end, st[r].clock - prev_norm);
 			}
 			sync_gradients(s, out);
+			for (int r = 0; step == 1 && r < W; r++)
+				st[r].sync_cpu_steps_s += st[r].cpu_s - st[r].sync_cpu_mark_s;
 			double norm = norm_and_update(s);
 			for (int r = 0; r < W; r++) { /* the CPU of a cycle, update to update */
 				if (step == 1) {

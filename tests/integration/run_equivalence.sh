@@ -65,8 +65,9 @@ for s in end["stages"]:
     if not 0 < s["cpu_s"] <= 1.05 * s["step_s"]:
         sys.exit("FAIL: stage %d reports cpu_s %r for a step of %r s" % (s["stage"], s.get("cpu_s"), s["step_s"]))
     # the ranks wait asleep: they test, and what the waits spent is part of cpu_s
-    if not (s["wait_tests"] > 0 and 0 <= s["wait_cpu_s"] <= s["cpu_s"]):
-        sys.exit("FAIL: stage %d reports wait_tests %r, wait_cpu_s %r (cpu_s %r)" % (s["stage"], s.get("wait_tests"), s.get("wait_cpu_s"), s["cpu_s"]))
+    if not (s["wait_tests"] > 0 and 0 <= s["wait_cpu_s"] <= s["cpu_s"] and
+            0 <= s["dp_sync_cpu_s"] <= s["cpu_s"]):
+        sys.exit("FAIL: stage %d reports wait_tests %r, wait_cpu_s %r, dp_sync_cpu_s %r (cpu_s %r)" % (s["stage"], s.get("wait_tests"), s.get("wait_cpu_s"), s.get("dp_sync_cpu_s"), s["cpu_s"]))
 PY
 run_extra=()
 grep -q '"idle_wait":"poll"' "$work/run-01-single/losses.jsonl" \

@@ -608,6 +608,9 @@ static void a_syncs_copies_and_sums_are_paid_from_the_budget(void **state)
 	double B = SL_FP32_BYTES * sl_sim_stage_params(env, 1, 0, 5);
 	assert_true(by_wire.iteration_time_s > B / R);
 	assert_true(by_sums.iteration_time_s > by_wire.iteration_time_s + 0.001);
+	/* what the sync's sums cost shows in the CPU the model reports for the sync */
+	assert_true(by_sums.stages[0].dp_sync_cpu_s > by_wire.stages[0].dp_sync_cpu_s);
+	assert_true(by_sums.stages[0].dp_sync_cpu_s <= by_sums.stages[0].cpu_s);
 	assert_int_equal(sl_simulate(sums, &zero, SL_COST_SAILOR, &zero_sums, &err), 0);
 	assert_int_equal(sl_simulate(no_sums, &zero, SL_COST_SAILOR, &zero_free, &err), 0);
 	assert_true(zero_sums.iteration_time_s - zero_free.iteration_time_s > 1.25 * B / R);
