@@ -14,8 +14,11 @@ import sys
 
 
 def end_event(path):
-    with open(path) as f:
-        ends = [json.loads(line) for line in f if '"event":"end"' in line]
+    try:
+        with open(path) as f:
+            ends = [json.loads(line) for line in f if '"event":"end"' in line]
+    except OSError as e:
+        sys.exit("cpu_compare: cannot read the run output %s: %s" % (path, e.strerror))
     if not ends:
         sys.exit("cpu_compare: %s has no end event (did the run finish?)" % path)
     return ends[0]
@@ -30,8 +33,11 @@ def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__.strip())
     plan, sim_path, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
-    with open(sim_path) as f:
-        sim = json.load(f)
+    try:
+        with open(sim_path) as f:
+            sim = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit("cpu_compare: %s is not `sailor simulate --json` output: %s" % (sim_path, e))
     ends = [end_event(p) for p in runs]
     measured = sum(e["median_step_time_s"] for e in ends) / len(ends)
     predicted = sim["iteration_time_s"]

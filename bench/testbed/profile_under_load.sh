@@ -28,6 +28,7 @@ spinner=
 stop_spinner() { if [ -n "$spinner" ]; then kill "$spinner" 2>/dev/null || true; wait "$spinner" 2>/dev/null || true; spinner=; fi; }
 trap 'stop_spinner; rmdir "$cg" 2>/dev/null || true; scripts/testbed down "$DESC" >/dev/null 2>&1 || true' EXIT
 mkdir -p "$out" "$cg"
+[ "$kind" = v1 ] || echo "+cpu" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
 scripts/testbed up "$DESC" -o "$out/cluster.json" >&2
 profile() { # name
 	nice -n -5 timeout 300 "$S" profile --model "$MODEL" --gpu "$class" --gpus "$GPUS" --tp 1 \
