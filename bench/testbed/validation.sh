@@ -12,13 +12,19 @@
 # the machine falls on one run of several plans rather than on every run of one; a plan's
 # figure is the mean of its rounds' median step times (run_to_validation.py).
 #
+# SPEED_PROBE=1 also times, right before and right after each run, a short profile of each
+# device class the plan uses (TP 1, the plan's micro-batch; OUT/env/speed/<run>.before and
+# .after): how fast the machine was when the run ran, against when the profiles were taken.
+# bench/testbed/drift_adjusted.py predicts each run again from profiles scaled to it, which
+# separates the machine's drift from the model's error.
+#
 # usage: bench/testbed/validation.sh PLANS_DIR OUT   environment: DESC (data/testbed/geo3.json),
 #        MODEL (gpt2-tiny), STEPS (10), ROUNDS (1), SEQ (the model's seq_len), MBS (1,2,4),
-#        GPUS (data/testbed/gpus-cpu.json: the device classes of DESC)
+#        GPUS (data/testbed/gpus-cpu.json: the device classes of DESC), SPEED_PROBE (0)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$here"
-[ $# -eq 2 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,23p' "$0" >&2; exit 2; }
 plans=$1 out=$2
 DESC=${DESC:-data/testbed/geo3.json}
 STEPS=${STEPS:-10}
@@ -40,6 +46,18 @@ cp "$GPUS" "$env/gpus.json"
 MODEL="$MODEL" SEQ="$SEQ" MBS="$MBS" bench/testbed/profile_testbed.sh "$env/cluster.json" "$env/gpus.json" "$env"
 "$S" data data/text/fsf-licenses.txt -o "$env/tokens.bin" >/dev/null
 mkdir -p "$env/raw"
+SPEED_PROBE=${SPEED_PROBE:-0}
+speed_probe() { # plan dir: a short profile of each class the plan uses, on a host of the class
+	local class host mbs
+	mbs=$(jq -r .micro_batch "$1")
+	for class in $(jq -r '[.stages[].replicas[].gpu] | unique | .[]' "$1"); do
+		host=$(jq -r --arg c "$class" '[.hosts[] | select(.gpu == $c)][0].name' "$env/cluster.json")
+		nice -n -5 timeout 300 "$S" profile --model "$MODEL" --gpu "$class" --gpus "$env/gpus.json" \
+			--tp 1 --mbs "$mbs" --seq-len "$SEQ" --cluster "$env/cluster.json" --host "$host" \
+			--min-sample-ms 200 --repeats 3 -o "$2" -q </dev/null ||
+			echo "validation: the speed probe of $class before/after $(basename "$2") failed" >&2
+	done
+}
 run_name() { # plan round: the raw output's name (one round: the plan's name alone, as before)
 	if [ "$ROUNDS" -eq 1 ]; then echo "$1"; else echo "$1.r$2"; fi
 }
@@ -49,8 +67,10 @@ for round in $(seq 1 "$ROUNDS"); do
 		echo "validation: running $n (round $round of $ROUNDS)" >&2
 		cmd=("$S" run --model "$MODEL" --data "$env/tokens.bin" --plan "$p" --cluster "$env/cluster.json"
 		     --gpus "$env/gpus.json" --seq-len "$SEQ" --steps "$STEPS" --lr 1e-3 --json)
+		[ "$SPEED_PROBE" != 1 ] || speed_probe "$p" "$env/speed/$r.before"
 		# no retry here: `sailor run` itself retries an mpirun that failed to start, and logs it
 		nice -n -5 timeout 600 "${cmd[@]}" >"$env/raw/$r.out" 2>"$env/raw/$r.err" || true
+		[ "$SPEED_PROBE" != 1 ] || speed_probe "$p" "$env/speed/$r.after"
 	done
 done
 for p in "$plans"/*.json; do

@@ -9,6 +9,10 @@
 #include "runtime/comm.h"
 
 #include <errno.h>
+#include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -394,6 +398,12 @@ static void median_of_repeats(const double *samples, int warmup, int repeats, in
 /* Runs one (mbs, tp) measurement; j->times gets iterations x PHASES seconds. */
 static int measure(struct job *j, struct sl_comm *comm, struct sl_err *err)
 {
+	/* The entries before this one freed their tensors, but malloc keeps what it freed below
+	 * the heap's top resident, where it would count in this entry's runtime_rss_bytes (7.5 MB
+	 * of gpt2-tiny's mbs 4 after mbs 1 and 2): give it back first. */
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 	if (comm) {
 		struct worker w = {.job = j, .id = {.comm = comm, .id = comm->rank}};
 		run_rank(&w);
@@ -692,11 +702,25 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 	return 0;
 }
 
+/* Creates path and every missing folder above it (as mkdir -p): -o may name a new tree. */
 static int make_dir(const char *path, struct sl_err *err)
 {
-	if (mkdir(path, 0777) == 0 || errno == EEXIST)
-		return 0;
-	return sl_err_set(err, SL_EIO, "cannot create folder '%s': %s", path, strerror(errno));
+	char part[PATH_MAX];
+	size_t n = strlen(path);
+	if (n >= sizeof(part))
+		return sl_err_set(err, SL_EINPUT, "output folder name too long: '%s'", path);
+	memcpy(part, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (part[i] != '/' && part[i] != '\0')
+			continue;
+		char end = part[i];
+		part[i] = '\0';
+		if (mkdir(part, 0777) != 0 && errno != EEXIST)
+			return sl_err_set(err, SL_EIO, "cannot create folder '%s': %s", part,
+					  strerror(errno));
+		part[i] = end;
+	}
+	return 0;
 }
 
 /* Copies into profile the (mbs, tp) entries of the profile already at path that profile lacks,

@@ -29,6 +29,7 @@
  * at or after the collective's end for it; what crosses zones is added to the egress in USD. */
 #include <math.h>
 
+#include "runtime/comm.h"
 #include "sim/runtime_model.h"
 
 static double gbps_at(const struct sl_link_fit *fit, double bytes)
@@ -218,7 +219,10 @@ double sl_rt_group_allreduce(struct sl_rt_replay *x, const int *members, int m, 
  * CPU-quota device whose budget is spent that waits for its next period, which is where such a
  * collective's time goes on the testbed. The message is eager: on a link whose bucket owes
  * bytes (an eager message before it, sl_rt_link_take_whole) it waits until they are paid.
- * Returns when the last rank is done; done: W doubles of scratch. */
+ * Each all-reduce is one MPI_Iallreduce that the rank finishes in one sleeping wait (comm_mpi.c's
+ * finish): libnbc moves a round on only inside a test, so every round after the first ends at
+ * a test after a sleep, and the sleeps go on doubling through the rounds.
+ * Returns when the last rank is done; done: 2W doubles of scratch. */
 double sl_rt_world_scalar_allreduces(struct sl_rt_replay *x, int W, double *done)
 {
 	struct sl_rt_rank *st = x->st;
@@ -229,15 +233,20 @@ double sl_rt_world_scalar_allreduces(struct sl_rt_replay *x, int W, double *done
 		return end;
 	for (int r = 0; r < W; r++)
 		done[r] = st[r].clock;
-	for (int round = 0; round < 2 * 2 * (W - 1); round++) {
+	const int rounds = 2 * (W - 1);
+	double *sleep_s = done + W; /* each rank's next sleep in its wait */
+	for (int round = 0; round < 2 * rounds; round++) {
 		double left_prev = done[W - 1];
+		if (round % rounds == 0)
+			for (int r = 0; r < W; r++)
+				sleep_s[r] = SL_COMM_IDLE_SLEEP_FIRST_S;
 		for (int r = 0; r < W; r++) {
 			int left = (r + W - 1) % W;
 			double there = left_prev;
 			sl_rt_link_take_whole(x, left, r, SCALAR_MESSAGE_BYTES, left_prev, &there);
 			double start = fmax(done[r], there);
 			left_prev = done[r];
-			sl_rt_wait_idle(&st[r], start);
+			sl_rt_wait_tests(&st[r], start, &sleep_s[r], round % rounds != 0);
 			sl_rt_run_work(&st[r], sl_rt_has_quota(&st[r]) ? SCALAR_ROUND_CPU_S / st[r].quota_cores
 							  : SCALAR_ROUND_CPU_S);
 			done[r] = st[r].clock;

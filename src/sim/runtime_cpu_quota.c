@@ -101,17 +101,31 @@ void sl_rt_run_work(struct sl_rt_rank *r, double wall_s)
  * period boundary leaves a fresh budget (enter_period). */
 void sl_rt_wait_idle(struct sl_rt_rank *r, double until_s)
 {
-	if (until_s <= r->clock)
+	double sleep_s = SL_COMM_IDLE_SLEEP_FIRST_S;
+	sl_rt_wait_tests(r, until_s, &sleep_s, 0);
+}
+
+/* The sleeping wait's loop; *sleep_s is the next sleep, carried from one call to the next where
+ * one MPI wait spans them (a collective's rounds). sleep_first: the rank has just tested, so
+ * the wait begins with a sleep and ends at a test, however early the message was there. */
+void sl_rt_wait_tests(struct sl_rt_rank *r, double until_s, double *sleep_s, int sleep_first)
+{
+	if (until_s <= r->clock && !sleep_first)
 		return;
 	if (!sl_rt_has_quota(r)) {
-		r->clock = until_s;
+		r->clock = fmax(r->clock, until_s);
 		return;
 	}
-	double sleep_s = SL_COMM_IDLE_SLEEP_FIRST_S, c = r->test_cpu_s;
+	double c = r->test_cpu_s;
+	if (sleep_first) {
+		r->awake = 0;
+		r->clock += *sleep_s + r->test_late_s;
+		*sleep_s = fmin(2 * *sleep_s, SL_COMM_IDLE_SLEEP_MAX_S);
+	}
 	for (;;) {
 		/* a cycle: the test (c of CPU, from the budget), then the sleep and its lateness */
-		double cycle = sleep_s + r->test_late_s;
-		if (sleep_s >= SL_COMM_IDLE_SLEEP_MAX_S) {
+		double cycle = *sleep_s + r->test_late_s;
+		if (*sleep_s >= SL_COMM_IDLE_SLEEP_MAX_S) {
 			/* at the longest sleep: jump over the cycles that neither reach until_s nor the
 			 * period's end nor exhaust the budget (the result of running them one by one) */
 			enter_period(r);
@@ -133,6 +147,6 @@ void sl_rt_wait_idle(struct sl_rt_rank *r, double until_s)
 			return;
 		r->awake = 0;
 		r->clock += fmax(0, cycle - c);
-		sleep_s = fmin(2 * sleep_s, SL_COMM_IDLE_SLEEP_MAX_S);
+		*sleep_s = fmin(2 * *sleep_s, SL_COMM_IDLE_SLEEP_MAX_S);
 	}
 }

@@ -82,6 +82,9 @@ int sl_rt_has_quota(const struct sl_rt_rank *r);
 void sl_rt_run_work(struct sl_rt_rank *r, double wall_s);
 /* Waits inside MPI until until_s (asleep between tests on a CPU-quota device). */
 void sl_rt_wait_idle(struct sl_rt_rank *r, double until_s);
+/* The same wait as one part of a longer one: *sleep_s is the sleep it continues with (and
+ * leaves for the next part); sleep_first: it begins with a sleep (the rank has just tested). */
+void sl_rt_wait_tests(struct sl_rt_rank *r, double until_s, double *sleep_s, int sleep_first);
 
 /* ---- links and collectives (runtime_collectives.c) ---- */
 
@@ -109,7 +112,7 @@ int sl_rt_link_take_whole(struct sl_rt_replay *x, int src, int dst, double bytes
 double sl_rt_group_allreduce(struct sl_rt_replay *x, const int *members, int m, double bytes,
 			     int sharing, double *cpu);
 /* The loss and gradient-norm all-reduces over the world's W ranks; returns when the last rank
- * is through. done: W doubles of scratch. */
+ * is through. done: 2W doubles of scratch. */
 double sl_rt_world_scalar_allreduces(struct sl_rt_replay *x, int W, double *done);
 /* ZeRO-1's gradient reduce-scatter over members as libnbc runs it. ready: m doubles of scratch. */
 void sl_rt_zero_reduce_scatter(struct sl_rt_replay *x, const int *members, int m, double bytes,

@@ -26,7 +26,8 @@
  *              last member arrives (runtime_collectives.c; the groups: runtime_sync_groups.c).
  *   norm       the loss and then the global gradient norm are all-reduces of a few bytes over
  *              the world, ring rounds that need each rank and its neighbour (they end when the
- *              last rank is through). The step ends there for timing purposes.
+ *              last rank is through), each round after the first ending at a test of the rank's
+ *              sleeping wait. The step ends there for timing purposes.
  *   optimizer  AdamW over the rank's own shard (the profile's update seconds per parameter),
  *              after the norm; it delays the rank's next step. Two steps are run and the second
  *              is timed, from norm to norm.

@@ -263,7 +263,9 @@ static void a_sleeping_waits_tests_spend_the_quota(void **state)
 	assert_int_equal(sl_simulate(env, &pipe_q, SL_COST_SAILOR, &absurd, &err), 0);
 	prof->idle_measured = 0;
 	prof->idle_cpu_per_test_s = prof->idle_late_per_test_s = 0;
-	assert_true(cheap.iteration_time_s >= free_tests.iteration_time_s - 1e-9);
+	/* a cheap test may move the step's small all-reduces, whose rounds end at tests, by a
+	 * round or two (the step is timed norm to norm: 40 us here) */
+	assert_true(cheap.iteration_time_s >= free_tests.iteration_time_s - 1e-4);
 	assert_true(dear.iteration_time_s > cheap.iteration_time_s);
 	assert_true(absurd.iteration_time_s > dear.iteration_time_s);
 	assert_true(isfinite(absurd.iteration_time_s));
@@ -653,6 +655,34 @@ static void a_rank_running_through_a_periods_end_keeps_its_runtime(void **state)
 	assert_true(fabs(awake.cpu_s - 0.006) < 1e-9 && fabs(asleep.cpu_s - 0.006) < 1e-9);
 }
 
+/* The loss and norm all-reduces after the sync are one MPI_Iallreduce each, which the rank
+ * finishes in one sleeping wait (comm_mpi.c's finish): libnbc moves a round on only inside a
+ * test, and the wait's sleeps go on doubling from round to round instead of starting short
+ * again. Four ranks of one host, nothing else to wait for: each all-reduce is its 6 ring rounds'
+ * work (20 us of CPU each) and the sleeps of 20, 40, 80, 160 and 320 us before rounds 2-6. */
+static void the_small_all_reduces_sleep_on_through_their_rounds(void **state)
+{
+	(void)state;
+	enum { W = 4 };
+	struct sl_rt_rank st[W];
+	struct sl_role roles[W];
+	memset(st, 0, sizeof(st));
+	memset(roles, 0, sizeof(roles));
+	for (int r = 0; r < W; r++) {
+		st[r].quota_cores = 0.25;
+		st[r].period_s = 0.01;
+		st[r].period = LONG_MIN;
+	}
+	struct sl_role_table t = {.world_size = W, .roles = roles};
+	struct sl_rt_replay x = {.env = env, .t = &t, .st = st};
+	double done[2 * W];
+	double end = sl_rt_world_scalar_allreduces(&x, W, done);
+	double one = 6 * 20e-6 + (20e-6 + 40e-6 + 80e-6 + 160e-6 + 320e-6);
+	assert_true(fabs(end - 2 * one) < 1e-9);
+	for (int r = 0; r < W; r++)
+		assert_true(fabs(st[r].cpu_s - 12 * 20e-6) < 1e-12);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -670,6 +700,7 @@ int main(void)
 		cmocka_unit_test(the_tied_tables_eager_chunks_take_from_the_links_bucket),
 		cmocka_unit_test(a_syncs_copies_and_sums_are_paid_from_the_budget),
 		cmocka_unit_test(a_rank_running_through_a_periods_end_keeps_its_runtime),
+		cmocka_unit_test(the_small_all_reduces_sleep_on_through_their_rounds),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
