@@ -21,6 +21,14 @@ import sys
 import tempfile
 
 
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"drift_adjusted: {path}: {e}")
+
+
 def block_s(profile, mbs):
     """The block's forward + backward seconds at (mbs, TP 1): layer 1 of the profile."""
     entry = profile.get(str(mbs), {}).get("1", {}).get("1")
@@ -45,7 +53,7 @@ def scaled_profiles(src_dir, dst_dir, factors):
     """Copies src_dir's profiles to dst_dir with each class's layer times times its factor."""
     for path in glob.glob(os.path.join(src_dir, "*.json")):
         name = os.path.basename(path)[:-5]
-        profile = json.load(open(path))
+        profile = load_json(path)
         f = factors.get(name)
         if f is not None:
             for key, per_tp in profile.items():
@@ -79,13 +87,15 @@ def main():
     if not os.path.isdir(os.path.join(env, "speed")):
         sys.exit(f"drift_adjusted: {env}/speed is missing: measure the set with SPEED_PROBE=1 "
                  "(bench/testbed/validation.sh)")
-    base = {os.path.basename(p)[:-5]: json.load(open(p))
+    base = {os.path.basename(p)[:-5]: load_json(p)
             for p in glob.glob(os.path.join(base_dir, "*.json"))}
+    if not base:
+        sys.exit(f"drift_adjusted: no profiles in {base_dir}")
     rows, raw_errors, adjusted_errors = [], [], []
     work = tempfile.mkdtemp(prefix="sailor-drift-")
     try:
         for plan_path in sorted(glob.glob(os.path.join(set_dir, "*.json"))):
-            plan = json.load(open(plan_path))
+            plan = load_json(plan_path)
             name = os.path.basename(plan_path)[:-5]
             mbs = plan["micro_batch"]
             runs = sorted(glob.glob(os.path.join(env, "raw", name + ".out")) +
@@ -102,7 +112,7 @@ def main():
                 for cls in base:
                     probes = [os.path.join(env, "speed", f"{r}.{when}", model, cls + ".json")
                               for when in ("before", "after")]
-                    times = [block_s(json.load(open(p)), mbs) for p in probes if os.path.exists(p)]
+                    times = [block_s(load_json(p), mbs) for p in probes if os.path.exists(p)]
                     times = [t for t in times if t]
                     ref = block_s(base[cls], mbs)
                     if times and ref:
