@@ -18,13 +18,18 @@
 # bench/testbed/drift_adjusted.py predicts each run again from profiles scaled to it, which
 # separates the machine's drift from the model's error.
 #
+# TIMELINE=1 also records each run's timeline (`sailor run --timeline`, OUT/env/timelines/<run>.json)
+# and, at the end, the model's for each plan (<plan>.model.json) and the two side by side
+# (<plan>.compare.txt, bench/testbed/timeline_compare.py; the first round's run).
+#
 # usage: bench/testbed/validation.sh PLANS_DIR OUT   environment: DESC (data/testbed/geo3.json),
 #        MODEL (gpt2-tiny), STEPS (10), ROUNDS (1), SEQ (the model's seq_len), MBS (1,2,4),
-#        GPUS (data/testbed/gpus-cpu.json: the device classes of DESC), SPEED_PROBE (0)
+#        GPUS (data/testbed/gpus-cpu.json: the device classes of DESC), SPEED_PROBE (0),
+#        TIMELINE (0)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$here"
-[ $# -eq 2 ] || { sed -n '2,23p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,28p' "$0" >&2; exit 2; }
 plans=$1 out=$2
 DESC=${DESC:-data/testbed/geo3.json}
 STEPS=${STEPS:-10}
@@ -47,6 +52,8 @@ MODEL="$MODEL" SEQ="$SEQ" MBS="$MBS" bench/testbed/profile_testbed.sh "$env/clus
 "$S" data data/text/fsf-licenses.txt -o "$env/tokens.bin" >/dev/null
 mkdir -p "$env/raw"
 SPEED_PROBE=${SPEED_PROBE:-0}
+TIMELINE=${TIMELINE:-0}
+[ "$TIMELINE" != 1 ] || mkdir -p "$env/timelines"
 speed_probe() { # plan dir: a short profile of each class the plan uses, on a host of the class
 	local class host mbs
 	mbs=$(jq -r .micro_batch "$1")
@@ -67,6 +74,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		echo "validation: running $n (round $round of $ROUNDS)" >&2
 		cmd=("$S" run --model "$MODEL" --data "$env/tokens.bin" --plan "$p" --cluster "$env/cluster.json"
 		     --gpus "$env/gpus.json" --seq-len "$SEQ" --steps "$STEPS" --lr 1e-3 --json)
+		[ "$TIMELINE" != 1 ] || cmd+=(--timeline "$env/timelines/$r.json")
 		[ "$SPEED_PROBE" != 1 ] || speed_probe "$p" "$env/speed/$r.before"
 		# no retry here: `sailor run` itself retries an mpirun that failed to start, and logs it
 		nice -n -5 timeout 600 "${cmd[@]}" >"$env/raw/$r.out" 2>"$env/raw/$r.err" || true
@@ -82,5 +90,15 @@ for p in "$plans"/*.json; do
 		"$out/$n.json" || echo "validation: $n did not finish (see $env/raw/$n*.err)" >&2
 done
 rm -f "$env/tokens.bin"
+for p in "$plans"/*.json; do
+	[ "$TIMELINE" = 1 ] || break
+	n=$(basename "$p" .json) tl=$env/timelines
+	[ -f "$tl/$(run_name "$n" 1).json" ] || continue
+	"$S" simulate --model "$MODEL" --plan "$p" --profiles "$env/profiles" --gpus "$env/gpus.json" \
+		--network "$env/network.json" --cluster "$env/cluster.json" --timeline "$tl/$n.model.json" \
+		>/dev/null &&
+	python3 bench/testbed/timeline_compare.py "$tl/$(run_name "$n" 1).json" "$tl/$n.model.json" \
+		>"$tl/$n.compare.txt" || echo "validation: no timeline comparison for $n" >&2
+done
 "$S" validate --model "$MODEL" "$out" --profiles "$env/profiles" --gpus "$env/gpus.json" \
 	--network "$env/network.json" --cluster "$env/cluster.json"

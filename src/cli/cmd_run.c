@@ -34,6 +34,7 @@
 #include "runtime/runner.h"
 #include "runtime/start_failure.h"
 #include "train/progress.h"
+#include "util/atomic_file.h"
 #include "util/limits.h"
 #include "util/log.h"
 
@@ -41,7 +42,7 @@ static int run_run(int argc, char **argv);
 
 enum {
 	OPT_PLAN = SL_TOPT_COUNT, OPT_CLUSTER, OPT_THREADS_PER_RANK, OPT_DRY_RUN, OPT_GPUS,
-	OPT_EVENTS_FILE, OPT_SLURM, OPT_PARTITION
+	OPT_EVENTS_FILE, OPT_SLURM, OPT_PARTITION, OPT_TIMELINE
 };
 
 static const struct sl_cli_option options[] = {
@@ -64,6 +65,10 @@ static const struct sl_cli_option options[] = {
 		       "and zone", NULL},
 	[OPT_PARTITION] = {"partition", 0, "P", "with --slurm: the Slurm partition", "Slurm's "
 			   "default"},
+	[OPT_TIMELINE] = {"timeline", 0, "FILE", "record when each rank ran each instruction of "
+			  "every step and write it to FILE at the end (rank 0, on its host; "
+			  "schema sailor.timeline/1, Chrome trace events: compare it with "
+			  "`sailor simulate --timeline`, or open it in Perfetto)", "none"},
 };
 
 const struct sl_cli_command sl_cmd_run = {
@@ -508,6 +513,11 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 	}
 	if ((rc = check_events_file(o)))
 		goto out;
+	/* --timeline is written by rank 0 at the end: a typo fails now, not after the run */
+	if (o->timeline && (rc = sl_atomic_check(o->timeline, "timeline", &err))) {
+		sl_cli_error(&sl_cmd_run, "%s", err.msg);
+		goto out;
+	}
 	struct watch w = {.last_step = -1, .dead_rank = -1};
 	if (o->slurm) {
 		slurm_job = job_name;
@@ -637,6 +647,8 @@ static int run_run(int argc, char **argv)
 			o.slurm = 1;
 		else if (idx == OPT_PARTITION)
 			o.partition = parser.arg;
+		else if (idx == OPT_TIMELINE)
+			o.timeline = parser.arg;
 		else if (idx == OPT_GPUS) {
 			struct sl_err err = {0};
 			if (sl_catalogue_set_overlay(parser.arg, &err)) {

@@ -8,6 +8,7 @@
 #include "cluster/catalogue.h"
 #include "cluster/cluster_file.h"
 #include "sim/sim.h"
+#include "util/atomic_file.h"
 #include "util/json.h"
 #include "util/limits.h"
 
@@ -25,13 +26,17 @@ static const struct sl_cli_option options[] = {
 	{"network", 0, "FILE", SL_CLI_NETWORK_HELP, "none"},
 	{"cluster", 0, "FILE", SL_CLI_CLUSTER_HELP, "none"},
 	{"json", 0, NULL, "print one JSON object (schema sailor.simulation/1) on stdout", NULL},
+	{"timeline", 0, "FILE", "write the runtime model's step, rank by rank and instruction by "
+				"instruction, to FILE (schema sailor.timeline/1, as `sailor run "
+				"--timeline` records a run); plans modelled as our runtime only",
+	 "none"},
 };
 
 const struct sl_cli_command sl_cmd_simulate = {
 	.name = "simulate",
 	.synopsis = "--model M --plan FILE [--global-batch G] [--cost-model sailor|sosp25]\n"
 		    "           [--profiles DIR] [--gpus FILE] [--network FILE] [--cluster FILE]\n"
-		    "           [--json]",
+		    "           [--json] [--timeline FILE]",
 	.summary = "iteration time, peak memory and $ per iteration of a plan",
 	.description =
 		"Simulates one training iteration of the plan: per stage compute, point-to-point,\n"
@@ -54,7 +59,8 @@ static int fail(struct sl_err *err)
 static int run_simulate(int argc, char **argv)
 {
 	const char *model = NULL, *plan_path = NULL, *profiles = NULL, *network = NULL,
-		   *cluster_path = NULL;
+		   *cluster_path = NULL, *timeline_path = NULL;
+	static struct sl_sim_timeline timeline;
 	struct sl_cluster cluster;
 	int have_cluster = 0;
 	long long global_batch = 0;
@@ -91,6 +97,8 @@ static int run_simulate(int argc, char **argv)
 			cluster_path = parser.arg;
 		} else if (!strcmp(name, "json")) {
 			json = 1;
+		} else if (!strcmp(name, "timeline")) {
+			timeline_path = parser.arg;
 		}
 	}
 	if (parser.next_index < argc)
@@ -129,9 +137,27 @@ static int run_simulate(int argc, char **argv)
 		plan.global_batch = global_batch;
 	if (!rc)
 		rc = sl_sim_check_plan(env, &plan, 0, &err);
+	if (!rc && timeline_path) {
+		if (cm != SL_COST_SAILOR || !sl_sim_runtime_uses(env, &plan))
+			rc = sl_err_set(&err, SL_EINPUT,
+					"--timeline: plan '%s' is not modelled as our runtime, and the "
+					"timeline is that model's: give every GPU type of the plan a "
+					"profile made by `sailor profile` (--profiles DIR), with "
+					"--cost-model sailor", plan_path);
+		else
+			rc = sl_atomic_check(timeline_path, "timeline", &err);
+		sl_sim_env_set_timeline(env, &timeline);
+	}
 	static struct sl_sim_result res;
 	if (!rc)
 		rc = sl_simulate(env, &plan, cm, &res, &err);
+	if (!rc && timeline_path) {
+		struct sl_timeline_meta meta = {.source = "simulate", .plan_path = plan_path,
+						.model = env->model.name, .cat = &env->catalogue,
+						.cluster = have_cluster ? &cluster : NULL};
+		rc = sl_timeline_write(&timeline.spans, &timeline.roles, &meta, timeline_path, &err);
+	}
+	sl_sim_timeline_free(&timeline);
 	if (rc) {
 		sl_plan_free(&plan);
 		sl_sim_env_free(env);

@@ -242,6 +242,33 @@ static int wait_all(struct worker *w, struct sl_comm_request *reqs, int count, s
 
 static const char *op_name(enum sl_instr_op op) { return sl_instr_op_name(op); }
 
+/* --timeline: the process's CPU now, read only when spans are recorded (a system call). */
+static double timeline_cpu_s(const struct worker *w)
+{
+	return w->timeline_on ? sl_clock_s(CLOCK_PROCESS_CPUTIME_ID) : 0;
+}
+
+/* --timeline: records a span of kind from start_s (sl_now_s) and cpu_start_s (timeline_cpu_s)
+ * until end_s and cpu_end_s; a span that ends where the next begins passes the next one's start,
+ * so that a rank's spans never overlap. */
+static void timeline_span_until(struct worker *w, int kind, int microbatch, double start_s,
+				double cpu_start_s, double end_s, double cpu_end_s)
+{
+	if (w->timeline_on)
+		sl_timeline_add(&w->timeline, w->comm->rank, w->timeline_step, kind, microbatch,
+				start_s + w->realtime_offset_s, end_s + w->realtime_offset_s,
+				cpu_end_s - cpu_start_s);
+}
+
+/* The same, until now. */
+static void timeline_span(struct worker *w, int kind, int microbatch, double start_s,
+			  double cpu_start_s)
+{
+	if (w->timeline_on)
+		timeline_span_until(w, kind, microbatch, start_s, cpu_start_s, sl_now_s(),
+				    sl_clock_s(CLOCK_PROCESS_CPUTIME_ID));
+}
+
 /* Executes one instruction; accumulates the micro-batch losses of the last stage. */
 static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum,
 		   struct sl_err *err)
@@ -253,7 +280,7 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 	struct sl_gpt_microbatch mb = {w->plan.micro_batch, w->seq,
 				       w->tokens ? w->tokens + (size_t)m * n : NULL,
 				       w->targets ? w->targets + (size_t)m * n : NULL};
-	double t0 = sl_now_s();
+	double t0 = sl_now_s(), cpu0 = timeline_cpu_s(w);
 	switch (in->op) {
 	case SL_INSTR_LOAD_MICROBATCH:
 		return 0; /* the step's micro-batches were read at its start (load_step) */
@@ -264,19 +291,23 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 		if (!rc)
 			rc = sl_comm_wait(comm, &req, err);
 		w->times[T_P2P] += sl_now_s() - t0;
+		timeline_span(w, in->op, m, t0, cpu0);
 		return rc;
 	}
 	case SL_INSTR_FORWARD: {
 		/* the slot's output buffer may still be on its way to the next stage */
 		if ((rc = wait_all(w, &w->act_send[s * w->max_peers], w->max_peers, err)))
 			return rc;
-		double t1 = sl_now_s();
+		double t1 = sl_now_s(), cpu1 = timeline_cpu_s(w);
 		w->times[T_P2P] += t1 - t0;
+		if (t1 - t0 > 1e-6) /* a span only where it waited (it mostly does not) */
+			timeline_span_until(w, SL_TL_WAIT_SENDS, m, t0, cpu0, t1, cpu1);
 		double loss = 0.0;
 		sl_gpt_select_slot(&w->gpt, s);
 		rc = sl_gpt_forward(&w->gpt, &mb, w->me.stage > 0 ? w->act_in[s] : NULL, &loss, err);
 		*loss_sum += loss;
 		w->times[T_COMPUTE] += sl_now_s() - t1;
+		timeline_span(w, in->op, m, t1, cpu1);
 		return rc;
 	}
 	case SL_INSTR_SEND_ACTIVATION:
@@ -286,6 +317,7 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 					   in->peers[p], sl_schedule_tag(SL_MSG_ACTIVATION, m),
 					   &w->act_send[s * w->max_peers + p], err);
 		w->times[T_P2P] += sl_now_s() - t0;
+		timeline_span(w, in->op, m, t0, cpu0);
 		return rc;
 	case SL_INSTR_RECV_GRADIENT: {
 		struct sl_comm_request req = {0};
@@ -294,6 +326,7 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 		if (!rc)
 			rc = sl_comm_wait(comm, &req, err);
 		w->times[T_P2P] += sl_now_s() - t0;
+		timeline_span(w, in->op, m, t0, cpu0);
 		return rc;
 	}
 	case SL_INSTR_BACKWARD: {
@@ -302,6 +335,7 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 		rc = sl_gpt_backward(&w->gpt, &mb, last ? NULL : w->grad_in,
 				     1.0f / (float)w->nmb_total, err);
 		w->times[T_COMPUTE] += sl_now_s() - t0;
+		timeline_span(w, in->op, m, t0, cpu0);
 		return rc;
 	}
 	case SL_INSTR_SEND_GRADIENT: {
@@ -313,6 +347,7 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 					   sl_schedule_tag(SL_MSG_GRADIENT, m),
 					   &w->grad_send[s * w->max_peers + p], err);
 		w->times[T_P2P] += sl_now_s() - t0;
+		timeline_span(w, in->op, m, t0, cpu0);
 		return rc;
 	}
 	case SL_INSTR_REDUCE_GRADIENTS:
@@ -462,6 +497,7 @@ static int run_step(struct worker *w, long long step, const struct sl_lr_schedul
 		    const struct sl_adamw_config *adamw, double *loss, double *lr, double *norm,
 		    int *stop, struct sl_err *err)
 {
+	w->timeline_step = (int)(step + 1);
 	load_step(w);
 	sl_gpt_zero_grad(&w->gpt);
 	double loss_sum = 0.0;
@@ -473,18 +509,20 @@ static int run_step(struct worker *w, long long step, const struct sl_lr_schedul
 					     op_name(w->sched.instrs[i].op),
 					     w->sched.instrs[i].microbatch);
 	}
-	double t0 = sl_now_s();
+	double t0 = sl_now_s(), cpu0 = timeline_cpu_s(w);
 	int S = w->sched.slots;
 	if ((rc = wait_all(w, w->act_send, S * w->max_peers, err)) ||
 	    (rc = wait_all(w, w->grad_send, S * w->max_peers, err)))
 		return rc;
 	double t1 = sl_now_s(), cpu1 = sl_clock_s(CLOCK_PROCESS_CPUTIME_ID);
+	timeline_span_until(w, SL_TL_WAIT_SENDS, -1, t0, cpu0, t1, cpu1);
 	w->times[T_P2P] += t1 - t0;
 	if ((rc = sl_grad_sync_run(&w->sync, w->gpt.params, w->gpt.param_count, err)))
 		return rc;
-	double t2 = sl_now_s();
+	double t2 = sl_now_s(), cpu2 = sl_clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	w->times[T_SYNC] += t2 - t1;
-	w->times[T_SYNC_CPU] += sl_clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu1;
+	w->times[T_SYNC_CPU] += cpu2 - cpu1;
+	timeline_span_until(w, SL_TL_GRAD_SYNC, -1, t1, cpu1, t2, cpu2);
 	/* the loss: the last stage's TP rank 0 of each pipeline contributes its micro-batches;
 	 * the stop flag travels with it so every rank stops after the same step */
 	int last = w->me.stage == w->table.num_stages - 1 && w->me.tp_rank == 0;
@@ -503,6 +541,8 @@ static int run_step(struct worker *w, long long step, const struct sl_lr_schedul
 				  *loss, step + 1);
 	if ((rc = sl_grad_sync_norm(&w->sync, w->gpt.params, w->gpt.param_count, norm, err)))
 		return rc;
+	double t3 = sl_now_s(), cpu3 = timeline_cpu_s(w);
+	timeline_span_until(w, SL_TL_SCALARS, -1, t2, cpu2, t3, cpu3);
 	*lr = sl_lr_at(sched, step);
 	if (w->zero_on) {
 		struct sl_adamw_step s;
@@ -514,6 +554,7 @@ static int run_step(struct worker *w, long long step, const struct sl_lr_schedul
 		sl_adamw_apply(w->gpt.params, w->gpt.param_count, adamw, *lr, step + 1, *norm);
 	}
 	w->times[T_OPTIM] += sl_now_s() - t2;
+	timeline_span(w, SL_TL_UPDATE, -1, t3, cpu3);
 	return 0;
 }
 
@@ -581,6 +622,102 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 		fprintf(w->out, "nothing to do: training already reached step %lld of %lld\n", start,
 			o->steps);
 	return print_end(w, ran, loss, ckpt[0] ? ckpt : NULL, err);
+}
+
+/* --timeline: every rank's spans go to rank 0, rank by rank (seven doubles a span, after their
+ * count), and rank 0 writes the file on its host. Point-to-point rather than an all-gather, so
+ * that only rank 0 holds the whole job's spans. */
+#define TIMELINE_TAG 32200 /* above every schedule tag (schedule.h), below the snapshot's */
+#define SPAN_DOUBLES 7
+
+static void pack_spans(const struct sl_timeline *tl, double *out)
+{
+	for (long i = 0; i < tl->count; i++) {
+		const struct sl_timeline_span *sp = &tl->spans[i];
+		double *o = out + i * SPAN_DOUBLES;
+		o[0] = sp->rank, o[1] = sp->step, o[2] = sp->kind, o[3] = sp->microbatch;
+		o[4] = sp->start_s, o[5] = sp->end_s, o[6] = sp->cpu_s;
+	}
+}
+
+static int write_timeline(struct worker *w, struct sl_err *err)
+{
+	struct sl_comm *comm = w->comm;
+	struct sl_timeline *tl = &w->timeline;
+	struct sl_comm_request req = {0};
+	int rc = 0;
+	if (comm->rank != 0) {
+		double head[2] = {(double)tl->count, (double)tl->dropped};
+		double *packed = malloc((size_t)(tl->count ? tl->count : 1) * SPAN_DOUBLES *
+					sizeof(double));
+		if (!packed) /* the count says none: rank 0 still gets its two messages */
+			head[0] = 0, head[1] += (double)tl->count;
+		else
+			pack_spans(tl, packed);
+		rc = sl_comm_isend(comm, head, 2, SL_COMM_DOUBLE, 0, TIMELINE_TAG, &req, err);
+		if (!rc)
+			rc = sl_comm_wait(comm, &req, err);
+		if (!rc && head[0] > 0)
+			rc = sl_comm_isend(comm, packed, (long long)head[0] * SPAN_DOUBLES,
+					   SL_COMM_DOUBLE, 0, TIMELINE_TAG, &req, err);
+		if (!rc && head[0] > 0)
+			rc = sl_comm_wait(comm, &req, err);
+		free(packed);
+		return rc;
+	}
+	double *packed = NULL;
+	for (int r = 1; r < comm->size && !rc; r++) {
+		double head[2];
+		rc = sl_comm_irecv(comm, head, 2, SL_COMM_DOUBLE, r, TIMELINE_TAG, &req, err);
+		if (!rc)
+			rc = sl_comm_wait(comm, &req, err);
+		if (rc)
+			break;
+		long count = (long)head[0];
+		tl->dropped += (long)head[1];
+		double *grown = count ? realloc(packed, (size_t)count * SPAN_DOUBLES *
+							sizeof(double)) : packed;
+		if (!grown)
+			return free(packed), sl_err_set(err, SL_ENOMEM, "out of memory gathering the "
+						       "timeline");
+		packed = grown;
+		if (count > 0)
+			rc = sl_comm_irecv(comm, packed, (long long)count * SPAN_DOUBLES,
+					   SL_COMM_DOUBLE, r, TIMELINE_TAG, &req, err);
+		if (count > 0 && !rc)
+			rc = sl_comm_wait(comm, &req, err);
+		for (long i = 0; i < count && !rc; i++) {
+			const double *o = packed + i * SPAN_DOUBLES;
+			/* rank 0's cap does not apply to the gathered spans: they were capped at
+			 * their own rank */
+			struct sl_timeline_span sp = {(int)o[0], (int)o[1], (int)o[2], (int)o[3],
+						      o[4], o[5], o[6]};
+			if (tl->count == tl->cap) {
+				long cap = tl->cap ? 2 * tl->cap : 1024;
+				struct sl_timeline_span *more =
+					realloc(tl->spans, (size_t)cap * sizeof(*more));
+				if (!more)
+					return free(packed), sl_err_set(err, SL_ENOMEM,
+									"out of memory gathering "
+									"the timeline");
+				tl->spans = more;
+				tl->cap = cap;
+			}
+			tl->spans[tl->count++] = sp;
+		}
+	}
+	free(packed);
+	if (rc)
+		return rc;
+	struct sl_timeline_meta meta = {.source = "run", .plan_path = w->o->plan,
+					.model = w->model.name, .cat = &w->cat,
+					.origin_s = sl_timeline_first_start_s(tl)};
+	rc = sl_timeline_write(tl, &w->table, &meta, w->o->timeline, err);
+	if (!rc && tl->dropped)
+		sl_log_warn("timeline '%s': %ld spans were not kept (a rank keeps at most %d: "
+			    "run fewer --steps)", w->o->timeline, tl->dropped,
+			    SL_TIMELINE_MAX_SPANS);
+	return rc;
 }
 
 int sl_dist_validate(const struct sl_run_options *o, struct sl_role_table *table,
@@ -707,8 +844,13 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 								   w->global, w->seq);
 	if (!rc && comm->rank == 0 && !o->train.json)
 		print_header(w, start);
+	w->timeline_on = o->timeline != NULL;
+	w->realtime_offset_s = sl_clock_s(CLOCK_REALTIME) - sl_now_s();
 	if (!rc)
 		rc = train_loop(w, start, train, err);
+	if (!rc && w->timeline_on)
+		rc = write_timeline(w, err);
+	sl_timeline_free(&w->timeline);
 	json_decref(train);
 	/* after a failure a persist may still be writing from the model teardown frees */
 	sl_dist_checkpoint_wait_local();

@@ -40,6 +40,8 @@ struct sl_run_options {
 	int slurm;                      /* launch with srun (launch_slurm.h); hosts from Slurm
 					 * unless cluster is given */
 	const char *partition;          /* with slurm: the partition (NULL: Slurm's default) */
+	const char *timeline;           /* rank 0 writes every rank's spans here at the end
+					 * (runtime/timeline.h; NULL: none recorded) */
 };
 
 /* Runs rank comm->rank of the job. Every rank must call it with the same options. Returns 0 or a

@@ -16,6 +16,7 @@
 #include "runtime/roles.h"
 #include "runtime/runner.h"
 #include "runtime/schedule.h"
+#include "runtime/timeline.h"
 #include "runtime/zero.h"
 #include "model/model_config.h"
 #include "plan/plan.h"
@@ -72,6 +73,12 @@ struct worker {
 	double *step_times;          /* one per step run, grown as steps run (not sized by --steps) */
 	long long step_times_cap;
 	char resumed_from[4200];
+	/* --timeline (timeline.h): this rank's spans; its times are CLOCK_REALTIME seconds,
+	 * sl_now_s() + realtime_offset_s, so that ranks' times compare */
+	int timeline_on;
+	struct sl_timeline timeline;
+	int timeline_step;           /* the step being recorded, 1-based */
+	double realtime_offset_s;
 };
 
 /* ---- checkpoints (runner_checkpoint.c) ---- */

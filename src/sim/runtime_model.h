@@ -54,6 +54,7 @@ struct sl_rt_rank {
 	double cpu_s, cpu_mark_s, cpu_steps_s;
 	double tests, tests_mark, tests_steps;
 	double sync_cpu_mark_s, sync_cpu_steps_s; /* the same CPU over the gradient sync */
+	double span_start_s, span_cpu_mark_s; /* a phase a timeline records: start, CPU then */
 };
 
 /* What the replay of the instruction lists shares (time_runtime.c), and with it the collectives

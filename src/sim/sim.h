@@ -47,6 +47,8 @@
 #include "model/model_config.h"
 #include "plan/plan.h"
 #include "profile/profile.h"
+#include "runtime/roles.h"
+#include "runtime/timeline.h"
 #include "util/err.h"
 
 #define SL_SIM_MAX_STAGES SL_PLAN_MAX_STAGES         /* 64 */
@@ -79,6 +81,7 @@ struct sl_sim_env {
 	struct sl_profile *profiles[SL_MAX_GPU_TYPES]; /* NULL: no profile of the model there */
 	struct sl_sim_tables *tables;
 	const struct sl_cluster *cluster; /* borrowed, may be NULL: hosts of our runtime's ranks */
+	struct sl_sim_timeline *timeline; /* borrowed, may be NULL: filled by the runtime model */
 };
 
 /* Gives the environment the cluster file whose hosts our runtime's ranks would run on (the
@@ -86,6 +89,19 @@ struct sl_sim_env {
  * ranks share a host. Borrowed: it must outlive env. NULL: every replica a host of its own. */
 struct sl_cluster;
 void sl_sim_env_set_cluster(struct sl_sim_env *env, const struct sl_cluster *cluster);
+
+/* A timeline of the runtime model (runtime/timeline.h): when sl_simulate models a plan as our
+ * runtime (sl_sim_runtime_uses) with one set, it records the spans of every rank in the step the
+ * model times (the second, its first phase draw), times from that step's start, and the ranks'
+ * roles placed on the cluster's hosts; recorded says it did. Other cost models record nothing.
+ * The caller frees spans and roles with sl_sim_timeline_free. */
+struct sl_sim_timeline {
+	struct sl_timeline spans;
+	struct sl_role_table roles;
+	int recorded;
+};
+void sl_sim_env_set_timeline(struct sl_sim_env *env, struct sl_sim_timeline *timeline);
+void sl_sim_timeline_free(struct sl_sim_timeline *timeline);
 
 /* Loads everything for one model (a name or a hyper-parameter file, as sl_model_config_load)
  * from data_dir (NULL = sl_data_dir()). Errors name the file that failed. */

@@ -79,6 +79,19 @@ void sl_sim_env_set_cluster(struct sl_sim_env *env, const struct sl_cluster *clu
 	env->cluster = cluster;
 }
 
+void sl_sim_env_set_timeline(struct sl_sim_env *env, struct sl_sim_timeline *timeline)
+{
+	env->timeline = timeline;
+}
+
+void sl_sim_timeline_free(struct sl_sim_timeline *timeline)
+{
+	sl_timeline_free(&timeline->spans);
+	if (timeline->recorded)
+		sl_role_table_free(&timeline->roles);
+	timeline->recorded = 0;
+}
+
 int sl_simulate(const struct sl_sim_env *env, const struct sl_plan *plan, enum sl_cost_model cm,
 		struct sl_sim_result *out, struct sl_err *err)
 {

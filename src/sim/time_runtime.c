@@ -43,6 +43,8 @@
  *              PHASE_DRAWS spreads of them.
  *   memory     peak resident memory of the process, per rank (runtime_memory.c); a stage
  *              reports its rank with the highest share of its device.
+ *   timeline   with env->timeline set, the timed step of the first draw is recorded span by
+ *              span (runtime/timeline.h), as `sailor run --timeline` records a run.
  * The ranks' hosts come from the cluster file the simulator was given (the launcher's own
  * placement, runtime/placement.h), else every replica is a host of its own.
  *
@@ -166,7 +168,18 @@ struct runtime_sim {
 	double *round_done;        /* [2W] doubles: the collectives' scratch */
 	int W, hosts;
 	int quota;                 /* some rank's device is a CPU quota */
+	struct sl_timeline *rec;   /* the spans of the step being recorded, NULL: none */
+	double rec_origin_s;       /* that step's start */
 };
+
+/* A span of rank r in the step being recorded (env->timeline; runtime/timeline.h). */
+static void record(struct runtime_sim *s, int r, int kind, int microbatch, double start_s,
+		   double end_s, double cpu_s)
+{
+	if (s->rec)
+		sl_timeline_add(s->rec, r, 1, kind, microbatch, start_s - s->rec_origin_s,
+				end_s - s->rec_origin_s, cpu_s);
+}
 
 /* Every replica's device needs the profile's memory figures at its (micro-batch, TP). */
 static int check_memory_figures(const struct sl_sim_env *env, const struct sl_plan *plan,
@@ -337,9 +350,10 @@ static void execute(struct runtime_sim *s, int r)
 	switch (in->op) {
 	case SL_INSTR_FORWARD:
 	case SL_INSTR_BACKWARD: {
-		double t0 = me->clock;
+		double t0 = me->clock, cpu0 = me->cpu_s;
 		sl_rt_run_work(me, in->op == SL_INSTR_FORWARD ? me->fwd_s : me->bwd_s);
 		me->compute_s += me->clock - t0;
+		record(s, r, in->op, in->microbatch, t0, me->clock, me->cpu_s - cpu0);
 		break;
 	}
 	case SL_INSTR_RECV_ACTIVATION:
@@ -350,9 +364,10 @@ static void execute(struct runtime_sim *s, int r)
 			transfer(x, x->source[idx], r, kind, in->microbatch,
 				 fmax(x->ready[idx], me->clock));
 		double at = x->arrival[idx];
-		double t0 = me->clock;
+		double t0 = me->clock, cpu0 = me->cpu_s;
 		sl_rt_wait_idle(me, at);
 		me->wait_s += me->clock - t0;
+		record(s, r, in->op, in->microbatch, t0, me->clock, me->cpu_s - cpu0);
 		break;
 	}
 	case SL_INSTR_SEND_ACTIVATION:
@@ -369,6 +384,7 @@ static void execute(struct runtime_sim *s, int r)
 				me->pending[me->pending_count++] =
 					(struct sl_rt_pending_send){d, kind, in->microbatch};
 		}
+		record(s, r, in->op, in->microbatch, me->clock, me->clock, 0);
 		break;
 	}
 	default: /* load-microbatch: reading tokens, nothing to time */
@@ -467,9 +483,15 @@ static double norm_and_update(struct runtime_sim *s)
 	const struct sl_plan *plan = s->plan;
 	const int P = plan->num_stages, W = s->W;
 	struct sl_rt_rank *st = s->st;
+	for (int r = 0; r < W; r++)
+		st[r].span_cpu_mark_s = st[r].cpu_s;
 	double norm = sl_rt_world_scalar_allreduces(&s->x, W, s->round_done);
 	for (int r = 0; r < W; r++) {
 		sl_rt_wait_idle(&st[r], norm);
+		record(s, r, SL_TL_SCALARS, -1, st[r].sync_end_s, st[r].clock,
+		       st[r].cpu_s - st[r].span_cpu_mark_s);
+		st[r].span_cpu_mark_s = st[r].cpu_s;
+		st[r].span_start_s = st[r].clock;
 		sl_rt_run_work(&st[r], st[r].update_s);
 		st[r].gather_s = st[r].clock;
 	}
@@ -482,8 +504,11 @@ static double norm_and_update(struct runtime_sim *s)
 			sl_rt_zero_allgather(&s->x, s->members, m, bytes, s->round_done,
 					     s->round_done + W);
 		}
-	for (int r = 0; r < W; r++)
+	for (int r = 0; r < W; r++) {
+		record(s, r, SL_TL_UPDATE, -1, st[r].span_start_s, st[r].clock,
+		       st[r].cpu_s - st[r].span_cpu_mark_s);
 		st[r].gather_s = st[r].clock - st[r].gather_s;
+	}
 	return norm;
 }
 
@@ -644,6 +669,10 @@ static int replay(struct runtime_sim *s, struct sl_sim_result *out, struct sl_er
 		double prev_norm = 0;
 		start_draw(s, draw);
 		for (int step = 0; step < 2; step++) {
+			/* the timeline is of the step timed, in the first draw */
+			s->rec = draw == 0 && step == 1 && s->env->timeline
+					 ? &s->env->timeline->spans : NULL;
+			s->rec_origin_s = prev_norm;
 			int rc = run_lists(s, err);
 			if (rc)
 				return rc;
@@ -654,6 +683,9 @@ static int replay(struct runtime_sim *s, struct sl_sim_result *out, struct sl_er
 				pipeline_end = fmax(pipeline_end, st[r].clock - prev_norm);
 			}
 			sync_gradients(s, out);
+			for (int r = 0; r < W; r++)
+				record(s, r, SL_TL_GRAD_SYNC, -1, st[r].reduce_arrive_s,
+				       st[r].sync_end_s, st[r].cpu_s - st[r].sync_cpu_mark_s);
 			for (int r = 0; step == 1 && r < W; r++)
 				st[r].sync_cpu_steps_s += st[r].cpu_s - st[r].sync_cpu_mark_s;
 			double norm = norm_and_update(s);
@@ -671,6 +703,7 @@ static int replay(struct runtime_sim *s, struct sl_sim_result *out, struct sl_er
 		}
 		T_sum += T;
 	}
+	s->rec = NULL;
 	T = T_sum / draws;
 	stage_figures(s, out, T, pipeline_end, draws);
 	cost(s, out, T, egress_usd);
@@ -694,6 +727,11 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 		rc = replay(&s, out, err);
 	if (!rc)
 		rank_memories(&s, out);
+	if (!rc && env->timeline) { /* the roles go with the spans */
+		env->timeline->roles = s.t;
+		env->timeline->recorded = 1;
+		memset(&s.t, 0, sizeof(s.t));
+	}
 	if (s.sched)
 		sl_schedule_free_all(s.sched, s.t.world_size);
 	sl_role_table_free(&s.t);
