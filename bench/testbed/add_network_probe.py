@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Adds what a later network profile of the same testbed measured and an older one lacks: the
-burst and eager probes of each pair between hosts (source.pairs[].burst_bytes, .burst_probe;
-.whole_message_bytes, .eager_probe), where the later profile measured that pair's
-point-to-point bandwidth within 5% of the older one at every size (the same link then: a
-probe says nothing of a link that ran at another rate), and the
+burst, eager and message probes of each pair between hosts (source.pairs[].burst_bytes,
+.burst_probe; .whole_message_bytes, .eager_probe; .message_cpu), where the later profile
+measured that pair's point-to-point bandwidth within 5% of the older one at every size (the same
+link then: a probe says nothing of a link that ran at another rate), the message probe of each
+pair within a host (no shaped link there: the host's own copies), and the
 within-host pairs and intra_node fits of device types that were not measured (the network
 profiler measured one within-host pair only, on the first host with two slots, until
 2026-11-25). Everything the older file measured is kept as it is; the additions are listed in
@@ -15,7 +16,8 @@ import sys
 
 
 # what a pair between hosts gains from each probe: (the figure, the probe's record)
-PROBES = [("burst_bytes", "burst_probe"), ("whole_message_bytes", "eager_probe")]
+PROBES = [("burst_bytes", "burst_probe"), ("whole_message_bytes", "eager_probe"),
+          ("message_cpu", None)]
 
 
 def key(pair):
@@ -29,6 +31,9 @@ def main(argv):
         return 2
     old_path, new_path = argv
     old, new = json.load(open(old_path)), json.load(open(new_path))
+    # rewritten with the old file's own indentation (sailor's files: 2, this script's: 1)
+    lines = open(old_path).read().split("\n")
+    indent = len(lines[1]) - len(lines[1].lstrip(" ")) if len(lines) > 1 else 1
     old_pairs = old["source"]["pairs"]
     by_key = {key(p): p for p in old_pairs}
     added, skipped = [], []
@@ -39,13 +44,14 @@ def main(argv):
             for field, probe in PROBES:
                 if field not in p or field in by_key[k]:
                     continue
-                if not same_rate:
+                if not same_rate and p["kind"] == "between hosts":
                     skipped.append(f"{field} of {p['sender']} -> {p['receiver']}: its bandwidth "
                                    f"differs by more than 5% ({', '.join(f'{a / 1e6:.1f}' for a in by_key[k]['p2p_bps'])} "
                                    f"against {', '.join(f'{b / 1e6:.1f}' for b in p['p2p_bps'])} MB/s)")
                     continue
                 by_key[k][field] = p[field]
-                by_key[k][probe] = p[probe]
+                if probe:
+                    by_key[k][probe] = p[probe]
                 added.append(f"{field} of {p['sender']} -> {p['receiver']}")
         elif p["kind"] == "within a host":
             old_pairs.append(p)
@@ -54,11 +60,11 @@ def main(argv):
     if added:
         old["source"].setdefault("added", []).append({
             "from": new_path, "date": new["source"].get("date"), "what": added, "not": skipped,
-            "why": "measured by a later bring-up of the same testbed: the burst and eager probes "
-                   "and the within-host pair of every device type did not exist when this file "
-                   "was made"})
+            "why": "measured by a later bring-up of the same testbed: the burst, eager and "
+                   "message probes and the within-host pair of every device type did not exist "
+                   "when this file was made"})
         with open(old_path, "w") as f:
-            json.dump(old, f, indent=1)
+            json.dump(old, f, indent=indent or 1)
             f.write("\n")
     print(f"{old_path}: added {len(added)}: " + "; ".join(added))
     for line in skipped:

@@ -29,6 +29,12 @@ struct sl_network {
 		struct sl_link_fit fit;
 		double burst_bytes; /* the pair's burst probe (0: none) */
 		double whole_message_bytes; /* the pair's eager probe (0: none) */
+		/* the pair's message probe: CPU per message at each end (sizes 0: none), and the
+		 * pair's fastest point-to-point rate (its waits' test counts go with it) */
+		int message_sizes;
+		double p2p_max_bps;
+		double message_bytes[SL_NET_MESSAGE_CPU_SIZES];
+		double message_cpu_s[2][SL_NET_MESSAGE_CPU_SIZES]; /* [sender, receiver] */
 	} allreduce[SL_NET_MAX_ALLREDUCE];
 	int allreduce_count;
 };
@@ -369,6 +375,45 @@ static int load_egress(struct sl_network *net, const char *path, const struct sl
 
 static char overlay_path[4096];
 
+/* A pair's message probe (source.pairs[i].message_cpu, netprof.h): optional, as files from before
+ * it have none, but never guessed: sizes ascending, CPU from 0 to 1 s, one per size. */
+static int message_cpu_from_json(struct measured_allreduce *m, const json_t *pr, size_t i,
+				 struct sl_err *err)
+{
+	const json_t *mc = json_object_get(pr, "message_cpu");
+	m->message_sizes = 0;
+	if (!mc)
+		return 0;
+	const json_t *bytes = json_object_get(mc, "bytes");
+	const json_t *side[2] = {json_object_get(mc, "sender_s"), json_object_get(mc, "receiver_s")};
+	size_t n = json_array_size(bytes);
+	int ok = json_is_object(mc) && n >= 1 && n <= SL_NET_MESSAGE_CPU_SIZES &&
+		 json_array_size(side[0]) == n && json_array_size(side[1]) == n;
+	for (size_t k = 0; ok && k < n; k++) {
+		const json_t *b = json_array_get(bytes, k);
+		m->message_bytes[k] = json_is_number(b) ? json_number_value(b) : -1;
+		ok = m->message_bytes[k] > (k ? m->message_bytes[k - 1] : 0) &&
+		     m->message_bytes[k] <= 1e12;
+		for (int e = 0; e < 2 && ok; e++) {
+			const json_t *c = json_array_get(side[e], k);
+			m->message_cpu_s[e][k] = json_is_number(c) ? json_number_value(c) : -1;
+			ok = m->message_cpu_s[e][k] >= 0 && m->message_cpu_s[e][k] <= 1;
+		}
+	}
+	if (!ok)
+		return sl_err_set(err, SL_EINPUT, "--network '%s': source.pairs[%zu].message_cpu: "
+				  "expected \"bytes\" (1 to %d sizes, ascending) and \"sender_s\" "
+				  "and \"receiver_s\" (seconds from 0 to 1, one per size), as `sailor "
+				  "profile --network` writes them; remove it or profile the network again",
+				  overlay_path, i, SL_NET_MESSAGE_CPU_SIZES);
+	m->message_sizes = (int)n;
+	const json_t *rates = json_object_get(pr, "p2p_bps");
+	m->p2p_max_bps = 0;
+	for (size_t k = 0; k < json_array_size(rates); k++)
+		m->p2p_max_bps = fmax(m->p2p_max_bps, json_number_value(json_array_get(rates, k)));
+	return 0;
+}
+
 /* The overlay's links and intra-node fits over the shipped ones (sl_network_set_overlay). */
 static int load_overlay(struct sl_network *net, const struct sl_catalogue *cat, struct sl_err *err)
 {
@@ -428,6 +473,8 @@ static int load_overlay(struct sl_network *net, const struct sl_catalogue *cat, 
 		}
 		m->whole_message_bytes = whole ? w : 0;
 		m->same_host = !strcmp(kind, "within a host");
+		if ((rc = message_cpu_from_json(m, pr, i, err)))
+			break;
 		net->allreduce_count++;
 	}
 	json_t *intra = json_object_get(root, "intra_node");
@@ -584,6 +631,33 @@ double sl_network_burst_bytes(const struct sl_network *net, int za, int ga, int 
 			return m->burst_bytes;
 	}
 	return 0;
+}
+
+double sl_network_message_cpu_s(const struct sl_network *net, int ga, int gb, int same_host,
+				 double bytes, int receiver)
+{
+	/* the end's own type at that end, over the fastest link; else at the other end */
+	int type = receiver ? gb : ga;
+	const struct measured_allreduce *m = NULL;
+	for (int pass = 0; pass < 2 && !m; pass++)
+		for (int i = 0; i < net->allreduce_count; i++) {
+			const struct measured_allreduce *c = &net->allreduce[i];
+			int at_end = receiver ? c->gb == type : c->ga == type;
+			int at_other = receiver ? c->ga == type : c->gb == type;
+			if (c->message_sizes > 0 && c->same_host == !!same_host &&
+			    (pass == 0 ? at_end : at_other) && (!m || c->p2p_max_bps > m->p2p_max_bps))
+				m = c;
+		}
+	if (!m || bytes <= 0)
+		return 0;
+	const double *x = m->message_bytes, *y = m->message_cpu_s[receiver ? 1 : 0];
+	int n = m->message_sizes, k = 0;
+	if (bytes >= x[n - 1]) /* beyond the largest: in proportion to it */
+		return y[n - 1] * bytes / x[n - 1];
+	while (x[k] < bytes)
+		k++;
+	double x0 = k ? x[k - 1] : 0, y0 = k ? y[k - 1] : 0; /* below the smallest: from 0 */
+	return y0 + (y[k] - y0) * (bytes - x0) / (x[k] - x0);
 }
 
 double sl_network_whole_message_bytes(const struct sl_network *net, int za, int ga, int zb,

@@ -91,6 +91,19 @@ double sl_network_burst_bytes(const struct sl_network *net, int za, int ga, int 
 double sl_network_whole_message_bytes(const struct sl_network *net, int za, int ga, int zb,
 				      int gb);
 
+/* The CPU a message of `bytes` from a device of type ga to one of type gb costs its sender
+ * (receiver 0) or its receiver (1), between hosts or (same_host) within one, apart from the sleeps
+ * and wake-ups of their waits, as the network profile's message probe measured it
+ * (source.pairs[].message_cpu: the thread CPU inside the MPI calls that moved it; netprof.h).
+ * It is the end's own copies into and out of TCP or shared memory, not the link's: the figures
+ * come from the pair of that kind with the fastest link that measured that end's type at that
+ * end (else at the other end), where the fewest empty tests were taken out. Linear between the
+ * measured sizes, in proportion to the bytes beyond them. 0 where not measured (files from
+ * before the probe, ranks that poll). */
+#define SL_NET_MESSAGE_CPU_SIZES 16
+double sl_network_message_cpu_s(const struct sl_network *net, int ga, int gb, int same_host,
+				 double bytes, int receiver);
+
 /* The all-reduce of two ranks measured by `sailor profile --network` between (zone a, GPU type
  * a) and (zone b, GPU type b), on two hosts or (same_host) on one: its fit gives bytes / time of
  * the whole all-reduce of a message of that size ("algorithm bandwidth"). NULL when the --network

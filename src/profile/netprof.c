@@ -236,17 +236,31 @@ static int burst_size_index(const struct sl_netprof_options *o)
 	return best;
 }
 
+/* The message probe's figures follow the time probes' in results: RESULT_MESSAGE_CPU(o) + 2s
+ * the sender's CPU per message of size s, + 2s + 1 the receiver's (-1: not measured). */
+#define RESULT_MESSAGE_CPU(o) (2 * (o)->size_count + 3)
+#define RESULT_COUNT(o) (4 * (o)->size_count + 3)
+
 /* Measures one pair: on rank a, results[size][0] = p2p median seconds, [1] = all-reduce, and
- * results[2 x sizes] = the burst probe's median round trip after idling (between hosts). */
+ * results[2 x sizes] = the burst probe's median round trip after idling (between hosts), then
+ * the message probe's (RESULT_MESSAGE_CPU).
+ * The message probe: what moving a message costs each end in CPU, apart from the sleeps and
+ * wake-ups between its tests (which the device profile's idle_wait measures): the thread CPU
+ * inside the MPI calls of the point-to-point samples (comm.h, count_call_cpu) less what their
+ * tests would have cost finding nothing (empty_test_cpu_s, this rank's; < 0: the rank polls,
+ * where that CPU is all the wait and says nothing), per message and its one-byte answer, median
+ * over the repeats. */
 static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
-			const struct pair *p, char *buf, double *results, struct sl_err *err)
+			const struct pair *p, char *buf, double empty_test_cpu_s, double *results,
+			struct sl_err *err)
 {
 	int me = c->rank, in = me == p->a || me == p->b;
 	struct sl_comm_group g;
 	memset(&g, 0, sizeof(g));
 	int rc = sl_comm_split(c, in ? 0 : SL_COMM_NO_GROUP, me == p->a ? 0 : 1, &g, err);
 	double *t = malloc((size_t)(o->repeats + 2) * sizeof(double));
-	if (!rc && !t)
+	double *msg_cpu = malloc((size_t)(o->repeats + 2) * sizeof(double));
+	if (!rc && (!t || !msg_cpu))
 		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	char ack = 1;
 	for (int s = 0; s < o->size_count && !rc; s++) {
@@ -263,7 +277,8 @@ static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 				int counting = r == 0;
 				if (kind == 1)
 					rc = sl_comm_barrier(c, &g, err);
-				double t0 = sl_now_s();
+				double t0 = sl_now_s(), call0 = c->call_cpu_s;
+				long tests0 = c->sleeping_tests;
 				int done = 0;
 				for (; !rc && (counting || done < calls); done++) {
 					if (kind == 1)
@@ -292,9 +307,22 @@ static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 					}
 				}
 				t[r] = (sl_now_s() - t0) / (done > 0 ? done : 1);
+				msg_cpu[r] = (c->call_cpu_s - call0 -
+					      (double)(c->sleeping_tests - tests0) * empty_test_cpu_s) /
+					     (done > 0 ? done : 1);
 			}
 			if (!rc && me == p->a)
 				results[2 * s + kind] = median(t + 1, o->repeats);
+			if (kind == 0 && !rc) { /* each end's CPU per message goes to rank a */
+				double mine[2] = {0, 0};
+				mine[me == p->a ? 0 : 1] =
+					empty_test_cpu_s < 0 ? -1 : fmax(0, median(msg_cpu + 1, o->repeats));
+				rc = sl_comm_allreduce(c, &g, mine, 2, SL_COMM_DOUBLE, SL_COMM_SUM, err);
+				if (!rc && me == p->a) {
+					results[RESULT_MESSAGE_CPU(o) + 2 * s] = mine[0];
+					results[RESULT_MESSAGE_CPU(o) + 2 * s + 1] = mine[1];
+				}
+			}
 		}
 	}
 	/* the burst probe: one message after quiet, as often as the repeats */
@@ -349,6 +377,7 @@ static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 		results[2 * o->size_count + 2] = p->within_host ? 0 : best_small;
 	}
 	free(t);
+	free(msg_cpu);
 	if (in)
 		sl_comm_group_free(c, &g);
 	return rc;
@@ -410,6 +439,19 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 			sl_comm_idle_wait_for(
 				cat->gpus[cluster.hosts[lay.rank_host[comm->rank]].gpu].cpu_quota_cores),
 			err);
+	/* the message probe (measure_pair) on a rank that waits asleep: what its tests cost when
+	 * they find nothing, then the CPU inside its MPI calls from here on. One rank at a time,
+	 * as the pairs are measured: ranks probing at once on shared cores cost each other. */
+	double empty_test_cpu_s = -1;
+	for (int r = 0; !rc && r < comm->size; r++) {
+		rc = sl_comm_barrier(comm, &comm->world, err);
+		if (rc || r != comm->rank || comm->idle_wait != SL_COMM_WAIT_SLEEP)
+			continue;
+		struct sl_comm_idle_cost cost;
+		rc = sl_comm_idle_wait_probe(comm, 0.2, &cost, err);
+		empty_test_cpu_s = cost.call_cpu_per_test_s;
+		comm->count_call_cpu = 1;
+	}
 	struct pair *pairs = NULL;
 	char *buf = NULL;
 	double *results = NULL;
@@ -419,7 +461,7 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 		/* the largest size, or the eager probe's message where the sizes are smaller */
 		long long most = o->sizes[o->size_count - 1];
 		buf = calloc((size_t)(most > EAGER_PROBE_BYTES ? most : EAGER_PROBE_BYTES) + 4, 1);
-		results = calloc((size_t)2 * o->size_count + 3, sizeof(double));
+		results = calloc((size_t)RESULT_COUNT(o), sizeof(double));
 		if (!pairs || !buf || !results)
 			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	}
@@ -434,13 +476,13 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 	double t_start = sl_now_s();
 	for (int i = 0; i < np && !rc; i++) {
 		const struct pair *p = &pairs[i];
-		rc = measure_pair(o, comm, p, buf, results, err);
+		rc = measure_pair(o, comm, p, buf, empty_test_cpu_s, results, err);
 		/* the sender's medians go to rank 0 */
 		if (!rc && p->a != 0 && comm->rank == p->a)
-			rc = send_wait(comm, results, 2LL * o->size_count + 3, SL_COMM_DOUBLE, 0,
+			rc = send_wait(comm, results, RESULT_COUNT(o), SL_COMM_DOUBLE, 0,
 				       TAG_RESULT, err);
 		if (!rc && p->a != 0 && comm->rank == 0)
-			rc = recv_wait(comm, results, 2LL * o->size_count + 3, SL_COMM_DOUBLE, p->a,
+			rc = recv_wait(comm, results, RESULT_COUNT(o), SL_COMM_DOUBLE, p->a,
 				       TAG_RESULT, err);
 		if (rc || comm->rank != 0)
 			continue;
@@ -468,6 +510,23 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 			"receiver_zone", zb, "sender_gpu", ga, "receiver_gpu", gb, "bytes", jb,
 			"p2p_bps", jp, "allreduce_bps", ja, "p2p_fit", fit_json(&fp),
 			"allreduce_fit", fit_json(&fa)));
+		/* the message probe, where both ends measured it (ranks that wait asleep) */
+		int cpu_measured = 1;
+		for (int k = 0; k < 2 * o->size_count; k++)
+			cpu_measured &= results[RESULT_MESSAGE_CPU(o) + k] >= 0;
+		if (cpu_measured) {
+			json_t *snd = json_array(), *rcv = json_array();
+			for (int sz = 0; sz < o->size_count; sz++) {
+				json_array_append_new(
+					snd, json_real(results[RESULT_MESSAGE_CPU(o) + 2 * sz]));
+				json_array_append_new(
+					rcv, json_real(results[RESULT_MESSAGE_CPU(o) + 2 * sz + 1]));
+			}
+			json_object_set_new(json_array_get(list, json_array_size(list) - 1),
+					    "message_cpu",
+					    json_pack("{s:O, s:o, s:o}", "bytes", jb, "sender_s", snd,
+						      "receiver_s", rcv));
+		}
 		if (!p->within_host) {
 			/* bytes the link let through at once after quiet: what the message saved
 			 * against its back-to-back time, at the back-to-back rate */

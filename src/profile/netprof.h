@@ -21,7 +21,11 @@
  * limit: one write, one TCP segment), 7 times; whole_message_bytes = 60 KiB less what the
  * fastest message's extra time moves at the back-to-back rate, the largest eager message the
  * link passes whole when its bucket owes nothing (source.pairs[].whole_message_bytes and
- * .eager_probe; sl_rt_link_take_whole).
+ * .eager_probe; sl_rt_link_take_whole). On ranks that wait asleep (CPU-quota devices), the
+ * message probe: each end's thread CPU inside the MPI calls of the point-to-point samples, less
+ * what their tests cost when they find nothing (the idle-wait probe, run on one rank at a time
+ * before the pairs), per message (source.pairs[].message_cpu: bytes, sender_s, receiver_s; the
+ * runtime model charges it, time_runtime.c).
  *
  * Output (sl_netprof_to_json), loadable as data/network/zone_bandwidths.json (whose loader
  * skips keys that are not zones):

@@ -104,6 +104,12 @@ struct sl_comm {
 	long sleeping_tests;          /* MPI tests its sleeping waits made so far (each test and
 				       * sleep is what the simulator's sl_rt_wait_idle counts) */
 	double sleeping_cpu_s;        /* the process CPU spent inside those waits so far */
+	/* While count_call_cpu is set: the thread CPU spent inside the backend's calls of
+	 * point-to-point posts (isend, irecv) and of sleeping waits' tests, so far. Moving a
+	 * message costs a rank that CPU, apart from the sleeps and wake-ups between its tests
+	 * (the network profiler's message probe, profile/netprof.h). Unset: not counted. */
+	int count_call_cpu;
+	double call_cpu_s;
 	void *impl;
 };
 
@@ -117,6 +123,8 @@ struct sl_comm_idle_cost {
 	long tests;
 	double cpu_per_test_s;   /* process CPU per test and sleep (the test, the wake-up) */
 	double late_per_test_s;  /* how much longer than the asked sleep a test and sleep take */
+	double call_cpu_per_test_s; /* of it, the thread CPU inside the test call itself: what
+				     * a test that finds nothing costs count_call_cpu */
 };
 
 /* Waits asleep (SL_COMM_WAIT_SLEEP's loop, at its longest sleep) on a receive that nothing

@@ -104,7 +104,10 @@ static int mpi_isend(struct sl_comm *comm, const void *buf, long long count,
 	if (rc)
 		return rc;
 	MPI_Request r;
+	double cpu0 = comm->count_call_cpu ? sl_clock_s(CLOCK_THREAD_CPUTIME_ID) : 0;
 	rc = MPI_Isend(buf, (int)count, mpi_type(dtype), dest, tag, group_comm(&comm->world), &r);
+	if (comm->count_call_cpu)
+		comm->call_cpu_s += sl_clock_s(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	if (rc != MPI_SUCCESS)
 		return mpi_fail(err, rc, "MPI_Isend");
 	memcpy(req->storage, &r, sizeof(r));
@@ -119,7 +122,10 @@ static int mpi_irecv(struct sl_comm *comm, void *buf, long long count, enum sl_c
 	if (rc)
 		return rc;
 	MPI_Request r;
+	double cpu0 = comm->count_call_cpu ? sl_clock_s(CLOCK_THREAD_CPUTIME_ID) : 0;
 	rc = MPI_Irecv(buf, (int)count, mpi_type(dtype), source, tag, group_comm(&comm->world), &r);
+	if (comm->count_call_cpu)
+		comm->call_cpu_s += sl_clock_s(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	if (rc != MPI_SUCCESS)
 		return mpi_fail(err, rc, "MPI_Irecv");
 	memcpy(req->storage, &r, sizeof(r));
@@ -156,12 +162,17 @@ enum sl_comm_idle_wait sl_comm_idle_wait_for(double cpu_quota_cores)
  * sleep with 1 us of timer slack made a TP-2 step 1.8x slower than this on the testbed.) */
 
 /* The sleeping wait: tests r, and sleeps between tests, until it is done or (deadline_s > 0)
- * the monotonic clock passes deadline_s; counts the tests in *tests when given. */
-static int test_and_sleep(MPI_Request *r, double deadline_s, long *tests, int *done)
+ * the monotonic clock passes deadline_s; counts the tests in *tests when given, and adds the
+ * thread CPU inside the tests to *call_cpu_s when given. */
+static int test_and_sleep(MPI_Request *r, double deadline_s, long *tests, double *call_cpu_s,
+			  int *done)
 {
 	long sleep_ns = (long)(SL_COMM_IDLE_SLEEP_FIRST_S * 1e9);
 	for (;;) {
+		double cpu0 = call_cpu_s ? sl_clock_s(CLOCK_THREAD_CPUTIME_ID) : 0;
 		int rc = MPI_Test(r, done, MPI_STATUS_IGNORE);
+		if (call_cpu_s)
+			*call_cpu_s += sl_clock_s(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 		if (tests)
 			(*tests)++;
 		if (rc != MPI_SUCCESS || *done)
@@ -182,7 +193,8 @@ static int finish(struct sl_comm *comm, MPI_Request *r)
 		return MPI_Wait(r, MPI_STATUS_IGNORE);
 	int done = 0;
 	double cpu0 = sl_clock_s(CLOCK_PROCESS_CPUTIME_ID);
-	int rc = test_and_sleep(r, 0, &comm->sleeping_tests, &done);
+	int rc = test_and_sleep(r, 0, &comm->sleeping_tests,
+				comm->count_call_cpu ? &comm->call_cpu_s : NULL, &done);
 	comm->sleeping_cpu_s += sl_clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
 	return rc;
 }
@@ -200,13 +212,18 @@ int sl_comm_idle_wait_probe(struct sl_comm *comm, double seconds, struct sl_comm
 		return mpi_fail(err, rc, "MPI_Irecv");
 	/* the first tests sleep less: warm up to the longest sleep, then count */
 	int done = 0;
-	rc = test_and_sleep(&r, sl_clock_s(CLOCK_MONOTONIC) + 0.002, NULL, &done);
-	long tests = 0;
+	rc = test_and_sleep(&r, sl_clock_s(CLOCK_MONOTONIC) + 0.002, NULL, NULL, &done);
+	long tests = 0, call_tests = 0;
 	double wall0 = sl_clock_s(CLOCK_MONOTONIC), cpu0 = sl_clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	if (rc == MPI_SUCCESS)
-		rc = test_and_sleep(&r, wall0 + seconds, &tests, &done);
+		rc = test_and_sleep(&r, wall0 + seconds, &tests, NULL, &done);
 	double wall = sl_clock_s(CLOCK_MONOTONIC) - wall0;
 	double cpu = sl_clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+	/* then, apart (its clock reads cost the tests a little), the CPU inside the test calls */
+	double call_cpu = 0;
+	if (rc == MPI_SUCCESS)
+		rc = test_and_sleep(&r, sl_clock_s(CLOCK_MONOTONIC) + fmin(0.05, seconds / 4),
+				    &call_tests, &call_cpu, &done);
 	if (rc == MPI_SUCCESS)
 		rc = MPI_Send(&payload, 1, MPI_DOUBLE, comm->rank, tag, MPI_COMM_WORLD);
 	if (rc == MPI_SUCCESS)
@@ -217,6 +234,7 @@ int sl_comm_idle_wait_probe(struct sl_comm *comm, double seconds, struct sl_comm
 		out->tests = tests;
 		out->cpu_per_test_s = cpu / (double)tests;
 		out->late_per_test_s = fmax(0, wall / (double)tests - SL_COMM_IDLE_SLEEP_MAX_S);
+		out->call_cpu_per_test_s = call_tests > 0 ? call_cpu / (double)call_tests : 0;
 	}
 	return 0;
 }

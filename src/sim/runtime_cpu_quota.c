@@ -92,6 +92,16 @@ void sl_rt_run_work(struct sl_rt_rank *r, double wall_s)
 	run_for(r, wall_s * r->quota_cores);
 }
 
+void sl_rt_run_cpu(struct sl_rt_rank *r, double cpu_s)
+{
+	if (cpu_s <= 0)
+		return;
+	if (sl_rt_has_quota(r))
+		run_for(r, cpu_s);
+	else
+		r->clock += cpu_s;
+}
+
 /* Waits until until_s inside MPI. A rank on a CPU-quota device waits asleep between tests
  * (comm.h, SL_COMM_WAIT_SLEEP): it sees its message at the first test after it came (sleeps of
  * SL_COMM_IDLE_SLEEP_FIRST_S doubling to SL_COMM_IDLE_SLEEP_MAX_S, each test and sleep late by

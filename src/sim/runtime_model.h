@@ -81,6 +81,9 @@ struct sl_rt_replay {
 int sl_rt_has_quota(const struct sl_rt_rank *r);
 /* Runs work the profile timed at the device's average rate (wall_s) from r's clock. */
 void sl_rt_run_work(struct sl_rt_rank *r, double wall_s);
+/* Runs cpu_s of CPU work that no profile timed at the quota's rate (moving a message): on a
+ * CPU-quota device paid from the budget like any work, elsewhere cpu_s of the clock. */
+void sl_rt_run_cpu(struct sl_rt_rank *r, double cpu_s);
 /* Waits inside MPI until until_s (asleep between tests on a CPU-quota device). */
 void sl_rt_wait_idle(struct sl_rt_rank *r, double until_s);
 /* The same wait as one part of a longer one: *sleep_s is the sleep it continues with (and

@@ -17,6 +17,9 @@
  *              receive waits until its message has arrived; sends are non-blocking (MPI_Isend).
  *   transfers  every TP rank of the receiving replica gets a whole copy of the activation or
  *              gradient (no partition + all-gather as in DeepSpeed), from one sender rank.
+ *              Moving it costs each end the CPU the network profile's message probe measured
+ *              (the copies into and out of TCP or shared memory): the sender at its Isend, the
+ *              receiver when the message is there.
  *              Messages between hosts share the sending host's link to the receiver's zone one
  *              after the other (the testbed's per-zone tc class, a NIC on real hosts): arrival =
  *              max(sent, link free) + bytes / fit bandwidth(bytes). Ranks on one host use the
@@ -106,12 +109,24 @@ static double attention_core_share(const struct sl_sim_env *env)
 	return T / (6.0 * C + T);
 }
 
+/* The CPU the message from rank src to rank dst costs the sender (receiver 0) or the receiver
+ * (1): the network profile's message probe for the two devices' types, between hosts or within
+ * one (0 where not measured). The sender pays at its Isend, once per receiver; the
+ * receiver once the message is there. */
+static double message_cpu_s(const struct sl_rt_replay *x, int src, int dst, int receiver)
+{
+	const struct sl_role *from = &x->t->roles[src], *to = &x->t->roles[dst];
+	return sl_network_message_cpu_s(x->env->network, from->gpu, to->gpu,
+					x->st[src].host == x->st[dst].host, x->act_bytes, receiver);
+}
+
 /* The message from rank src to rank dst starts moving at start_s. */
 static void transfer(struct sl_rt_replay *x, int src, int dst, int kind, int m, double start_s)
 {
 	const struct sl_role *from = &x->t->roles[src], *to = &x->t->roles[dst];
 	struct sl_rt_rank *s = &x->st[src], *d = &x->st[dst];
 	double start = start_s, *free_at = NULL;
+	x->source[((size_t)dst * 2 + kind) * x->nmax + m] = src; /* (the receiver's CPU needs it) */
 	if (d->host != s->host) {
 		free_at = &x->link_free[(size_t)s->host * x->env->catalogue.zone_count + to->zone];
 		start = fmax(start, *free_at);
@@ -366,6 +381,7 @@ static void execute(struct runtime_sim *s, int r)
 		double at = x->arrival[idx];
 		double t0 = me->clock, cpu0 = me->cpu_s;
 		sl_rt_wait_idle(me, at);
+		sl_rt_run_cpu(me, message_cpu_s(x, x->source[idx], r, 1));
 		me->wait_s += me->clock - t0;
 		record(s, r, in->op, in->microbatch, t0, me->clock, me->cpu_s - cpu0);
 		break;
@@ -373,9 +389,11 @@ static void execute(struct runtime_sim *s, int r)
 	case SL_INSTR_SEND_ACTIVATION:
 	case SL_INSTR_SEND_GRADIENT: {
 		int kind = in->op == SL_INSTR_SEND_GRADIENT;
+		double t0 = me->clock, cpu0 = me->cpu_s;
 		progress(x, r); /* MPI_Isend is an MPI call */
 		for (int p = 0; p < in->peer_count; p++) {
 			int d = in->peers[p];
+			sl_rt_run_cpu(me, message_cpu_s(x, r, d, 0));
 			if (st[d].host == me->host ||
 			    x->act_bytes + TCP_HEADER_BYTES <= TCP_EAGER_BYTES ||
 			    me->pending_count == SL_RT_PENDING_MAX)
@@ -384,7 +402,7 @@ static void execute(struct runtime_sim *s, int r)
 				me->pending[me->pending_count++] =
 					(struct sl_rt_pending_send){d, kind, in->microbatch};
 		}
-		record(s, r, in->op, in->microbatch, me->clock, me->clock, 0);
+		record(s, r, in->op, in->microbatch, t0, me->clock, me->cpu_s - cpu0);
 		break;
 	}
 	default: /* load-microbatch: reading tokens, nothing to time */

@@ -3,7 +3,8 @@
 # file in the simulator's network format (zone -> gpu -> count -> zone -> gpu -> count ->
 # [[a2, a1, a0], max_bps]) with both directions of every zone pair and the within-host fit; and
 # the numbers follow the shaping: within a zone (200 Mbit/s) faster than between regions
-# (20 Mbit/s), both below their shaped rates. Needs root, namespaces, tc, jq, mpirun: skips if not.
+# (20 Mbit/s), both below their shaped rates; every pair's message probe (CPU per message at each
+# end). Needs root, namespaces, tc, jq, mpirun: skips if not.
 set -u
 cd "$(dirname "$0")/../.."
 source tests/lib/common.sh
@@ -42,6 +43,11 @@ check "within a zone faster than between regions" 'awk -v z="$zone" -v w="$world
 check "between regions below its 20 Mbit/s (2.5 MB/s) shaping" 'awk -v w="$world" "BEGIN { exit !(w > 0 && w < 2.5e6 * 1.1) }"'
 check "simulator's loader skips the extra keys (schema, source, intra_node)" 'jq -e ".source.pairs | length == 3" "$n" >/dev/null'
 check "every pair between hosts has the burst and eager probes" 'jq -e "[.source.pairs[] | select(.kind == \"between hosts\") | (.burst_bytes >= 0) and (.whole_message_bytes >= 0) and (.whole_message_bytes <= 61440) and (.eager_probe.round_trip_s > 0)] | length == 2 and all" "$n" >/dev/null'
+# the message probe (ranks on cpu-fast, a CPU quota, wait asleep): every pair has each end's CPU
+# per message at every size, none negative or absurd, and a receiver within a host pays for
+# copying half a megabyte out of shared memory
+check "every pair has the message probe, each end at every size" 'jq -e "[.source.pairs[] | .message_cpu | (.bytes == [65536, 262144, 524288]) and ([.sender_s[], .receiver_s[]] | length == 6 and all(. >= 0 and . < 0.05))] | length == 3 and all" "$n" >/dev/null'
+check "a receiver within a host pays for its copy" 'jq -e "[.source.pairs[] | select(.kind == \"within a host\") | .message_cpu.receiver_s[-1] > 1e-6] == [true]" "$n" >/dev/null'
 # sizes all below the eager probe's 60 KiB message: its buffer still holds it
 timeout 90 "$SAILOR" profile --network --cluster "$work/cluster.json" --gpus data/testbed/gpus-cpu.json \
   --sizes 4096,8192 --repeats 1 --timeout 60 -o "$work/small.json" 2>"$work/err" || cat "$work/err" >&2

@@ -559,6 +559,79 @@ static void a_link_that_idled_lets_its_burst_through(void **state)
 	sl_sim_env_free(bursty);
 }
 
+/* Moving a message costs each end the CPU the network profile's message probe measured: with one
+ * micro-batch the activation and its gradient cross the link between zones a and b one after the
+ * other, so on devices without a quota the step is exactly 2 x (sender's + receiver's CPU)
+ * longer; the figures between two measured sizes are interpolated, and on a CPU-quota device the
+ * same CPU comes out of the budget (no less than its own time). A probe that is not the
+ * profiler's (sizes not ascending) is refused, naming the field. */
+static void moving_a_message_costs_each_end_its_probed_cpu(void **state)
+{
+	(void)state;
+	const double rate = 1e7, send = 60e-6, recv = 40e-6;
+	double msg = 4.0 * 2 * env->model.seq_len * env->model.hidden;
+	char extra[512];
+	snprintf(extra, sizeof(extra), ", \"message_cpu\": {\"bytes\": [%.0f], \"sender_s\": "
+		 "[%g], \"receiver_s\": [%g]}", msg, send, recv);
+	struct sl_sim_env *plain = env_with_link(rate, "");
+	struct sl_sim_env *probed = env_with_link(rate, extra);
+	/* two sizes around the message: a third of the way from msg / 2 to 2 msg */
+	snprintf(extra, sizeof(extra), ", \"message_cpu\": {\"bytes\": [%.0f, %.0f], "
+		 "\"sender_s\": [30e-6, 120e-6], \"receiver_s\": [10e-6, 100e-6]}", msg / 2,
+		 msg * 2);
+	struct sl_sim_env *between = env_with_link(rate, extra);
+	struct sl_err err = {0};
+	struct sl_plan plan;
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": [{\"gpu\": "
+		  "\"cpu-fast\", \"zone\": \"us-central1-b\"}]}]}", &plan);
+	static struct sl_sim_result r0, r1, r2;
+	assert_int_equal(sl_simulate(plain, &plan, SL_COST_SAILOR, &r0, &err), 0);
+	assert_int_equal(sl_simulate(probed, &plan, SL_COST_SAILOR, &r1, &err), 0);
+	assert_int_equal(sl_simulate(between, &plan, SL_COST_SAILOR, &r2, &err), 0);
+	assert_true(fabs((r1.iteration_time_s - r0.iteration_time_s) - 2 * (send + recv)) < 1e-9);
+	assert_true(fabs((r2.iteration_time_s - r0.iteration_time_s) -
+			 2 * ((30e-6 + 90e-6 / 3) + (10e-6 + 90e-6 / 3))) < 1e-9);
+	sl_plan_free(&plan);
+	sl_sim_env_free(plain);
+	sl_sim_env_free(probed);
+	sl_sim_env_free(between);
+
+	/* the same on 0.25-core devices: each end's CPU is paid from its budget (a step this
+	 * small ends on a period boundary either way: its time does not shrink) */
+	snprintf(extra, sizeof(extra), ", \"message_cpu\": {\"bytes\": [%.0f], \"sender_s\": "
+		 "[%g], \"receiver_s\": [%g]}", msg, send, recv);
+	plain = env_with_pair("cpu-quota", rate, "", "");
+	probed = env_with_pair("cpu-quota", rate, extra, "");
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"cpu-quota\", "
+		  "\"zone\": \"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": [{\"gpu\": "
+		  "\"cpu-quota\", \"zone\": \"us-central1-b\"}]}]}", &plan);
+	assert_int_equal(sl_simulate(plain, &plan, SL_COST_SAILOR, &r0, &err), 0);
+	assert_int_equal(sl_simulate(probed, &plan, SL_COST_SAILOR, &r1, &err), 0);
+	assert_true(r1.iteration_time_s >= r0.iteration_time_s - 1e-12);
+	for (int k = 0; k < 2; k++) /* each stage sends one message and receives one */
+		assert_true(fabs((r1.stages[k].cpu_s - r0.stages[k].cpu_s) - (send + recv)) < 1e-9);
+	sl_plan_free(&plan);
+	sl_sim_env_free(plain);
+	sl_sim_env_free(probed);
+
+	/* a probe the profiler did not write */
+	char path[512];
+	snprintf(path, sizeof(path), "%s/network.json", dir);
+	write_file(path, "{\"schema\": \"sailor.network/1\", \"source\": {\"pairs\": [{\"kind\": "
+		   "\"between hosts\", \"sender_zone\": \"us-central1-a\", \"sender_gpu\": "
+		   "\"cpu-fast\", \"receiver_zone\": \"us-central1-b\", \"receiver_gpu\": "
+		   "\"cpu-fast\", \"allreduce_fit\": [[0, 0, 0.01], 1e7], \"message_cpu\": "
+		   "{\"bytes\": [65536, 16384], \"sender_s\": [1e-5, 1e-5], \"receiver_s\": "
+		   "[1e-5, 1e-5]}}]}}\n");
+	assert_int_not_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
+	assert_non_null(strstr(err.msg, "source.pairs[0].message_cpu"));
+	sl_network_set_overlay(NULL, NULL, NULL);
+	unlink(path);
+}
+
 /* Loads gpt2-tiny with a network file for cpu-quota devices in zones a and b: links between
  * hosts at wire_bps (point-to-point and all-reduce), and, where within_bps > 0, the two-rank
  * all-reduce measured within a host of each zone at within_bps (MPI's copies and sums). */
@@ -701,6 +774,7 @@ int main(void)
 		cmocka_unit_test(a_syncs_copies_and_sums_are_paid_from_the_budget),
 		cmocka_unit_test(a_rank_running_through_a_periods_end_keeps_its_runtime),
 		cmocka_unit_test(the_small_all_reduces_sleep_on_through_their_rounds),
+		cmocka_unit_test(moving_a_message_costs_each_end_its_probed_cpu),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
