@@ -122,6 +122,19 @@ static void load_plan(const char *json, struct sl_plan *plan)
 	json_decref(root);
 }
 
+/* A two-stage plan of one micro-batch of 2: layers 0-2 on a device of type gpu in zone a, 3-5 on
+ * one in zone b. */
+static void load_two_zone_plan(const char *gpu, struct sl_plan *plan)
+{
+	char json[512];
+	snprintf(json, sizeof(json),
+		 "{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
+		 "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"%s\", \"zone\": "
+		 "\"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": [{\"gpu\": \"%s\", "
+		 "\"zone\": \"us-central1-b\"}]}]}", gpu, gpu);
+	load_plan(json, plan);
+}
+
 static void one_rank_is_its_micro_batches_plus_the_update(void **state)
 {
 	(void)state;
@@ -464,10 +477,7 @@ static void an_eager_message_the_link_passes_whole_leaves_at_once(void **state)
 	struct sl_sim_env *whole = env_with_link(rate, ", \"burst_bytes\": 20000, "
 							"\"whole_message_bytes\": 49152");
 	struct sl_plan plan;
-	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
-		  "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"cpu-fast\", "
-		  "\"zone\": \"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": [{\"gpu\": "
-		  "\"cpu-fast\", \"zone\": \"us-central1-b\"}]}]}", &plan);
+	load_two_zone_plan("cpu-fast", &plan);
 	static struct sl_sim_result b, w;
 	struct sl_err err = {0};
 	double msg = 4.0 * 2 * env->model.seq_len * env->model.hidden;
@@ -503,10 +513,7 @@ static void the_tied_tables_eager_chunks_take_from_the_links_bucket(void **state
 	struct sl_sim_env *owing = env_with_link(rate, ", \"burst_bytes\": 0, "
 							"\"whole_message_bytes\": 49152");
 	struct sl_plan plan;
-	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
-		  "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"cpu-fast\", "
-		  "\"zone\": \"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": [{\"gpu\": "
-		  "\"cpu-fast\", \"zone\": \"us-central1-b\"}]}]}", &plan);
+	load_two_zone_plan("cpu-fast", &plan);
 	bursty->model.vocab /= 2;
 	whole->model.vocab /= 2;
 	owing->model.vocab /= 2;
@@ -544,10 +551,7 @@ static void a_link_that_idled_lets_its_burst_through(void **state)
 	struct sl_sim_env *bursty = env_with_link(rate, ", \"burst_bytes\": 20000");
 	struct sl_err err = {0};
 	struct sl_plan plan;
-	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
-		  "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"cpu-fast\", "
-		  "\"zone\": \"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": [{\"gpu\": "
-		  "\"cpu-fast\", \"zone\": \"us-central1-b\"}]}]}", &plan);
+	load_two_zone_plan("cpu-fast", &plan);
 	static struct sl_sim_result r0, r1;
 	assert_int_equal(sl_simulate(plain, &plan, SL_COST_SAILOR, &r0, &err), 0);
 	assert_int_equal(sl_simulate(bursty, &plan, SL_COST_SAILOR, &r1, &err), 0);
@@ -563,8 +567,8 @@ static void a_link_that_idled_lets_its_burst_through(void **state)
  * micro-batch the activation and its gradient cross the link between zones a and b one after the
  * other, so on devices without a quota the step is exactly 2 x (sender's + receiver's CPU)
  * longer; the figures between two measured sizes are interpolated, and on a CPU-quota device the
- * same CPU comes out of the budget (no less than its own time). A probe that is not the
- * profiler's (sizes not ascending) is refused, naming the field. */
+ * same CPU comes out of the budget. A probe that is not the profiler's (sizes not ascending) is
+ * refused, naming the field. */
 static void moving_a_message_costs_each_end_its_probed_cpu(void **state)
 {
 	(void)state;
@@ -582,10 +586,7 @@ static void moving_a_message_costs_each_end_its_probed_cpu(void **state)
 	struct sl_sim_env *between = env_with_link(rate, extra);
 	struct sl_err err = {0};
 	struct sl_plan plan;
-	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
-		  "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"cpu-fast\", "
-		  "\"zone\": \"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": [{\"gpu\": "
-		  "\"cpu-fast\", \"zone\": \"us-central1-b\"}]}]}", &plan);
+	load_two_zone_plan("cpu-fast", &plan);
 	static struct sl_sim_result r0, r1, r2;
 	assert_int_equal(sl_simulate(plain, &plan, SL_COST_SAILOR, &r0, &err), 0);
 	assert_int_equal(sl_simulate(probed, &plan, SL_COST_SAILOR, &r1, &err), 0);
@@ -604,10 +605,7 @@ static void moving_a_message_costs_each_end_its_probed_cpu(void **state)
 		 "[%g], \"receiver_s\": [%g]}", msg, send, recv);
 	plain = env_with_pair("cpu-quota", rate, "", "");
 	probed = env_with_pair("cpu-quota", rate, extra, "");
-	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
-		  "\"stages\": [{\"layers\": [0, 2], \"replicas\": [{\"gpu\": \"cpu-quota\", "
-		  "\"zone\": \"us-central1-a\"}]}, {\"layers\": [3, 5], \"replicas\": [{\"gpu\": "
-		  "\"cpu-quota\", \"zone\": \"us-central1-b\"}]}]}", &plan);
+	load_two_zone_plan("cpu-quota", &plan);
 	assert_int_equal(sl_simulate(plain, &plan, SL_COST_SAILOR, &r0, &err), 0);
 	assert_int_equal(sl_simulate(probed, &plan, SL_COST_SAILOR, &r1, &err), 0);
 	assert_true(r1.iteration_time_s >= r0.iteration_time_s - 1e-12);
