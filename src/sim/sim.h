@@ -94,7 +94,8 @@ void sl_sim_env_set_cluster(struct sl_sim_env *env, const struct sl_cluster *clu
  * runtime (sl_sim_runtime_uses) with one set, it records the spans of every rank in the step the
  * model times (the second, its first phase draw), times from that step's start, and the ranks'
  * roles placed on the cluster's hosts; recorded says it did. Other cost models record nothing.
- * The caller frees spans and roles with sl_sim_timeline_free. */
+ * One timeline is for one sl_simulate call (free it before another). The caller frees spans and
+ * roles with sl_sim_timeline_free. */
 struct sl_sim_timeline {
 	struct sl_timeline spans;
 	struct sl_role_table roles;

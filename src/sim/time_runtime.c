@@ -745,7 +745,9 @@ int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, lon
 		rc = replay(&s, out, err);
 	if (!rc)
 		rank_memories(&s, out);
-	if (!rc && env->timeline) { /* the roles go with the spans */
+	if (!rc && env->timeline) { /* the roles go with the spans (sim.h: one call a timeline) */
+		if (env->timeline->recorded)
+			sl_role_table_free(&env->timeline->roles);
 		env->timeline->roles = s.t;
 		env->timeline->recorded = 1;
 		memset(&s.t, 0, sizeof(s.t));
