@@ -29,6 +29,7 @@ struct sl_network {
 		struct sl_link_fit fit;
 		double burst_bytes; /* the pair's burst probe (0: none) */
 		double whole_message_bytes; /* the pair's eager probe (0: none) */
+		double largest_bytes; /* the largest size the fit was measured at (0: not known) */
 		/* the pair's message probe: CPU per message at each end (sizes 0: none), and the
 		 * pair's fastest point-to-point rate (its waits' test counts go with it) */
 		int message_sizes;
@@ -449,6 +450,11 @@ static int load_overlay(struct sl_network *net, const struct sl_catalogue *cat, 
 			break;
 		}
 		m->za = za, m->ga = ga, m->zb = zb, m->gb = gb;
+		m->largest_bytes = 0;
+		json_t *sizes = json_object_get(pr, "bytes");
+		for (size_t k = 0; k < json_array_size(sizes); k++)
+			m->largest_bytes =
+				fmax(m->largest_bytes, json_number_value(json_array_get(sizes, k)));
 		/* optional (files from before the burst probe have none), but never guessed */
 		json_t *burst = json_object_get(pr, "burst_bytes");
 		double b = json_is_number(burst) ? json_number_value(burst) : -1;
@@ -620,6 +626,19 @@ const struct sl_link_fit *sl_network_allreduce_fit(const struct sl_network *net,
 			return &m->fit;
 	}
 	return NULL;
+}
+
+double sl_network_allreduce_largest_bytes(const struct sl_network *net, int za, int ga, int zb,
+					  int gb, int same_host)
+{
+	for (int i = 0; i < net->allreduce_count; i++) {
+		const struct measured_allreduce *m = &net->allreduce[i];
+		if (m->same_host == same_host &&
+		    ((m->za == za && m->ga == ga && m->zb == zb && m->gb == gb) ||
+		     (m->za == zb && m->ga == gb && m->zb == za && m->gb == ga)))
+			return m->largest_bytes;
+	}
+	return 0;
 }
 
 double sl_network_burst_bytes(const struct sl_network *net, int za, int ga, int zb, int gb)

@@ -77,6 +77,11 @@ double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes);
  * value (tiny messages) is clamped to the fit's value at 1 MB so the result stays finite. */
 double sl_link_send_time_s(const struct sl_link_fit *fit, double bytes);
 
+/* The largest message the two-rank all-reduce of that pair was measured at (the largest of
+ * source.pairs[].bytes): past it its fit is an extrapolation. 0 when not known. */
+double sl_network_allreduce_largest_bytes(const struct sl_network *net, int za, int ga, int zb,
+					  int gb, int same_host);
+
 /* Bytes the link between (zone a, type a) and (zone b, type b) hosts delivers at once after it
  * idled, as the network profile's burst probe measured them (source.pairs[].burst_bytes: a
  * token bucket such as the testbed's tc burst, or a quota device's saved budget); 0 where

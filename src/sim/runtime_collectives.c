@@ -10,9 +10,10 @@
  *              hop's point-to-point send and MPI's copies and sums on the receiving device (half
  *              of the two-rank all-reduce the network profile measured within a host of that
  *              type, when it has one); a hop between hosts whose link the ring also loads the
- *              other way takes at least half of the two-rank all-reduce measured between those
- *              hosts' zones and types (both_ways_s: TCP's acknowledgements queue behind the
- *              other direction's data).
+ *              other way moves its chunk no faster than the two-rank all-reduce measured
+ *              between those hosts' zones and types at the size that moves what the whole call
+ *              moves each way, 2(m-1) chunks (both_ways_s: TCP's acknowledgements queue behind
+ *              the other direction's data, longer the longer both ways stay loaded).
  *   ZeRO-1     its sync is a reduce-scatter and, after the update, an all-gather, in calls of
  *              SL_RT_ZERO_BUCKET_BYTES. MPI's blocking forms move what the all-reduce moved and
  *              are timed as it is; where some rank waits asleep (CPU quota,
@@ -79,15 +80,27 @@ static int ring_loads_reverse(const struct sl_role_table *t, const struct sl_rt_
 	return 0;
 }
 
-/* Seconds a ring step of bytes takes between two hosts whose link carries the ring's traffic both
- * ways at once: half of the two-rank all-reduce of 2 x bytes the network profile measured
- * between hosts of these zones and types, which loads the link that way (none measured: 0). */
+/* Seconds a message of bytes takes between two hosts whose link carries traffic both ways at
+ * once, as part of a call that moves call_bytes each way without a pause: bytes at the rate of
+ * the two-rank all-reduce the network profile measured between hosts of these zones and types
+ * at the size that moves call_bytes each way (it loads the link both ways; none measured: 0).
+ * The rate is the call's, not the message's: the longer both ways stay loaded, the longer the
+ * queues in front of each way's acknowledgements grow (on the testbed's links of 1-6 MB/s a
+ * 4 MiB all-reduce ran at 74-97 % of the point-to-point rate, one of 256 KiB at about 100 %). */
 static double both_ways_s(const struct sl_sim_env *env, const struct sl_role *ra,
-			  const struct sl_role *rb, double bytes)
+			  const struct sl_role *rb, double bytes, double call_bytes)
 {
 	const struct sl_link_fit *ar =
 		sl_network_allreduce_fit(env->network, ra->zone, ra->gpu, rb->zone, rb->gpu, 0);
-	return ar && bytes > 0 ? 0.5 * (2 * bytes / 1e9) / gbps_at(ar, 2 * bytes) : 0;
+	if (!ar || bytes <= 0)
+		return 0;
+	/* past the largest size measured, that size's rate: measured on to 16 MiB over an 8
+	 * Mbit/s link the rate fell 3 points more after 4 MiB (85 to 82 % of point to point),
+	 * where the fit, quadratic in log size, falls ever faster */
+	double largest = sl_network_allreduce_largest_bytes(env->network, ra->zone, ra->gpu,
+							    rb->zone, rb->gpu, 0);
+	double at = largest > 0 ? fmin(call_bytes, largest) : call_bytes;
+	return (bytes / 1e9) / gbps_at(ar, at);
 }
 
 int sl_rt_link_take_whole(struct sl_rt_replay *x, int src, int dst, double bytes, double at_s,
@@ -159,7 +172,8 @@ static double ring_allreduce_s(struct sl_rt_replay *x, const int *members, int m
 							    chunk);
 					if (between_hosts &&
 					    ring_loads_reverse(t, st, members, m, i))
-						wire = fmax(wire, both_ways_s(env, ra, rb, chunk));
+						wire = fmax(wire, both_ways_s(env, ra, rb, chunk,
+									      2 * (m - 1) * chunk));
 					if (between_hosts)
 						wire *= sharing;
 				}
@@ -277,7 +291,9 @@ static double collective_send(struct sl_rt_replay *x, int a, int b, double bytes
 	}
 	double move = sl_rt_link_s(x->env, from, host_a, to, host_b, bytes);
 	if (both_ways && free_at)
-		move = fmax(move, both_ways_s(x->env, from, to, bytes));
+		/* timed as before the call-length rule: half of a two-rank all-reduce of twice
+		 * the message (its calls are single exchanges, not a ring's run of steps) */
+		move = fmax(move, both_ways_s(x->env, from, to, bytes, 2 * bytes));
 	double end = start + move;
 	if (free_at)
 		*free_at = end;

@@ -428,6 +428,62 @@ static void a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce(voi
 	sl_sim_env_free(slow);
 }
 
+/* A ring over a link loaded both ways keeps it loaded for its whole call, and the longer both
+ * ways stay loaded the slower they get (the queues in front of each way's acknowledgements
+ * grow): a step takes its chunk at the rate of the two-rank all-reduce that moves what the
+ * whole call moves each way, 2(m-1) chunks, not one step's two; past the largest size the
+ * all-reduce was measured at, at that size's rate. */
+static void a_ring_loaded_both_ways_runs_at_the_rate_of_its_whole_call(void **state)
+{
+	(void)state;
+	/* 1 MB/s at 1 MB, 0.1 MB/s slower for each doubling; measured up to 4 MiB (or, without
+	 * "bytes", not known) */
+	const double a0 = 0.001, a1 = -0.0001, largest = 4194304;
+	struct sl_sim_env *measured[2] = {NULL, NULL};
+	for (int known = 0; known < 2; known++) {
+		char path[512], text[1024];
+		snprintf(path, sizeof(path), "%s/network.json", dir);
+		snprintf(text, sizeof(text),
+			 "{\"schema\": \"sailor.network/1\", \"source\": {\"pairs\": [{\"kind\": "
+			 "\"between hosts\", \"sender_zone\": \"us-central1-a\", \"sender_gpu\": "
+			 "\"cpu-fast\", \"receiver_zone\": \"us-central1-b\", \"receiver_gpu\": "
+			 "\"cpu-fast\", %s\"allreduce_fit\": [[0, %g, %g], 1000000]}]}}\n",
+			 known ? "\"bytes\": [262144, 1048576, 4194304], " : "", a1, a0);
+		write_file(path, text);
+		struct sl_err err = {0};
+		assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
+		assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &measured[known],
+							  &err),
+				 0);
+		sl_network_set_overlay(NULL, NULL, NULL);
+		unlink(path);
+	}
+	/* a -> b -> a (another host of zone a) -> a: the hops between a and b load that link
+	 * both ways; the hop within zone a does not */
+	struct sl_plan ring;
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 24, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 5], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\"}, {\"gpu\": \"cpu-fast\", \"zone\": "
+		  "\"us-central1-b\"}, {\"gpu\": \"cpu-fast\", \"zone\": \"us-central1-a\"}]}]}",
+		  &ring);
+	static struct sl_sim_result unknown_r, known_r;
+	struct sl_err err = {0};
+	assert_int_equal(sl_simulate(measured[0], &ring, SL_COST_SAILOR, &unknown_r, &err), 0);
+	assert_int_equal(sl_simulate(measured[1], &ring, SL_COST_SAILOR, &known_r, &err), 0);
+	double B = SL_FP32_BYTES * sl_sim_stage_params(env, 1, 0, 5), chunk = B / 3;
+	double call = 4 * chunk; /* 2(m-1) chunks each way */
+	assert_true(call > largest);
+#define RATE_BPS(bytes) (1e9 * (a0 + a1 * log2((bytes) / 1e6)))
+	assert_true(fabs(unknown_r.stages[0].dp_sync_s - 4 * chunk / RATE_BPS(call)) < 1e-9);
+	assert_true(fabs(known_r.stages[0].dp_sync_s - 4 * chunk / RATE_BPS(largest)) < 1e-9);
+	/* slower than a step timed as half of the all-reduce of its own two chunks */
+	assert_true(known_r.stages[0].dp_sync_s > 1.01 * 4 * chunk / RATE_BPS(2 * chunk));
+#undef RATE_BPS
+	sl_plan_free(&ring);
+	sl_sim_env_free(measured[0]);
+	sl_sim_env_free(measured[1]);
+}
+
 /* Loads gpt2-tiny with a network file of one link between zones a and b for devices of type
  * gpu (rate bytes/s, point-to-point and all-reduce), with what `extra` adds to its measured
  * pair and `more_pairs` to the list of measured pairs ("" for nothing). */
@@ -766,6 +822,7 @@ int main(void)
 		cmocka_unit_test(zero_with_libnbc_moves_the_whole_buffer_to_rank_0_and_back),
 		cmocka_unit_test(libnbcs_ring_scratch_counts_in_a_ranks_memory),
 		cmocka_unit_test(a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce),
+		cmocka_unit_test(a_ring_loaded_both_ways_runs_at_the_rate_of_its_whole_call),
 		cmocka_unit_test(a_link_that_idled_lets_its_burst_through),
 		cmocka_unit_test(an_eager_message_the_link_passes_whole_leaves_at_once),
 		cmocka_unit_test(the_tied_tables_eager_chunks_take_from_the_links_bucket),
