@@ -291,8 +291,8 @@ static double collective_send(struct sl_rt_replay *x, int a, int b, double bytes
 	}
 	double move = sl_rt_link_s(x->env, from, host_a, to, host_b, bytes);
 	if (both_ways && free_at)
-		/* timed as before the call-length rule: half of a two-rank all-reduce of twice
-		 * the message (its calls are single exchanges, not a ring's run of steps) */
+		/* each message as half of a two-rank all-reduce of twice its size: these calls
+		 * are one exchange each way, not a ring's run of steps */
 		move = fmax(move, both_ways_s(x->env, from, to, bytes, 2 * bytes));
 	double end = start + move;
 	if (free_at)
