@@ -614,42 +614,39 @@ const struct sl_link_fit *sl_network_intra_fit(const struct sl_network *net, int
 	return &net->intra[gpu][sl_link_count_index(count < 2 ? 2 : count)];
 }
 
-const struct sl_link_fit *sl_network_allreduce_fit(const struct sl_network *net, int za, int ga,
-					       int zb, int gb, int same_host)
+/* The measured pair between (zone a, type a) and (zone b, type b), either way round, on two hosts
+ * or (same_host) one; NULL when the overlay has none. */
+static const struct measured_allreduce *measured_pair(const struct sl_network *net, int za, int ga,
+						      int zb, int gb, int same_host)
 {
 	for (int i = 0; i < net->allreduce_count; i++) {
 		const struct measured_allreduce *m = &net->allreduce[i];
-		if (m->same_host != same_host)
-			continue;
-		if ((m->za == za && m->ga == ga && m->zb == zb && m->gb == gb) ||
-		    (m->za == zb && m->ga == gb && m->zb == za && m->gb == ga))
-			return &m->fit;
+		if (m->same_host == !!same_host &&
+		    ((m->za == za && m->ga == ga && m->zb == zb && m->gb == gb) ||
+		     (m->za == zb && m->ga == gb && m->zb == za && m->gb == ga)))
+			return m;
 	}
 	return NULL;
+}
+
+const struct sl_link_fit *sl_network_allreduce_fit(const struct sl_network *net, int za, int ga,
+					       int zb, int gb, int same_host)
+{
+	const struct measured_allreduce *m = measured_pair(net, za, ga, zb, gb, same_host);
+	return m ? &m->fit : NULL;
 }
 
 double sl_network_allreduce_largest_bytes(const struct sl_network *net, int za, int ga, int zb,
 					  int gb, int same_host)
 {
-	for (int i = 0; i < net->allreduce_count; i++) {
-		const struct measured_allreduce *m = &net->allreduce[i];
-		if (m->same_host == same_host &&
-		    ((m->za == za && m->ga == ga && m->zb == zb && m->gb == gb) ||
-		     (m->za == zb && m->ga == gb && m->zb == za && m->gb == ga)))
-			return m->largest_bytes;
-	}
-	return 0;
+	const struct measured_allreduce *m = measured_pair(net, za, ga, zb, gb, same_host);
+	return m ? m->largest_bytes : 0;
 }
 
 double sl_network_burst_bytes(const struct sl_network *net, int za, int ga, int zb, int gb)
 {
-	for (int i = 0; i < net->allreduce_count; i++) {
-		const struct measured_allreduce *m = &net->allreduce[i];
-		if (!m->same_host && ((m->za == za && m->ga == ga && m->zb == zb && m->gb == gb) ||
-				      (m->za == zb && m->ga == gb && m->zb == za && m->gb == ga)))
-			return m->burst_bytes;
-	}
-	return 0;
+	const struct measured_allreduce *m = measured_pair(net, za, ga, zb, gb, 0);
+	return m ? m->burst_bytes : 0;
 }
 
 double sl_network_message_cpu_s(const struct sl_network *net, int ga, int gb, int same_host,
@@ -682,13 +679,8 @@ double sl_network_message_cpu_s(const struct sl_network *net, int ga, int gb, in
 double sl_network_whole_message_bytes(const struct sl_network *net, int za, int ga, int zb,
 				      int gb)
 {
-	for (int i = 0; i < net->allreduce_count; i++) {
-		const struct measured_allreduce *m = &net->allreduce[i];
-		if (!m->same_host && ((m->za == za && m->ga == ga && m->zb == zb && m->gb == gb) ||
-				      (m->za == zb && m->ga == gb && m->zb == za && m->gb == ga)))
-			return m->whole_message_bytes;
-	}
-	return 0;
+	const struct measured_allreduce *m = measured_pair(net, za, ga, zb, gb, 0);
+	return m ? m->whole_message_bytes : 0;
 }
 
 double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes)
