@@ -450,11 +450,24 @@ static int load_overlay(struct sl_network *net, const struct sl_catalogue *cat, 
 			break;
 		}
 		m->za = za, m->ga = ga, m->zb = zb, m->gb = gb;
+		/* the sizes it was measured at: optional (hand-made files), but never guessed */
 		m->largest_bytes = 0;
 		json_t *sizes = json_object_get(pr, "bytes");
-		for (size_t k = 0; k < json_array_size(sizes); k++)
-			m->largest_bytes =
-				fmax(m->largest_bytes, json_number_value(json_array_get(sizes, k)));
+		int sizes_ok = !sizes || (json_is_array(sizes) && json_array_size(sizes) > 0);
+		for (size_t k = 0; sizes_ok && k < json_array_size(sizes); k++) {
+			json_t *v = json_array_get(sizes, k);
+			double b = json_is_number(v) ? json_number_value(v) : -1;
+			sizes_ok = b > 0 && b <= 1e12;
+			m->largest_bytes = fmax(m->largest_bytes, b);
+		}
+		if (!sizes_ok) {
+			rc = sl_err_set(err, SL_EINPUT,
+					"--network '%s': source.pairs[%zu].bytes: expected a list of "
+					"message sizes from 1 to 1e12 bytes (what `sailor profile "
+					"--network` measured at); remove it or profile the network again",
+					overlay_path, i);
+			break;
+		}
 		/* optional (files from before the burst probe have none), but never guessed */
 		json_t *burst = json_object_get(pr, "burst_bytes");
 		double b = json_is_number(burst) ? json_number_value(burst) : -1;

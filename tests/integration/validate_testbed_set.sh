@@ -59,4 +59,10 @@ jq '.source.pairs[0].whole_message_bytes = -5' "$set/env/network.json" >"$work/n
 	--network "$work/net.json" --cluster "$set/env/cluster.json" >"$out" 2>&1
 rc=$?
 check "a bad source.pairs[].whole_message_bytes is refused with its name" '[ "$rc" -ne 0 ] && grep -q "source.pairs\[0\].whole_message_bytes: expected" "$out"'
+# and one whose measured sizes are not sizes (they bound where the all-reduce fit is read)
+jq '.source.pairs[0].bytes = [16384, "big"]' "$set/env/network.json" >"$work/net.json"
+"$SAILOR" simulate --plan "$set/v01-p1-d1-fast.json" --profiles "$set/env/profiles" --gpus "$set/env/gpus.json" \
+	--network "$work/net.json" --cluster "$set/env/cluster.json" >"$out" 2>&1
+rc=$?
+check "bad source.pairs[].bytes are refused with their name" '[ "$rc" -ne 0 ] && grep -q "source.pairs\[0\].bytes: expected" "$out"'
 finish
