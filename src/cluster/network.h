@@ -77,11 +77,6 @@ double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes);
  * value (tiny messages) is clamped to the fit's value at 1 MB so the result stays finite. */
 double sl_link_send_time_s(const struct sl_link_fit *fit, double bytes);
 
-/* The largest message the two-rank all-reduce of that pair was measured at (the largest of
- * source.pairs[].bytes): past it its fit is an extrapolation. 0 when not known. */
-double sl_network_allreduce_largest_bytes(const struct sl_network *net, int za, int ga, int zb,
-					  int gb, int same_host);
-
 /* Bytes the link between (zone a, type a) and (zone b, type b) hosts delivers at once after it
  * idled, as the network profile's burst probe measured them (source.pairs[].burst_bytes: a
  * token bucket such as the testbed's tc burst, or a quota device's saved budget); 0 where
@@ -110,12 +105,14 @@ double sl_network_message_cpu_s(const struct sl_network *net, int ga, int gb, in
 				 double bytes, int receiver);
 
 /* The all-reduce of two ranks measured by `sailor profile --network` between (zone a, GPU type
- * a) and (zone b, GPU type b), on two hosts or (same_host) on one: its fit gives bytes / time of
- * the whole all-reduce of a message of that size ("algorithm bandwidth"). NULL when the --network
- * overlay has no such pair (the shipped files have none). */
+ * a) and (zone b, GPU type b), on two hosts or (same_host) on one: its rate in GB/s (bytes /
+ * time of the whole all-reduce of a message of that size, "algorithm bandwidth") at bytes,
+ * read no further up than the largest size the pair was measured at (source.pairs[].bytes):
+ * past it, that size's rate. 0 when the --network overlay has no such pair (the shipped files
+ * have none). */
 #define SL_NET_MAX_ALLREDUCE 256
-const struct sl_link_fit *sl_network_allreduce_fit(const struct sl_network *net, int za, int ga,
-					       int zb, int gb, int same_host);
+double sl_network_allreduce_gbps(const struct sl_network *net, int za, int ga, int zb, int gb,
+				 int same_host, double bytes);
 
 /* Egress price from zone a to zone b, USD per GB (1e9 bytes). */
 double sl_network_egress_usd_per_gb(const struct sl_network *net, int src_zone, int dst_zone);

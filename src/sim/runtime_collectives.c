@@ -58,9 +58,9 @@ double sl_rt_link_s(const struct sl_sim_env *env, const struct sl_role *a, int h
  * the wire is nearly free (none measured: nothing). */
 double sl_rt_reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *rb, double bytes)
 {
-	const struct sl_link_fit *ar =
-		sl_network_allreduce_fit(env->network, rb->zone, rb->gpu, rb->zone, rb->gpu, 1);
-	return ar && bytes > 0 ? 0.5 * (2 * bytes / 1e9) / gbps_at(ar, 2 * bytes) : 0;
+	double gbps = sl_network_allreduce_gbps(env->network, rb->zone, rb->gpu, rb->zone, rb->gpu,
+						1, 2 * bytes);
+	return gbps > 0 ? 0.5 * (2 * bytes / 1e9) / gbps : 0;
 }
 
 /* Whether the ring's hop i (members[i] -> members[i + 1]) between two hosts shares its link with
@@ -90,17 +90,9 @@ static int ring_loads_reverse(const struct sl_role_table *t, const struct sl_rt_
 static double both_ways_s(const struct sl_sim_env *env, const struct sl_role *ra,
 			  const struct sl_role *rb, double bytes, double call_bytes)
 {
-	const struct sl_link_fit *ar =
-		sl_network_allreduce_fit(env->network, ra->zone, ra->gpu, rb->zone, rb->gpu, 0);
-	if (!ar || bytes <= 0)
-		return 0;
-	/* past the largest size measured, that size's rate: measured on to 16 MiB over an 8
-	 * Mbit/s link the rate fell 3 points more after 4 MiB (85 to 82 % of point to point),
-	 * where the fit, quadratic in log size, falls ever faster */
-	double largest = sl_network_allreduce_largest_bytes(env->network, ra->zone, ra->gpu,
-							    rb->zone, rb->gpu, 0);
-	double at = largest > 0 ? fmin(call_bytes, largest) : call_bytes;
-	return (bytes / 1e9) / gbps_at(ar, at);
+	double gbps = sl_network_allreduce_gbps(env->network, ra->zone, ra->gpu, rb->zone, rb->gpu,
+						0, call_bytes);
+	return gbps > 0 && bytes > 0 ? (bytes / 1e9) / gbps : 0;
 }
 
 int sl_rt_link_take_whole(struct sl_rt_replay *x, int src, int dst, double bytes, double at_s,

@@ -484,6 +484,58 @@ static void a_ring_loaded_both_ways_runs_at_the_rate_of_its_whole_call(void **st
 	sl_sim_env_free(measured[1]);
 }
 
+/* A ring step's copies and sums on the receiving device are half of the two-rank all-reduce
+ * measured within one host of its type, of twice the chunk: read, like the all-reduce between
+ * hosts, no further up than the largest size it was measured at (past it, that size's rate),
+ * and at the fit's own value where the file does not say what it measured. */
+static void a_ring_steps_sums_read_the_host_allreduce_within_its_measured_sizes(void **state)
+{
+	(void)state;
+	/* 1 GB/s at 1 MB, 0.1 GB/s slower for each doubling; measured up to 1 MiB */
+	const double a0 = 1.0, a1 = -0.1, largest = 1048576;
+	struct sl_sim_env *measured[2] = {NULL, NULL};
+	for (int known = 0; known < 2; known++) {
+		char path[512], text[1024];
+		snprintf(path, sizeof(path), "%s/network.json", dir);
+		snprintf(text, sizeof(text),
+			 "{\"schema\": \"sailor.network/1\", \"source\": {\"pairs\": [{\"kind\": "
+			 "\"within a host\", \"sender_zone\": \"us-central1-a\", \"sender_gpu\": "
+			 "\"cpu-fast\", \"receiver_zone\": \"us-central1-a\", \"receiver_gpu\": "
+			 "\"cpu-fast\", %s\"allreduce_fit\": [[0, %g, %g], 1000000]}]}}\n",
+			 known ? "\"bytes\": [65536, 262144, 1048576], " : "", a1, a0);
+		write_file(path, text);
+		struct sl_err err = {0};
+		assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
+		assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &measured[known],
+							  &err),
+				 0);
+		sl_network_set_overlay(NULL, NULL, NULL);
+		unlink(path);
+	}
+	struct sl_role receiver = {.gpu = sl_catalogue_gpu_index(&env->catalogue, "cpu-fast"),
+				   .zone = sl_catalogue_zone_index(&env->catalogue, "us-central1-a")};
+	assert_true(receiver.gpu >= 0 && receiver.zone >= 0);
+#define RATE_BPS(bytes) (1e9 * (a0 + a1 * log2((bytes) / 1e6)))
+	/* within the sizes measured: the fit, either way */
+	double small = 262144;
+	for (int known = 0; known < 2; known++)
+		assert_true(fabs(sl_rt_reduce_cpu_s(measured[known], &receiver, small) -
+				 0.5 * 2 * small / RATE_BPS(2 * small)) < 1e-12);
+	/* a chunk of 2 MiB: the all-reduce of 4 MiB, past the 1 MiB measured */
+	double chunk = 2097152;
+	assert_true(fabs(sl_rt_reduce_cpu_s(measured[1], &receiver, chunk) -
+			 0.5 * 2 * chunk / RATE_BPS(largest)) < 1e-12);
+	assert_true(fabs(sl_rt_reduce_cpu_s(measured[0], &receiver, chunk) -
+			 0.5 * 2 * chunk / RATE_BPS(2 * chunk)) < 1e-12);
+	assert_true(sl_rt_reduce_cpu_s(measured[0], &receiver, chunk) >
+		    1.1 * sl_rt_reduce_cpu_s(measured[1], &receiver, chunk));
+	/* no pair measured within a host of that type: no work charged */
+	assert_true(sl_rt_reduce_cpu_s(env, &receiver, chunk) == 0);
+#undef RATE_BPS
+	sl_sim_env_free(measured[0]);
+	sl_sim_env_free(measured[1]);
+}
+
 /* Loads gpt2-tiny with a network file of one link between zones a and b for devices of type
  * gpu (rate bytes/s, point-to-point and all-reduce), with what `extra` adds to its measured
  * pair and `more_pairs` to the list of measured pairs ("" for nothing). */
@@ -823,6 +875,7 @@ int main(void)
 		cmocka_unit_test(libnbcs_ring_scratch_counts_in_a_ranks_memory),
 		cmocka_unit_test(a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce),
 		cmocka_unit_test(a_ring_loaded_both_ways_runs_at_the_rate_of_its_whole_call),
+		cmocka_unit_test(a_ring_steps_sums_read_the_host_allreduce_within_its_measured_sizes),
 		cmocka_unit_test(a_link_that_idled_lets_its_burst_through),
 		cmocka_unit_test(an_eager_message_the_link_passes_whole_leaves_at_once),
 		cmocka_unit_test(the_tied_tables_eager_chunks_take_from_the_links_bucket),
