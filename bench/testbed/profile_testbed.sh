@@ -6,21 +6,22 @@
 #
 # usage: bench/testbed/profile_testbed.sh CLUSTER.json GPUS.json OUT_DIR
 #        writes OUT_DIR/profiles/<MODEL>/<class>.json and OUT_DIR/network.json;
-#        environment: MODEL (gpt2-tiny), SEQ (the model's seq_len), MBS (1,2,4), NETWORK (1; 0:
-#        the layers only, no OUT_DIR/network.json)
+#        environment: MODEL (gpt2-tiny), SEQ (the model's seq_len), MBS (1,2,4), TPS ("1 2": the
+#        TP degrees, each where the host has the slots), NETWORK (1; 0: the layers only, no
+#        OUT_DIR/network.json)
 set -euo pipefail
-[ $# -eq 3 ] || { sed -n '2,10p' "$0" >&2; exit 2; }
+[ $# -eq 3 ] || { sed -n '2,11p' "$0" >&2; exit 2; }
 cluster=$1 gpus=$2 out=$3
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 S="$here/build/sailor"
-MODEL=${MODEL:-gpt2-tiny} MBS=${MBS:-1,2,4}
+MODEL=${MODEL:-gpt2-tiny} MBS=${MBS:-1,2,4} TPS=${TPS:-1 2}
 model_file=$MODEL; [ -f "$model_file" ] || model_file=$here/data/models/$MODEL.json
 SEQ=${SEQ:-$(jq -r .seq_len "$model_file")}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # the host of each class with the most slots, so that TP 2 is measured wherever a host can hold it
 jq -r '.hosts | group_by(.gpu)[] | max_by(.slots) | "\(.name) \(.gpu) \(.slots)"' "$cluster" |
 while read -r host gpu slots; do
-	for tp in 1 2; do
+	for tp in $TPS; do
 		[ "$tp" -le "$slots" ] || continue
 		# a sample of at least 50 ms of the device's CPU (its quota's bursts; 200 ms of wall
 		# at the least) and 7 repeats: on a tenth of a core this narrowed how far two

@@ -160,6 +160,31 @@ static int load_memory(json_t *entries, struct sl_profile_entry *e, struct sl_er
 	return 0;
 }
 
+/* source.entries["mbs M tp T"].median_s.recompute_attention of a profile of our runtime: the
+ * attention core rerun alone, the work selective recomputation adds to a block's backward
+ * (profiler.c); kept as its share of the entry's block forward. Optional: profiles made before
+ * the profiler measured it have none (share 0). */
+static int load_attention_share(json_t *entries, struct sl_profile_entry *e, struct sl_err *err)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "mbs %d tp %d", e->mbs, e->tp);
+	json_t *med = json_object_get(json_object_get(entries, key), "median_s");
+	json_t *att = json_object_get(med, "recompute_attention");
+	if (!att)
+		return 0;
+	json_t *fwd = json_object_get(med, "forward_block");
+	double a = json_is_number(att) ? json_number_value(att) : -1;
+	double f = json_is_number(fwd) ? json_number_value(fwd) : -1;
+	/* the core is part of the block's forward: never more than all of it */
+	if (!(a >= 0) || !(f > 0) || a > f || f > 1e4)
+		return sl_err_set(err, SL_EINPUT, "source.entries.%s.median_s: expected "
+				  "recompute_attention from 0 to forward_block seconds (at most 1e4), "
+				  "the attention core's share of the block; remove it or profile "
+				  "again with `sailor profile`", key);
+	e->attention_core_share = a / f;
+	return 0;
+}
+
 int sl_profile_load(const char *path, int expected_layers, struct sl_profile **out,
 		    struct sl_err *err)
 {
@@ -222,6 +247,8 @@ int sl_profile_load(const char *path, int expected_layers, struct sl_profile **o
 		json_t *entries = json_object_get(json_object_get(root, "source"), "entries");
 		for (int i = 0; !rc && i < prof->entry_count; i++)
 			rc = load_memory(entries, &prof->entries[i], err);
+		for (int i = 0; !rc && i < prof->entry_count; i++)
+			rc = load_attention_share(entries, &prof->entries[i], err);
 		json_t *idle = json_object_get(json_object_get(root, "source"), "idle_wait");
 		if (!rc && idle)
 			rc = load_idle_wait(idle, prof, err);

@@ -47,6 +47,10 @@ struct sl_profile_entry {
 	int mbs;
 	int tp;
 	struct sl_profile_memory memory; /* runtime_sailor profiles only */
+	/* selective recomputation's work over the block's forward, both as measured
+	 * (source.entries["mbs M tp T"].median_s: recompute_attention / forward_block; profiler.c);
+	 * 0: not measured (runtime_sailor profiles only) */
+	double attention_core_share;
 	double *fwd_s;     /* [layer] */
 	double *bwd_s;     /* [layer] */
 	double *update_s;  /* [layer] (the same value in every layer in the shipped files) */

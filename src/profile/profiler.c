@@ -35,11 +35,16 @@
 #define MAX_TP 64
 #define SEED 4242
 
-/* Phases of one iteration, in the order they run. */
-enum { F_EMB, F_BLK, F_HEAD, B_HEAD, B_BLK, B_EMB, U_EMB, U_BLK, U_HEAD, PHASES };
+/* Phases of one iteration, in the order they run. The last is not a layer's own pass: the
+ * attention core's forward (scores, softmax, weighted sum) rerun on a block forward filled, what
+ * selective recomputation adds to a block's backward (gpt_layers.c). The core is memory-bound,
+ * so its share of a block's time is not its share of the FLOPs; measured here, the simulator
+ * uses it (sim/memory_options.c). Last, so that the other phases run as they did without it. */
+enum { F_EMB, F_BLK, F_HEAD, B_HEAD, B_BLK, B_EMB, U_EMB, U_BLK, U_HEAD, R_ATT, PHASES };
 static const char *const phase_names[PHASES] = {
 	"forward_embedding", "forward_block", "forward_head", "backward_head", "backward_block",
-	"backward_embedding", "update_embedding", "update_block", "update_head"};
+	"backward_embedding", "update_embedding", "update_block", "update_head",
+	"recompute_attention"};
 
 /* --- the in-process TP group ------------------------------------------------------------ */
 
@@ -310,6 +315,7 @@ static void *run_rank(void *arg)
 			case U_EMB: rc = step_update(&layers[0], it + 1); break;
 			case U_BLK: rc = step_update(block_copy(layers, block_copies, forwarded, c), it + 1); break;
 			case U_HEAD: rc = step_update(&layers[2], it + 1); break;
+			case R_ATT: sl_gpt_layer_recompute_attention(block_copy(layers, block_copies, forwarded, c), &mb); break;
 			}
 			if (counting) {
 				int more = w->id.id == 0 && sl_now_s() - t[p] < j->min_sample_s &&

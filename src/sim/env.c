@@ -75,6 +75,9 @@ static int fill_profiled(struct sl_sim_env *env, int g, struct sl_err *err)
 		double per_param = upd / sl_sim_profiled_model_params(env->sizes, e->tp);
 		rc = sl_sim_fill_slot(env, sl_sim_slot_mut(env, g, s, e->tp), SL_TIME_PROFILED,
 				      e->fwd_s, e->bwd_s, fwd, bwd, e->update_s, per_param, err);
+		if (!rc)
+			sl_sim_slot_mut(env, g, s, e->tp)->attention_core_share =
+				e->attention_core_share;
 	}
 	free(fwd);
 	free(bwd);

@@ -26,6 +26,8 @@ struct sl_time_slot {
 	double *raw_bwd_prefix;   /* [L+1] as measured (or estimated) */
 	double *raw_update;       /* [L] update_s per layer as in the profile (sosp25 model) */
 	double update_per_param_s;/* optimizer seconds per parameter held by the GPU (sailor) */
+	double attention_core_share; /* selective recomputation's work over a block's forward,
+				      * as profiled (sl_profile_entry); 0: not measured */
 };
 
 struct sl_sim_tables {

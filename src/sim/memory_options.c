@@ -11,11 +11,12 @@
  *              the backward of a micro-batch grows by exactly the forward time of the stage's
  *              blocks (embedding, final norm and head are not recomputed; they are not blocks);
  *   selective  only the attention core (scores Q·K^T, softmax, weighted sum of V) is recomputed:
- *              the backward grows by the core's share of each block's forward, taken as its
- *              share of the block's forward FLOPs (4·s²·h of the block's total, the formula of
- *              model/layer_sizes.c) times the block's profiled (or estimated) forward time. The
- *              attention core is memory-bound, so this share of FLOPs is a lower estimate of its
- *              share of time; no constant is fitted to make up for it.
+ *              the backward grows by the core's share of each block's forward times the
+ *              block's profiled (or estimated) forward time. The share is the one the profile
+ *              measured at that (mbs, TP) (`sailor profile` times the core alone: its
+ *              recompute_attention phase); where it did not, the share of the block's forward
+ *              FLOPs (4·s²·h of the block's total, model/layer_sizes.c), a lower estimate: the
+ *              core is memory-bound (measured on the testbed's CPUs, 1.2-1.8 x that share).
  * ZeRO-1 (DeepSpeed stage 1; Megatron's distributed optimizer): the stage's optimizer state is
  * split evenly over its D replicas, so each replica's optimizer step updates 1/D of the stage's
  * parameters (its update time divides by D); the gradient all-reduce becomes a reduce-scatter
@@ -66,10 +67,17 @@ int sl_sim_plan_uses_options(const struct sl_sim_env *env, const struct sl_plan 
 	return 0;
 }
 
-/* Share of a block's forward FLOPs spent in the attention core (scores and weighted sum,
- * 2·s²·h each per sample; model/layer_sizes.c fill_flops). */
-static double attention_core_share(const struct sl_sim_env *env, int layer)
+/* Share of a block's forward that selective recomputation runs again: the attention core's
+ * share of the block's forward time as the profile measured it at (mbs, tp) (the core is
+ * memory-bound: on the testbed's CPUs 1.2-1.8 x its share of the FLOPs), else its share of the
+ * block's forward FLOPs (scores and weighted sum, 2·s²·h each per sample; model/layer_sizes.c
+ * fill_flops), a lower estimate. */
+static double attention_core_share(const struct sl_sim_env *env, int gpu, int mbs, int tp,
+				   int layer)
 {
+	const struct sl_time_slot *slot = sl_sim_slot(env, gpu, mbs, tp);
+	if (slot && slot->attention_core_share > 0)
+		return slot->attention_core_share;
 	double sq = env->model.seq_len, h = env->model.hidden;
 	double block = env->sizes->fwd_flops[layer];
 	return block > 0 ? 4.0 * sq * sq * h / block : 0.0;
@@ -95,8 +103,8 @@ double sl_sim_stage_recompute_s(const struct sl_sim_env *env, enum sl_cost_model
 		return -1.0;
 	if (recompute == SL_RECOMPUTE_FULL)
 		return blocks_fwd_s;
-	/* every block of a model has the same shape, hence the same FLOPs: one share for all */
-	return attention_core_share(env, s) * blocks_fwd_s;
+	/* every block of a model has the same shape: one share for all */
+	return attention_core_share(env, gpu, mbs, tp, s) * blocks_fwd_s;
 }
 
 int sl_sim_stage_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm,

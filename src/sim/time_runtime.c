@@ -35,8 +35,8 @@
  *              after the norm; it delays the rank's next step. Two steps are run and the second
  *              is timed, from norm to norm.
  *   options    per stage (plan.h): recompute "full" reruns the stage's blocks' forward in
- *              backward; "selective" reruns the attention core (T / (6C + T) of a block's
- *              forward by FLOPs); what each keeps: runtime_memory.c. ZeRO-1 over m ranks of the
+ *              backward; "selective" reruns the attention core (its share of a block's
+ *              forward as profiled, else by FLOPs: sl_sim_stage_recompute_s); what each keeps: runtime_memory.c. ZeRO-1 over m ranks of the
  *              stage's sync group: the update covers 1/m of the stage (its moments:
  *              runtime_memory.c); its sync is a reduce-scatter and, after the update, an
  *              all-gather (runtime_collectives.c).
@@ -98,15 +98,6 @@ int sl_sim_runtime_model_possible(const struct sl_sim_env *env, enum sl_cost_mod
 		if (env->profiles[g] && env->profiles[g]->runtime_sailor)
 			return 1;
 	return 0;
-}
-
-/* The share of a block's forward that is the attention core (QK^T and the weighted sum), by
- * FLOPs: 4 B T^2 C against 24 B T C^2 in the matrices, so T / (6 C + T). Selective
- * recomputation reruns that much of the forward in backward. */
-static double attention_core_share(const struct sl_sim_env *env)
-{
-	double T = env->model.seq_len, C = env->model.hidden;
-	return T / (6.0 * C + T);
 }
 
 /* The CPU the message from rank src to rank dst costs the sender (receiver 0) or the receiver
@@ -277,17 +268,15 @@ static int init_ranks(struct runtime_sim *s, struct sl_sim_result *out, struct s
 		if (st[r].update_s < 0)
 			st[r].update_s = 0;
 		const struct sl_plan_stage *ps = &plan->stages[ro->stage];
-		int first_block = ro->first_layer > 0 ? ro->first_layer : 1;
-		int last_block = ro->last_layer < env->num_layers - 1 ? ro->last_layer
-								     : env->num_layers - 2;
-		if (ps->recompute != SL_RECOMPUTE_NONE && first_block <= last_block) {
-			/* backward reruns the blocks' forward (full) or their attention core */
-			double bf = 0, bb = 0;
-			sl_sim_layers_fwd_bwd(env, SL_COST_SAILOR, ro->gpu, b, ro->tp, first_block,
-					      last_block, &bf, &bb);
-			st[r].bwd_s += ps->recompute == SL_RECOMPUTE_FULL ? bf
-									  : bf * attention_core_share(env);
-		}
+		/* backward reruns the blocks' forward (full) or their attention core (selective),
+		 * as the planner's model charges it (memory_options.c) */
+		struct sl_sim_replica_query q = {.gpu = ro->gpu, .mbs = b, .tp = ro->tp,
+						 .first_layer = ro->first_layer,
+						 .last_layer = ro->last_layer,
+						 .recompute = ps->recompute};
+		double recompute_s = sl_sim_stage_recompute_s(env, SL_COST_SAILOR, &q);
+		if (recompute_s > 0)
+			st[r].bwd_s += recompute_s;
 		if (ps->zero && D > 1) /* each rank updates 1/m of the stage */
 			st[r].update_s /= sl_rt_stage_sync_group_size(plan, ro->stage);
 		const struct sl_gpu_type *gt = &env->catalogue.gpus[ro->gpu];

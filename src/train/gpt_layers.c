@@ -387,6 +387,13 @@ static int block_forward(struct sl_gpt_layer *l, struct sl_gpt_workspace *ws,
 	return 0;
 }
 
+void sl_gpt_layer_recompute_attention(struct sl_gpt_layer *block,
+				      const struct sl_gpt_microbatch *mb)
+{
+	sl_attention_forward(block->atty, block->att, block->qkv, mb->batch, mb->seq,
+			     block->local_heads, block->head_size);
+}
+
 static int block_backward(struct sl_gpt_layer *l, struct sl_gpt_workspace *ws,
 			  const struct sl_gpt_microbatch *mb, const float *x, const float *dout,
 			  float *dx, struct sl_err *err)
@@ -399,7 +406,7 @@ static int block_backward(struct sl_gpt_layer *l, struct sl_gpt_workspace *ws,
 		if ((rc = block_forward(l, ws, mb, x, ws->recompute_out, err)))
 			return rc;
 	} else if (l->cfg.recompute == SL_GPT_RECOMPUTE_SELECTIVE) {
-		sl_attention_forward(l->atty, l->att, l->qkv, B, T, l->local_heads, l->head_size);
+		sl_gpt_layer_recompute_attention(l, mb);
 	}
 	/* MLP */
 	sl_matmul_backward(ws->dfc, G(MPROJ_W), G(MPROJ_B), dout, l->fcg, V(MPROJ_W), N, Fl, C);

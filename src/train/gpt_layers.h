@@ -198,6 +198,13 @@ int sl_gpt_layer_forward(struct sl_gpt_layer *layer, struct sl_gpt_workspace *ws
 			 const struct sl_gpt_microbatch *mb, const float *input, float *output,
 			 double *loss, struct sl_err *err);
 
+/* Selective recomputation's work (a block only): the attention core of the last forward into
+ * the selected slot run again (scores, softmax, weighted sum of V, from the kept Q, K, V),
+ * rewriting bit for bit what forward wrote. A backward of a block built with
+ * SL_GPT_RECOMPUTE_SELECTIVE runs it first; the profiler times it alone. */
+void sl_gpt_layer_recompute_attention(struct sl_gpt_layer *block,
+				      const struct sl_gpt_microbatch *mb);
+
 /* Backward of the micro-batch of the last forward into the selected slot: accumulates
  * parameter gradients, writes
  * grad_input (blocks and head). grad_output is NULL for the head, grad_input NULL for the

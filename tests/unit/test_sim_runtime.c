@@ -165,6 +165,71 @@ static void one_rank_is_its_micro_batches_plus_the_update(void **state)
 	sl_plan_free(&plan);
 }
 
+/* Selective recomputation reruns each block's attention core in its backward: the runtime model
+ * charges the core's share of the blocks' forward that the profile measured (the profiler's
+ * recompute_attention over forward_block), and without that measurement the core's share of a
+ * block's FLOPs, T / (6C + T) for gpt2-tiny's blocks (ffn = 4C). */
+static void selective_recomputation_costs_the_profiled_attention_core(void **state)
+{
+	(void)state;
+	/* the setup's profile, with the core measured at 0.4 of the block's forward */
+	char measured_dir[] = "/tmp/sailor-test-sim-runtime-att-XXXXXX", path[512], text[8192];
+	assert_non_null(mkdtemp(measured_dir));
+	snprintf(path, sizeof(path), "%s/gpt2-tiny/cpu-fast.json", dir);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	const char *key = "\"mbs 2 tp 1\": {";
+	char *at = strstr(text, key);
+	assert_non_null(at);
+	at += strlen(key);
+	char with[8192];
+	snprintf(with, sizeof(with), "%.*s\"median_s\": {\"forward_block\": %g, "
+		 "\"recompute_attention\": %g}, %s", (int)(at - text), text, F_BLK, 0.4 * F_BLK, at);
+	snprintf(path, sizeof(path), "%s/gpt2-tiny", measured_dir);
+	mkdir(path, 0777);
+	snprintf(path, sizeof(path), "%s/gpt2-tiny/cpu-fast.json", measured_dir);
+	write_file(path, with);
+	struct sl_sim_env *measured = NULL;
+	struct sl_err err = {0};
+	assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", measured_dir, &measured, &err),
+			 0);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/gpt2-tiny", measured_dir);
+	rmdir(path);
+	rmdir(measured_dir);
+	struct sl_plan plain, selective;
+#define ONE_STAGE(options)                                                                        \
+	"{\"schema\": \"sailor.plan/1\", \"global_batch\": 8, \"micro_batch\": 2, \"stages\": "        \
+	"[{\"layers\": [0, 5], \"replicas\": [{\"gpu\": \"cpu-fast\", \"zone\": \"us-central1-a\"}]" \
+	options "}]}"
+	load_plan(ONE_STAGE(""), &plain);
+	load_plan(ONE_STAGE(", \"recompute\": \"selective\""), &selective);
+#undef ONE_STAGE
+	static struct sl_sim_result base, by_flops, by_profile;
+	assert_int_equal(sl_simulate(env, &plain, SL_COST_SAILOR, &base, &err), 0);
+	assert_int_equal(sl_simulate(env, &selective, SL_COST_SAILOR, &by_flops, &err), 0);
+	assert_int_equal(sl_simulate(measured, &selective, SL_COST_SAILOR, &by_profile, &err), 0);
+	assert_true(base.runtime_sailor && by_profile.runtime_sailor);
+	/* 4 micro-batches, each backward rerunning the cores of 4 blocks */
+	double T = env->model.seq_len, C = env->model.hidden;
+	assert_true(fabs(by_flops.iteration_time_s -
+			 (base.iteration_time_s + 4 * 4 * F_BLK * T / (6 * C + T))) < 1e-9);
+	assert_true(fabs(by_profile.iteration_time_s -
+			 (base.iteration_time_s + 4 * 4 * F_BLK * 0.4)) < 1e-9);
+	/* the planner's stage time charges the same */
+	struct sl_sim_replica_query q = {.gpu = selective.replicas[0].gpu, .mbs = 2, .tp = 1,
+					 .first_layer = 0, .last_layer = 5,
+					 .recompute = SL_RECOMPUTE_SELECTIVE};
+	assert_true(fabs(sl_sim_stage_recompute_s(measured, SL_COST_SAILOR, &q) - 4 * F_BLK * 0.4) <
+		    1e-12);
+	sl_plan_free(&plain);
+	sl_plan_free(&selective);
+	sl_sim_env_free(measured);
+}
+
 static void pipeline_keeps_min_p_k_n_slots_and_waits_for_transfers(void **state)
 {
 	(void)state;
@@ -866,6 +931,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(one_rank_is_its_micro_batches_plus_the_update),
+		cmocka_unit_test(selective_recomputation_costs_the_profiled_attention_core),
 		cmocka_unit_test(pipeline_keeps_min_p_k_n_slots_and_waits_for_transfers),
 		cmocka_unit_test(data_parallel_adds_an_allreduce_and_halves_the_work),
 		cmocka_unit_test(a_cpu_quota_device_runs_in_bursts),
