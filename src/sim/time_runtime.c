@@ -36,7 +36,8 @@
  *              is timed, from norm to norm.
  *   options    per stage (plan.h): recompute "full" reruns the stage's blocks' forward in
  *              backward; "selective" reruns the attention core (its share of a block's
- *              forward as profiled, else by FLOPs: sl_sim_stage_recompute_s); what each keeps: runtime_memory.c. ZeRO-1 over m ranks of the
+ *              forward as profiled, else by FLOPs: sl_sim_stage_recompute_s); what each
+ *              keeps: runtime_memory.c. ZeRO-1 over m ranks of the
  *              stage's sync group: the update covers 1/m of the stage (its moments:
  *              runtime_memory.c); its sync is a reduce-scatter and, after the update, an
  *              all-gather (runtime_collectives.c).
