@@ -493,6 +493,31 @@ static void a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce(voi
 	sl_sim_env_free(slow);
 }
 
+/* Loads gpt2-tiny with a network file of one measured two-rank all-reduce between cpu-fast
+ * devices of zone us-central1-a and zone_b, of kind ("between hosts", "within a host"), whose
+ * fit is a1 log2(bytes / 1e6) + a0 GB/s, with what `sizes` adds to the pair ("" or its
+ * "bytes" list and a comma). */
+static struct sl_sim_env *env_with_allreduce(const char *kind, const char *zone_b,
+					     const char *sizes, double a1, double a0)
+{
+	char path[512], text[1024];
+	struct sl_sim_env *out = NULL;
+	struct sl_err err = {0};
+	snprintf(path, sizeof(path), "%s/network.json", dir);
+	snprintf(text, sizeof(text),
+		 "{\"schema\": \"sailor.network/1\", \"source\": {\"pairs\": [{\"kind\": \"%s\", "
+		 "\"sender_zone\": \"us-central1-a\", \"sender_gpu\": \"cpu-fast\", "
+		 "\"receiver_zone\": \"%s\", \"receiver_gpu\": \"cpu-fast\", %s\"allreduce_fit\": "
+		 "[[0, %g, %g], 1000000]}]}}\n",
+		 kind, zone_b, sizes, a1, a0);
+	write_file(path, text);
+	assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
+	assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &out, &err), 0);
+	sl_network_set_overlay(NULL, NULL, NULL);
+	unlink(path);
+	return out;
+}
+
 /* A ring over a link loaded both ways keeps it loaded for its whole call, and the longer both
  * ways stay loaded the slower they get (the queues in front of each way's acknowledgements
  * grow): a step takes its chunk at the rate of the two-rank all-reduce that moves what the
@@ -504,25 +529,10 @@ static void a_ring_loaded_both_ways_runs_at_the_rate_of_its_whole_call(void **st
 	/* 1 MB/s at 1 MB, 0.1 MB/s slower for each doubling; measured up to 4 MiB (or, without
 	 * "bytes", not known) */
 	const double a0 = 0.001, a1 = -0.0001, largest = 4194304;
-	struct sl_sim_env *measured[2] = {NULL, NULL};
-	for (int known = 0; known < 2; known++) {
-		char path[512], text[1024];
-		snprintf(path, sizeof(path), "%s/network.json", dir);
-		snprintf(text, sizeof(text),
-			 "{\"schema\": \"sailor.network/1\", \"source\": {\"pairs\": [{\"kind\": "
-			 "\"between hosts\", \"sender_zone\": \"us-central1-a\", \"sender_gpu\": "
-			 "\"cpu-fast\", \"receiver_zone\": \"us-central1-b\", \"receiver_gpu\": "
-			 "\"cpu-fast\", %s\"allreduce_fit\": [[0, %g, %g], 1000000]}]}}\n",
-			 known ? "\"bytes\": [262144, 1048576, 4194304], " : "", a1, a0);
-		write_file(path, text);
-		struct sl_err err = {0};
-		assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
-		assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &measured[known],
-							  &err),
-				 0);
-		sl_network_set_overlay(NULL, NULL, NULL);
-		unlink(path);
-	}
+	struct sl_sim_env *measured[2] = {
+		env_with_allreduce("between hosts", "us-central1-b", "", a1, a0),
+		env_with_allreduce("between hosts", "us-central1-b",
+				   "\"bytes\": [262144, 1048576, 4194304], ", a1, a0)};
 	/* a -> b -> a (another host of zone a) -> a: the hops between a and b load that link
 	 * both ways; the hop within zone a does not */
 	struct sl_plan ring;
@@ -558,25 +568,10 @@ static void a_ring_steps_sums_read_the_host_allreduce_within_its_measured_sizes(
 	(void)state;
 	/* 1 GB/s at 1 MB, 0.1 GB/s slower for each doubling; measured up to 1 MiB */
 	const double a0 = 1.0, a1 = -0.1, largest = 1048576;
-	struct sl_sim_env *measured[2] = {NULL, NULL};
-	for (int known = 0; known < 2; known++) {
-		char path[512], text[1024];
-		snprintf(path, sizeof(path), "%s/network.json", dir);
-		snprintf(text, sizeof(text),
-			 "{\"schema\": \"sailor.network/1\", \"source\": {\"pairs\": [{\"kind\": "
-			 "\"within a host\", \"sender_zone\": \"us-central1-a\", \"sender_gpu\": "
-			 "\"cpu-fast\", \"receiver_zone\": \"us-central1-a\", \"receiver_gpu\": "
-			 "\"cpu-fast\", %s\"allreduce_fit\": [[0, %g, %g], 1000000]}]}}\n",
-			 known ? "\"bytes\": [65536, 262144, 1048576], " : "", a1, a0);
-		write_file(path, text);
-		struct sl_err err = {0};
-		assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
-		assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &measured[known],
-							  &err),
-				 0);
-		sl_network_set_overlay(NULL, NULL, NULL);
-		unlink(path);
-	}
+	struct sl_sim_env *measured[2] = {
+		env_with_allreduce("within a host", "us-central1-a", "", a1, a0),
+		env_with_allreduce("within a host", "us-central1-a",
+				   "\"bytes\": [65536, 262144, 1048576], ", a1, a0)};
 	struct sl_role receiver = {.gpu = sl_catalogue_gpu_index(&env->catalogue, "cpu-fast"),
 				   .zone = sl_catalogue_zone_index(&env->catalogue, "us-central1-a")};
 	assert_true(receiver.gpu >= 0 && receiver.zone >= 0);
