@@ -652,11 +652,7 @@ double sl_network_allreduce_gbps(const struct sl_network *net, int za, int ga, i
 	 * testbed's 8-10 Mbit/s links the rate levels off (pent5: 85 to 82 % of point to point
 	 * from 4 to 16 MiB), where the fit, quadratic in log size, falls ever faster */
 	double at = m->largest_bytes > 0 ? fmin(bytes, m->largest_bytes) : bytes;
-	double gbps = sl_link_fit_gbps(&m->fit, at);
-	/* a fit that is not positive there (tiny messages): its constant term, as elsewhere */
-	if (!(gbps > 0))
-		gbps = m->fit.a0 > 0 ? m->fit.a0 : 1.0;
-	return gbps;
+	return sl_link_fit_gbps_positive(&m->fit, at);
 }
 
 double sl_network_burst_bytes(const struct sl_network *net, int za, int ga, int zb, int gb)
@@ -703,6 +699,14 @@ double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes)
 {
 	double x = log2(bytes / 1e6);
 	return fit->a2 * x * x + fit->a1 * x + fit->a0;
+}
+
+double sl_link_fit_gbps_positive(const struct sl_link_fit *fit, double bytes)
+{
+	double gbps = sl_link_fit_gbps(fit, bytes);
+	if (!(gbps > 0))
+		gbps = fit->a0 > 0 ? fit->a0 : 1.0;
+	return gbps;
 }
 
 double sl_link_send_time_s(const struct sl_link_fit *fit, double bytes)

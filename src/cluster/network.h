@@ -73,6 +73,10 @@ const struct sl_link_fit *sl_network_intra_fit(const struct sl_network *net, int
  * (Python form: x = log2(bytes/1e6), a2 x^2 + a1 x + a0). May be <= 0 for tiny messages. */
 double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes);
 
+/* sl_link_fit_gbps where the quadratic is positive; where it is not (messages far below the sizes
+ * measured), the fit's constant term (its value at 1 MB), else 1 GB/s: a rate to divide by. */
+double sl_link_fit_gbps_positive(const struct sl_link_fit *fit, double bytes);
+
 /* Seconds to send bytes over a fit: (bytes/1e9) / gbps; 0 for bytes <= 0. A non-positive fit
  * value (tiny messages) is clamped to the fit's value at 1 MB so the result stays finite. */
 double sl_link_send_time_s(const struct sl_link_fit *fit, double bytes);

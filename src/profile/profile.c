@@ -245,10 +245,11 @@ int sl_profile_load(const char *path, int expected_layers, struct sl_profile **o
 	if (!rc && schema && !strcmp(schema, "sailor.profile/1")) {
 		prof->runtime_sailor = 1;
 		json_t *entries = json_object_get(json_object_get(root, "source"), "entries");
-		for (int i = 0; !rc && i < prof->entry_count; i++)
+		for (int i = 0; !rc && i < prof->entry_count; i++) {
 			rc = load_memory(entries, &prof->entries[i], err);
-		for (int i = 0; !rc && i < prof->entry_count; i++)
-			rc = load_attention_share(entries, &prof->entries[i], err);
+			if (!rc)
+				rc = load_attention_share(entries, &prof->entries[i], err);
+		}
 		json_t *idle = json_object_get(json_object_get(root, "source"), "idle_wait");
 		if (!rc && idle)
 			rc = load_idle_wait(idle, prof, err);

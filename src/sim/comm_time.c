@@ -38,16 +38,6 @@ double sl_sosp25_ar_time_buckets(double nbytes, int n, const struct sl_link_fit 
 
 /* ---- sailor ---- */
 
-/* A fit's bandwidth at a message size, GB/s; a non-positive value of the quadratic (messages far
- * below the sizes measured) falls back to the fit's constant term, else 1 GB/s. */
-static double fit_gbps_at(const struct sl_link_fit *fit, double bytes)
-{
-	double gbps = sl_link_fit_gbps(fit, bytes);
-	if (!(gbps > 0))
-		gbps = fit->a0 > 0 ? fit->a0 : 1.0;
-	return gbps;
-}
-
 /* Fixed cost of DeepSpeed's gradient reduction per iteration even without peers: flattening the
  * gradients into buckets and back, the Python loop over parameters, stream syncs. red_grads of
  * the D = 1 GH200 runs: 4.1, 4.7, 8.0 and 8.2 ms (mean 6.3 ms). */
@@ -82,13 +72,14 @@ void sl_sim_p2p_transfer(const struct sl_sim_env *env, const struct sl_replica *
 	const struct sl_link_fit *fit = sl_network_fit(env->network, src->zone, src->gpu, c,
 						      dst->zone, dst->gpu, c);
 	/* c pairs each send bytes/c; the count-c fit is their aggregate bandwidth */
-	out->net_s = (bytes / 1e9) / fit_gbps_at(fit, bytes / c);
+	out->net_s = (bytes / 1e9) / sl_link_fit_gbps_positive(fit, bytes / c);
 	out->gather_s = 0.0;
 	if (dst->tp > 1) {
 		/* ring all-gather: every GPU receives the (tp-1) slices it lacks */
 		const struct sl_link_fit *intra = sl_network_intra_fit(env->network, dst->gpu, dst->tp);
 		double slice = bytes / dst->tp;
-		out->gather_s = ((dst->tp - 1) * slice / 1e9) / fit_gbps_at(intra, slice);
+		out->gather_s =
+			((dst->tp - 1) * slice / 1e9) / sl_link_fit_gbps_positive(intra, slice);
 	}
 	out->eager = bytes / c <= NCCL_P2P_STAGING_BYTES;
 }
@@ -119,12 +110,12 @@ static double ring_step(const struct sl_sim_env *env, const struct sl_replica *a
 	int c = a->tp < b->tp ? a->tp : b->tp;
 	const struct sl_link_fit *fit = sl_network_fit(env->network, a->zone, a->gpu, c, b->zone,
 						      b->gpu, c);
-	double wire_s = (chunk / 1e9) / fit_gbps_at(fit, chunk / c);
+	double wire_s = (chunk / 1e9) / sl_link_fit_gbps_positive(fit, chunk / c);
 	double node_s = 0.0;
 	for (int side = 0; side < 2; side++) {
 		const struct sl_replica *r = side ? b : a;
 		const struct sl_link_fit *intra = sl_network_intra_fit(env->network, r->gpu, c);
-		double s = (2.0 * chunk / 1e9) / fit_gbps_at(intra, chunk / c);
+		double s = (2.0 * chunk / 1e9) / sl_link_fit_gbps_positive(intra, chunk / c);
 		if (s > node_s)
 			node_s = s;
 	}

@@ -73,11 +73,10 @@ static int fill_profiled(struct sl_sim_env *env, int g, struct sl_err *err)
 			if (e->update_s[l] > upd)
 				upd = e->update_s[l];
 		double per_param = upd / sl_sim_profiled_model_params(env->sizes, e->tp);
-		rc = sl_sim_fill_slot(env, sl_sim_slot_mut(env, g, s, e->tp), SL_TIME_PROFILED,
-				      e->fwd_s, e->bwd_s, fwd, bwd, e->update_s, per_param, err);
-		if (!rc)
-			sl_sim_slot_mut(env, g, s, e->tp)->attention_core_share =
-				e->attention_core_share;
+		struct sl_time_slot *slot = sl_sim_slot_mut(env, g, s, e->tp);
+		rc = sl_sim_fill_slot(env, slot, SL_TIME_PROFILED, e->fwd_s, e->bwd_s, fwd, bwd,
+				      e->update_s, per_param, err);
+		slot->attention_core_share = e->attention_core_share;
 	}
 	free(fwd);
 	free(bwd);

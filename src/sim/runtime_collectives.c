@@ -33,14 +33,6 @@
 #include "runtime/comm.h"
 #include "sim/runtime_model.h"
 
-static double gbps_at(const struct sl_link_fit *fit, double bytes)
-{
-	double gbps = sl_link_fit_gbps(fit, bytes);
-	if (!(gbps > 0))
-		gbps = fit->a0 > 0 ? fit->a0 : 1.0;
-	return gbps;
-}
-
 /* Seconds to move bytes from rank a to rank b (hosts and device types from the table). */
 double sl_rt_link_s(const struct sl_sim_env *env, const struct sl_role *a, int host_a,
 		    const struct sl_role *b, int host_b, double bytes)
@@ -50,7 +42,7 @@ double sl_rt_link_s(const struct sl_sim_env *env, const struct sl_role *a, int h
 	const struct sl_link_fit *fit =
 		host_a == host_b ? sl_network_intra_fit(env->network, a->gpu, 2)
 				 : sl_network_fit(env->network, a->zone, a->gpu, 1, b->zone, b->gpu, 1);
-	return (bytes / 1e9) / gbps_at(fit, bytes);
+	return (bytes / 1e9) / sl_link_fit_gbps_positive(fit, bytes);
 }
 
 /* The work of MPI's copies and sums when rank rb receives bytes to add to its own: half of the

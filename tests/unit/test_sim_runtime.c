@@ -447,6 +447,50 @@ static void libnbcs_ring_scratch_counts_in_a_ranks_memory(void **state)
 	sl_plan_free(&zero_quota);
 }
 
+/* Loads gpt2-tiny with the network file `text` over the shipped fits (written to the test's
+ * folder for the load, then removed). */
+static struct sl_sim_env *env_with_network(const char *text)
+{
+	char path[512];
+	struct sl_sim_env *out = NULL;
+	struct sl_err err = {0};
+	snprintf(path, sizeof(path), "%s/network.json", dir);
+	write_file(path, text);
+	assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
+	assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &out, &err), 0);
+	sl_network_set_overlay(NULL, NULL, NULL);
+	unlink(path);
+	return out;
+}
+
+/* Loads gpt2-tiny with a network file of one measured two-rank all-reduce between cpu-fast
+ * devices of zone us-central1-a and zone_b, of kind ("between hosts", "within a host"), whose
+ * fit is a1 log2(bytes / 1e6) + a0 GB/s, with what `sizes` adds to the pair ("" or its
+ * "bytes" list and a comma). */
+static struct sl_sim_env *env_with_allreduce(const char *kind, const char *zone_b,
+					     const char *sizes, double a1, double a0)
+{
+	char text[1024];
+	snprintf(text, sizeof(text),
+		 "{\"schema\": \"sailor.network/1\", \"source\": {\"pairs\": [{\"kind\": \"%s\", "
+		 "\"sender_zone\": \"us-central1-a\", \"sender_gpu\": \"cpu-fast\", "
+		 "\"receiver_zone\": \"%s\", \"receiver_gpu\": \"cpu-fast\", %s\"allreduce_fit\": "
+		 "[[0, %g, %g], 1000000]}]}}\n",
+		 kind, zone_b, sizes, a1, a0);
+	return env_with_network(text);
+}
+
+/* The same pair twice: out[0] without the sizes it was measured at (not known), out[1] with
+ * them (`bytes`: a list of sizes). */
+static void envs_with_allreduce(const char *kind, const char *zone_b, const char *bytes,
+				double a1, double a0, struct sl_sim_env *out[2])
+{
+	char sizes[256];
+	snprintf(sizes, sizeof(sizes), "\"bytes\": [%s], ", bytes);
+	out[0] = env_with_allreduce(kind, zone_b, "", a1, a0);
+	out[1] = env_with_allreduce(kind, zone_b, sizes, a1, a0);
+}
+
 /* A ring step over a link the ring loads both ways at once takes at least half of the two-rank
  * all-reduce the network profile measured between those hosts; a hop whose reverse carries
  * nothing of the ring keeps its point-to-point time. The measured all-reduce here is slow
@@ -454,18 +498,9 @@ static void libnbcs_ring_scratch_counts_in_a_ranks_memory(void **state)
 static void a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce(void **state)
 {
 	(void)state;
-	char path[512];
-	snprintf(path, sizeof(path), "%s/network.json", dir);
-	write_file(path, "{\"schema\": \"sailor.network/1\", \"source\": {\"pairs\": [{\"kind\": "
-			 "\"between hosts\", \"sender_zone\": \"us-central1-a\", \"sender_gpu\": "
-			 "\"cpu-fast\", \"receiver_zone\": \"us-central1-b\", \"receiver_gpu\": "
-			 "\"cpu-fast\", \"allreduce_fit\": [[0, 0, 0.001], 1000000]}]}}\n");
+	/* 1 MB/s at every size */
+	struct sl_sim_env *slow = env_with_allreduce("between hosts", "us-central1-b", "", 0, 0.001);
 	struct sl_err err = {0};
-	struct sl_sim_env *slow = NULL;
-	assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
-	assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &slow, &err), 0);
-	sl_network_set_overlay(NULL, NULL, NULL);
-	unlink(path);
 	struct sl_plan two, three;
 	/* two replicas in zones a and b: each hop's reverse is the other hop */
 	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 16, \"micro_batch\": 2, "
@@ -493,31 +528,6 @@ static void a_ring_over_a_link_loaded_both_ways_takes_the_measured_allreduce(voi
 	sl_sim_env_free(slow);
 }
 
-/* Loads gpt2-tiny with a network file of one measured two-rank all-reduce between cpu-fast
- * devices of zone us-central1-a and zone_b, of kind ("between hosts", "within a host"), whose
- * fit is a1 log2(bytes / 1e6) + a0 GB/s, with what `sizes` adds to the pair ("" or its
- * "bytes" list and a comma). */
-static struct sl_sim_env *env_with_allreduce(const char *kind, const char *zone_b,
-					     const char *sizes, double a1, double a0)
-{
-	char path[512], text[1024];
-	struct sl_sim_env *out = NULL;
-	struct sl_err err = {0};
-	snprintf(path, sizeof(path), "%s/network.json", dir);
-	snprintf(text, sizeof(text),
-		 "{\"schema\": \"sailor.network/1\", \"source\": {\"pairs\": [{\"kind\": \"%s\", "
-		 "\"sender_zone\": \"us-central1-a\", \"sender_gpu\": \"cpu-fast\", "
-		 "\"receiver_zone\": \"%s\", \"receiver_gpu\": \"cpu-fast\", %s\"allreduce_fit\": "
-		 "[[0, %g, %g], 1000000]}]}}\n",
-		 kind, zone_b, sizes, a1, a0);
-	write_file(path, text);
-	assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
-	assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &out, &err), 0);
-	sl_network_set_overlay(NULL, NULL, NULL);
-	unlink(path);
-	return out;
-}
-
 /* A ring over a link loaded both ways keeps it loaded for its whole call, and the longer both
  * ways stay loaded the slower they get (the queues in front of each way's acknowledgements
  * grow): a step takes its chunk at the rate of the two-rank all-reduce that moves what the
@@ -529,10 +539,9 @@ static void a_ring_loaded_both_ways_runs_at_the_rate_of_its_whole_call(void **st
 	/* 1 MB/s at 1 MB, 0.1 MB/s slower for each doubling; measured up to 4 MiB (or, without
 	 * "bytes", not known) */
 	const double a0 = 0.001, a1 = -0.0001, largest = 4194304;
-	struct sl_sim_env *measured[2] = {
-		env_with_allreduce("between hosts", "us-central1-b", "", a1, a0),
-		env_with_allreduce("between hosts", "us-central1-b",
-				   "\"bytes\": [262144, 1048576, 4194304], ", a1, a0)};
+	struct sl_sim_env *measured[2];
+	envs_with_allreduce("between hosts", "us-central1-b", "262144, 1048576, 4194304", a1, a0,
+			    measured);
 	/* a -> b -> a (another host of zone a) -> a: the hops between a and b load that link
 	 * both ways; the hop within zone a does not */
 	struct sl_plan ring;
@@ -568,10 +577,9 @@ static void a_ring_steps_sums_read_the_host_allreduce_within_its_measured_sizes(
 	(void)state;
 	/* 1 GB/s at 1 MB, 0.1 GB/s slower for each doubling; measured up to 1 MiB */
 	const double a0 = 1.0, a1 = -0.1, largest = 1048576;
-	struct sl_sim_env *measured[2] = {
-		env_with_allreduce("within a host", "us-central1-a", "", a1, a0),
-		env_with_allreduce("within a host", "us-central1-a",
-				   "\"bytes\": [65536, 262144, 1048576], ", a1, a0)};
+	struct sl_sim_env *measured[2];
+	envs_with_allreduce("within a host", "us-central1-a", "65536, 262144, 1048576", a1, a0,
+			    measured);
 	struct sl_role receiver = {.gpu = sl_catalogue_gpu_index(&env->catalogue, "cpu-fast"),
 				   .zone = sl_catalogue_zone_index(&env->catalogue, "us-central1-a")};
 	assert_true(receiver.gpu >= 0 && receiver.zone >= 0);
@@ -602,10 +610,7 @@ static void a_ring_steps_sums_read_the_host_allreduce_within_its_measured_sizes(
 static struct sl_sim_env *env_with_pair(const char *gpu, double rate, const char *extra,
 					const char *more_pairs)
 {
-	char path[512], text[4096];
-	struct sl_sim_env *out = NULL;
-	struct sl_err err = {0};
-	snprintf(path, sizeof(path), "%s/network.json", dir);
+	char text[4096];
 	snprintf(text, sizeof(text),
 		 "{\"schema\": \"sailor.network/1\", "
 		 "\"us-central1-a\": {\"%s\": {\"1\": {\"us-central1-b\": {\"%s\": "
@@ -618,12 +623,7 @@ static struct sl_sim_env *env_with_pair(const char *gpu, double rate, const char
 		 "[[0, 0, %g], %g]%s}%s]}}\n",
 		 gpu, gpu, rate / 1e9, rate, gpu, gpu, rate / 1e9, rate, gpu, gpu, rate / 1e9, rate,
 		 extra, more_pairs);
-	write_file(path, text);
-	assert_int_equal(sl_network_set_overlay(path, &env->catalogue, &err), 0);
-	assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", dir, &out, &err), 0);
-	sl_network_set_overlay(NULL, NULL, NULL);
-	unlink(path);
-	return out;
+	return env_with_network(text);
 }
 
 /* The same for cpu-fast devices, with what `extra` adds to the measured pair. */
