@@ -12,7 +12,8 @@
 # CPU it charges is what the runs spend (bench/RESULTS.md, timelines), but it moved plans the
 # model already had slow further that way. Rings that load a link both ways at the rate of their
 # whole call (fifth session) tightened geo3's and tri3's; the attention core's measured share of
-# a block (sixth session: selective recomputation) memopts'.
+# a block (sixth session: selective recomputation) memopts'; pent5's network file with the 60 KiB
+# eager probe (seventh session: its 50 KiB activations pass its links whole) pent5's.
 set -u
 cd "$(dirname "$0")/../.."
 source tests/lib/common.sh
@@ -33,7 +34,7 @@ validate data/validation/testbed-geo3-gpt2tiny gpt2-tiny 14 0.035 0.085 0.025 0.
 validate data/validation/testbed-geo3-gpt2tiny-memopts gpt2-tiny 7 0.05 0.09 0.035 0.06
 validate data/validation/testbed-quad4-gpt2tiny-wide gpt2-tiny-wide 13 0.05 0.12 0.02 0.05
 validate data/validation/testbed-tri3-gpt2tiny-deep gpt2-tiny-deep 12 0.06 0.14 0.02 0.035
-validate data/validation/testbed-pent5-gpt2tiny-mid gpt2-tiny-mid 12 0.06 0.23 0.02 0.035
+validate data/validation/testbed-pent5-gpt2tiny-mid gpt2-tiny-mid 12 0.05 0.23 0.02 0.035
 validate data/validation/testbed-mix4-gpt2tiny-five gpt2-tiny-five 12 0.10 0.21 0.025 0.065
 set=data/validation/testbed-geo3-gpt2tiny
 "$SAILOR" simulate --plan "$set/v05-p2-fast-slow-region.json" --profiles "$set/env/profiles" --gpus "$set/env/gpus.json" \
