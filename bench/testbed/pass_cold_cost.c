@@ -6,9 +6,13 @@
  * flight, 4 here), then runs rounds of 4 forwards and 4 backwards. Before each pass, when
  * evict_mib > 0, it writes one byte per cache line of a buffer that large, so that the pass
  * finds its weights, gradients and activations out of the caches; the thread CPU of each
- * round's first forward and first backward is kept, and the medians are printed.
+ * round's first forward and first backward is kept, and the medians are printed. With SLEEP_US,
+ * the thread sleeps that long before each pass, as a pipeline stage's rank waits for its
+ * message (bench/testbed/throttle_cost.sh: in a CPU-quota cgroup, a sleep of a period or more
+ * starts each pass with a fresh budget).
  *
- * usage: pass_cold_cost MODEL FIRST LAST MBS EVICT_MIB ROUNDS  (SAILOR_DATA: the data directory)
+ * usage: pass_cold_cost MODEL FIRST LAST MBS EVICT_MIB ROUNDS [SLEEP_US]
+ *        (SAILOR_DATA: the data directory)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -52,10 +56,14 @@ static void evict(volatile unsigned char *buf, size_t bytes)
 
 int main(int argc, char **argv)
 {
-	if (argc != 7) {
-		fprintf(stderr, "usage: pass_cold_cost MODEL FIRST LAST MBS EVICT_MIB ROUNDS\n");
+	if (argc != 7 && argc != 8) {
+		fprintf(stderr, "usage: pass_cold_cost MODEL FIRST LAST MBS EVICT_MIB ROUNDS "
+				"[SLEEP_US]\n");
 		return 2;
 	}
+	double sleep_us = argc == 8 ? atof(argv[7]) : 0;
+	struct timespec nap = {(time_t)(sleep_us / 1e6),
+			       (long)((sleep_us - 1e6 * (double)(time_t)(sleep_us / 1e6)) * 1e3)};
 	int first = atoi(argv[2]), last = atoi(argv[3]), mbs = atoi(argv[4]);
 	size_t evict_bytes = (size_t)(atof(argv[5]) * 1048576.0);
 	int rounds = atoi(argv[6]);
@@ -99,6 +107,8 @@ int main(int argc, char **argv)
 	int has_head = last == plan_layers - 1;
 	for (int r = 0; r < rounds; r++) {
 		for (int s = 0; s < SLOTS; s++) {
+			if (sleep_us > 0)
+				nanosleep(&nap, NULL);
 			if (junk)
 				evict(junk, evict_bytes);
 			sl_gpt_select_slot(&stage, s);
@@ -112,6 +122,8 @@ int main(int argc, char **argv)
 				fwd[r] = thread_cpu_s() - c0;
 		}
 		for (int s = 0; s < SLOTS; s++) {
+			if (sleep_us > 0)
+				nanosleep(&nap, NULL);
 			if (junk)
 				evict(junk, evict_bytes);
 			sl_gpt_select_slot(&stage, s);

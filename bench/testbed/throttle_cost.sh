@@ -4,12 +4,16 @@
 # stopped about c / (cores x period) times for the rest of a period, and resumes off a core it
 # left for milliseconds. Runs pass_cold_cost.c (a stage built as the runtime builds it, warm
 # between passes) inside a cgroup of its own at each quota of QUOTAS (1: none) with the
-# testbed's 10 ms period, the quotas alternating, REPEATS times, on one core. Prints per stage
-# and quota the medians (µs of thread CPU per pass), their ratio to no quota, and what each stop
-# costs if the extra CPU is paid per stop (extra / stops per pass).
+# testbed's 10 ms period, the quotas alternating, REPEATS times, on one core; and with each
+# sleep of SLEEPS_US before every pass (as a pipeline stage's rank waits for its message: a sleep
+# of a period or more starts each pass with a fresh budget, so a pass that fits it is never
+# stopped). Prints per stage, quota and sleep the medians (µs of thread CPU per pass), their
+# ratio to no quota and no sleep, and, without sleeps, what each stop costs if the extra CPU is
+# paid per stop (extra / stops per pass).
 #
 # usage: bench/testbed/throttle_cost.sh [OUT_FILE]   environment: CASES (MODEL:FIRST:LAST:MBS ...),
-#        QUOTAS (1 0.4 0.1667 0.1), PERIOD_US (10000), ROUNDS (120), REPEATS (3), CORE (0).
+#        QUOTAS (1 0.4 0.1667 0.1), SLEEPS_US (0), PERIOD_US (10000), ROUNDS (120), REPEATS (3),
+#        CORE (0).
 #        Needs root (a cgroup, v1 cpu or v2), a C compiler, the project's build and python3.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -18,6 +22,7 @@ cd "$here"
 out=${1:-/dev/stdout}
 CASES=${CASES:-gpt2-tiny-mid:1:1:1 gpt2-tiny-five:2:3:1 gpt2-tiny:2:2:2}
 QUOTAS=${QUOTAS:-1 0.4 0.1667 0.1}
+SLEEPS_US=${SLEEPS_US:-0}
 PERIOD_US=${PERIOD_US:-10000} ROUNDS=${ROUNDS:-120} REPEATS=${REPEATS:-3} CORE=${CORE:-0}
 [ "$(id -u)" -eq 0 ] || { echo "throttle_cost: needs root (a cgroup of its own)" >&2; exit 1; }
 if [ -r /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
@@ -52,11 +57,13 @@ for rep in $(seq 1 "$REPEATS"); do
 		IFS=: read -r model first last mbs <<<"$c"
 		for q in $QUOTAS; do
 			set_quota "$q"
-			# the child joins the cgroup, then becomes the measurement (bounded in time)
-			line=$(timeout 600 sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh \
-				"$group" taskset -c "$CORE" "$work/pass_cold_cost" "$model" "$first" "$last" \
-				"$mbs" 0 "$ROUNDS")
-			echo "$q $line" >>"$work/all.txt"
+			for nap in $SLEEPS_US; do
+				# the child joins the cgroup, then becomes the measurement (bounded in time)
+				line=$(timeout 600 sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' \
+					sh "$group" taskset -c "$CORE" "$work/pass_cold_cost" "$model" \
+					"$first" "$last" "$mbs" 0 "$ROUNDS" "$nap")
+				echo "$q $nap $line" >>"$work/all.txt"
+			done
 		done
 	done
 done
@@ -64,25 +71,25 @@ python3 - "$work/all.txt" "$PERIOD_US" >"$out" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    q, model, first, last, mbs, _mib, fwd, bwd = line.split()
-    rows.setdefault((model, first, last, mbs), {}).setdefault(float(q), []).append((float(fwd), float(bwd)))
+    q, nap, model, first, last, mbs, _mib, fwd, bwd = line.split()
+    rows.setdefault((model, first, last, mbs), {}).setdefault((float(q), float(nap)), []).append(
+        (float(fwd), float(bwd)))
 period_us = float(sys.argv[2])
 print(f"# throttle_cost: thread CPU per pass (µs, medians over repeats of each run's median), "
       f"period {period_us / 1000:g} ms; stops per pass = CPU / (cores x period)")
-print("| stage (model, layers, mbs) | cores | forward µs | x no quota | per stop | backward µs | x no quota | per stop |")
-print("|---|---|---|---|---|---|---|---|")
-for (model, first, last, mbs), by_q in rows.items():
-    base = by_q.get(1.0)
+print("| stage (model, layers, mbs) | cores | sleep µs | forward µs | x no quota | per stop | backward µs | x no quota | per stop |")
+print("|---|---|---|---|---|---|---|---|---|")
+for (model, first, last, mbs), by_case in rows.items():
+    base = by_case.get((1.0, 0.0))
     bf = statistics.median(x[0] for x in base) if base else None
     bb = statistics.median(x[1] for x in base) if base else None
-    for q in sorted(by_q, reverse=True):
-        f = statistics.median(x[0] for x in by_q[q]); b = statistics.median(x[1] for x in by_q[q])
+    for q, nap in sorted(by_case, key=lambda k: (-k[0], k[1])):
+        f = statistics.median(x[0] for x in by_case[(q, nap)])
+        b = statistics.median(x[1] for x in by_case[(q, nap)])
         cells = []
         for v, v0 in ((f, bf), (b, bb)):
-            if v0 is None or q >= 1:
-                cells += [f"{v:.0f}", "1.00" if q >= 1 else "", ""]
-            else:
-                stops = v / (q * period_us)
-                cells += [f"{v:.0f}", f"{v / v0:.2f}", f"{(v - v0) / stops:.0f}"]
-        print(f"| {model} [{first}, {last}] mbs {mbs} | {q:g} | " + " | ".join(cells) + " |")
+            ratio = f"{v / v0:.2f}" if v0 else ""
+            per_stop = f"{(v - v0) / (v / (q * period_us)):.0f}" if v0 and q < 1 and nap == 0 else ""
+            cells += [f"{v:.0f}", ratio, per_stop]
+        print(f"| {model} [{first}, {last}] mbs {mbs} | {q:g} | {nap:g} | " + " | ".join(cells) + " |")
 PY
