@@ -21,10 +21,7 @@ llc_kib=$(sed 's/K$//' /sys/devices/system/cpu/cpu0/cache/index3/size 2>/dev/nul
 evict_mib=$(awk -v k="$llc_kib" 'BEGIN { printf "%.1f", 1.5 * k / 1024 }')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-make -s build/libsailor.a
-cc -O2 -std=c11 -D_GNU_SOURCE -Isrc $(pkg-config --cflags openblas 2>/dev/null) \
-	-o "$work/pass_cold_cost" bench/testbed/pass_cold_cost.c build/libsailor.a -ljansson \
-	$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -fopenmp -lpthread -lm
+bench/testbed/pass_cold_cost_build.sh "$work/pass_cold_cost"
 export SAILOR_DATA="$here/data"
 for rep in $(seq 1 "$REPEATS"); do
 	for c in $CASES; do

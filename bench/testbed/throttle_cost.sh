@@ -47,10 +47,7 @@ set_quota() { # cores (1: none)
 		echo "$us" >"$group/cpu.cfs_quota_us"
 	fi
 }
-make -s build/libsailor.a
-cc -O2 -std=c11 -D_GNU_SOURCE -Isrc $(pkg-config --cflags openblas 2>/dev/null) \
-	-o "$work/pass_cold_cost" bench/testbed/pass_cold_cost.c build/libsailor.a -ljansson \
-	$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -fopenmp -lpthread -lm
+bench/testbed/pass_cold_cost_build.sh "$work/pass_cold_cost"
 export SAILOR_DATA="$here/data"
 for rep in $(seq 1 "$REPEATS"); do
 	for c in $CASES; do
