@@ -59,13 +59,13 @@ def main(argv):
                     continue
                 if supersedes:
                     replaced.append({"pair": f"{by_key[k]['sender']} -> {by_key[k]['receiver']}",
-                                     field: by_key[k][field], probe: by_key[k][probe]})
+                                     field: by_key[k][field], probe: by_key[k].get(probe)})
                 by_key[k][field] = p[field]
                 if probe:
                     by_key[k][probe] = p[probe]
                 added.append(f"{field} of {p['sender']} -> {p['receiver']}" +
                              (f" (a probe of {p[probe]['bytes']} bytes for one of "
-                              f"{replaced[-1][probe]['bytes']})" if supersedes else ""))
+                              f"{(replaced[-1][probe] or {}).get('bytes', 'an unrecorded size')})" if supersedes else ""))
         elif p["kind"] == "within a host":
             old_pairs.append(p)
             old.setdefault("intra_node", {})[p["sender_gpu"]] = new["intra_node"][p["sender_gpu"]]
