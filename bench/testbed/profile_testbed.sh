@@ -9,9 +9,12 @@
 #        environment: MODEL (gpt2-tiny), SEQ (the model's seq_len), MBS (1,2,4), TPS ("1 2": the
 #        TP degrees, each where the host has the slots), ACROSS_CLASSES (0; 1: the 7 repeats
 #        taken in rounds over every class, then combined: combine_profiles.py), NETWORK (1; 0:
-#        the layers only, no OUT_DIR/network.json)
+#        the layers only, no OUT_DIR/network.json), BUSY_CORES (0; 1: while the layers are
+#        profiled, every core runs a SCHED_IDLE spin loop, which takes only time no one else
+#        wants: a core whose device's quota stopped the ranks does not go idle, as in a run,
+#        whose other ranks keep the cores busy; bench/RESULTS.md, 2026-11-27 (7))
 set -euo pipefail
-[ $# -eq 3 ] || { sed -n '2,12p' "$0" >&2; exit 2; }
+[ $# -eq 3 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 cluster=$1 gpus=$2 out=$3
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 S="$here/build/sailor"
@@ -47,6 +50,22 @@ warn_busy() {
 	  "profile_testbed: warning: \($g) \(.key): the machine was busy on \(.value.machine_busy_cores * 100 | round / 100) cores against \($own) of the ranks: background load; these times may not repeat"' \
 	  "$out/profiles/$MODEL/$1.json" >&2 || true
 }
+spinners=()
+stop_spinners() {
+	local pid
+	for pid in "${spinners[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${spinners[@]}"; do wait "$pid" 2>/dev/null || true; done
+	spinners=()
+}
+trap stop_spinners EXIT
+if [ "${BUSY_CORES:-0}" = 1 ]; then
+	command -v chrt >/dev/null || { echo "profile_testbed: BUSY_CORES needs chrt (util-linux)" >&2; exit 1; }
+	for ((c = 0; c < $(nproc); c++)); do
+		# bounded: the layers of a testbed take minutes, never hours
+		timeout 7200 chrt --idle 0 taskset -c "$c" sh -c 'while :; do :; done' &
+		spinners+=("$!")
+	done
+fi
 if [ "${ACROSS_CLASSES:-0}" = 1 ]; then
 	# one repeat of every class and TP degree per round, REPEATS rounds, then each class's
 	# rounds combined (their medians): a slow spell of the machine falls on a few samples of
@@ -63,18 +82,21 @@ if [ "${ACROSS_CLASSES:-0}" = 1 ]; then
 	while read -r host gpu slots; do
 		python3 "$here/bench/testbed/combine_profiles.py" "$out/profiles/$MODEL/$gpu.json" \
 			"$out"/rounds/*/"$MODEL/$gpu.json"
-		for tp in $TPS; do [ "$tp" -gt "$slots" ] || warn_busy "$gpu" "$tp"; done
+		for tp in $TPS; do
+			[ "$tp" -gt "$slots" ] || [ "${BUSY_CORES:-0}" = 1 ] || warn_busy "$gpu" "$tp"
+		done
 	done <"$out/.classes"
 else
 	while read -r host gpu slots; do
 		for tp in $TPS; do
 			[ "$tp" -le "$slots" ] || continue
 			profile_one "$host" "$gpu" "$tp" "$REPEATS" "$out/profiles"
-			warn_busy "$gpu" "$tp"
+			[ "${BUSY_CORES:-0}" = 1 ] || warn_busy "$gpu" "$tp"
 		done
 	done <"$out/.classes"
 fi
 rm -f "$out/.classes"
+stop_spinners
 [ "${NETWORK:-1}" = 0 ] && exit 0
 echo "profile_testbed: the links" >&2
 # every pair's sizes up to 4 MiB, over links as slow as 8 Mbit/s: a testbed of five zones
