@@ -50,21 +50,12 @@ warn_busy() {
 	  "profile_testbed: warning: \($g) \(.key): the machine was busy on \(.value.machine_busy_cores * 100 | round / 100) cores against \($own) of the ranks: background load; these times may not repeat"' \
 	  "$out/profiles/$MODEL/$1.json" >&2 || true
 }
-spinners=()
-stop_spinners() {
-	local pid
-	for pid in "${spinners[@]}"; do kill "$pid" 2>/dev/null || true; done
-	for pid in "${spinners[@]}"; do wait "$pid" 2>/dev/null || true; done
-	spinners=()
-}
+source "$here/bench/testbed/spinners.sh"
 trap stop_spinners EXIT
 if [ "${BUSY_CORES:-0}" = 1 ]; then
 	command -v chrt >/dev/null || { echo "profile_testbed: BUSY_CORES needs chrt (util-linux)" >&2; exit 1; }
-	for ((c = 0; c < $(nproc); c++)); do
-		# bounded: the layers of a testbed take minutes, never hours
-		timeout 7200 chrt --idle 0 taskset -c "$c" sh -c 'while :; do :; done' &
-		spinners+=("$!")
-	done
+	# bounded: the layers of a testbed take minutes, never hours
+	for ((c = 0; c < $(nproc); c++)); do start_spinner 7200 chrt --idle 0 taskset -c "$c"; done
 fi
 if [ "${ACROSS_CLASSES:-0}" = 1 ]; then
 	# one repeat of every class and TP degree per round, REPEATS rounds, then each class's

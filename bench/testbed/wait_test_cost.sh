@@ -16,22 +16,13 @@ SLEEP_US=${SLEEP_US:-320} WINDOW_S=${WINDOW_S:-0.4} REPEATS=${REPEATS:-5}
 command -v mpicc >/dev/null || { echo "wait_test_cost: needs mpicc (Debian: libopenmpi-dev)" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work=$(mktemp -d)
-spinners=()
-stop_spinners() {
-	local pid
-	for pid in "${spinners[@]}"; do kill "$pid" 2>/dev/null || true; done
-	for pid in "${spinners[@]}"; do wait "$pid" 2>/dev/null || true; done
-	spinners=()
-}
+source "$here/bench/testbed/spinners.sh"
 trap 'stop_spinners; rm -rf "$work"' EXIT
 mpicc -O2 -o "$work/wait_test_cost" "$here/bench/testbed/wait_test_cost.c"
 limit=$(awk -v w="$WINDOW_S" -v r="$REPEATS" 'BEGIN { printf "%d", 60 + 2 * w * r }')
 one_case() { # name ranks busy_loops
 	local name=$1 ranks=$2 busy=$3 i
-	for ((i = 0; i < busy; i++)); do
-		timeout "$limit" sh -c 'while :; do :; done' &
-		spinners+=("$!")
-	done
+	for ((i = 0; i < busy; i++)); do start_spinner "$limit"; done
 	timeout "$limit" mpirun --oversubscribe -np "$ranks" "$work/wait_test_cost" "$SLEEP_US" \
 		"$WINDOW_S" "$REPEATS" >"$work/$name.txt"
 	stop_spinners
