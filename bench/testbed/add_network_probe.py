@@ -75,7 +75,8 @@ def main(argv):
             "from": new_path, "date": new["source"].get("date"), "what": added, "not": skipped,
             "why": "measured by a later bring-up of the same testbed: the burst, eager and "
                    "message probes and the within-host pair of every device type did not exist "
-                   "when this file was made, and its eager probe sent a smaller message"})
+                   "when this file was made" +
+                   (", and its eager probe sent a smaller message" if replaced else "")})
         if replaced:
             old["source"]["added"][-1]["replaced"] = replaced
         with open(old_path, "w") as f:
