@@ -62,8 +62,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	double sleep_us = argc == 8 ? atof(argv[7]) : 0;
-	struct timespec nap = {(time_t)(sleep_us / 1e6),
-			       (long)((sleep_us - 1e6 * (double)(time_t)(sleep_us / 1e6)) * 1e3)};
+	long long nap_ns = (long long)(sleep_us * 1e3);
+	struct timespec nap = {(time_t)(nap_ns / 1000000000), (long)(nap_ns % 1000000000)};
 	int first = atoi(argv[2]), last = atoi(argv[3]), mbs = atoi(argv[4]);
 	size_t evict_bytes = (size_t)(atof(argv[5]) * 1048576.0);
 	int rounds = atoi(argv[6]);
