@@ -5,8 +5,9 @@
 # THRESHOLDS (passed to every rank with mpirun -x), and prints each run's per-stage peak (VmHWM of
 # the stage's largest rank, `sailor run --json`) and median step time.
 #
-# Why: with ZeRO-1 and the non-blocking collectives, OpenMPI's libnbc mallocs a scratch of two
-# buffers the size of the reduce-scatter on every call and frees it after. Above glibc's mmap
+# Why: with the non-blocking collectives OpenMPI's libnbc mallocs a scratch at every call (two
+# buffers the size of the call for ZeRO-1's reduce-scatter, one for the ring all-reduce) and
+# frees it after. Above glibc's mmap
 # threshold the first one is mapped; its free raises the threshold, so later ones come from the
 # heap, where a small allocation may take the front of the freed block before the next call and
 # the next scratch is placed above it: the pages touched of both stay resident. A threshold below
