@@ -7,11 +7,11 @@
 #
 # Why: with the non-blocking collectives OpenMPI's libnbc mallocs a scratch at every call (two
 # buffers the size of the call for ZeRO-1's reduce-scatter, one for the ring all-reduce) and
-# frees it after. Above glibc's mmap
-# threshold the first one is mapped; its free raises the threshold, so later ones come from the
-# heap, where a small allocation may take the front of the freed block before the next call and
-# the next scratch is placed above it: the pages touched of both stay resident. A threshold below
-# the scratch (mapped and unmapped every call) or one fixed above it tells the two apart.
+# frees it after. Above glibc's mmap threshold the first one is mapped; its free raises the
+# threshold, so later ones come from the heap, where a small allocation may take the front of
+# the freed block before the next call and the next scratch is placed above it: the pages
+# touched of both stay resident. A threshold below the scratch (mapped and unmapped every call)
+# or one fixed above it tells the two apart.
 #
 # usage: bench/testbed/memory_modes.sh PLAN.json   environment: DESC (data/testbed/span3.json),
 #        MODEL (gpt2-tiny-six), GPUS (data/testbed/gpus-cpu-span3.json), RUNS (8), STEPS (20),
@@ -19,7 +19,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$here"
-[ $# -eq 1 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[ $# -eq 1 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
 plan=$(realpath "$1")
 DESC=${DESC:-data/testbed/span3.json} MODEL=${MODEL:-gpt2-tiny-six}
 GPUS=${GPUS:-data/testbed/gpus-cpu-span3.json} RUNS=${RUNS:-8} STEPS=${STEPS:-20}
