@@ -20,6 +20,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$here"
 [ $# -eq 1 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
+[ -f "$1" ] || { echo "memory_modes: no plan file '$1' (a sailor.plan/1 JSON file)" >&2; exit 2; }
 plan=$(realpath "$1")
 DESC=${DESC:-data/testbed/span3.json} MODEL=${MODEL:-gpt2-tiny-six}
 GPUS=${GPUS:-data/testbed/gpus-cpu-span3.json} RUNS=${RUNS:-8} STEPS=${STEPS:-20}

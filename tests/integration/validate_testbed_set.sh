@@ -2,8 +2,8 @@
 # The model of our runtime against the shipped runs of our runtime on the testbeds
 # (data/validation/testbed-*: geo3 and its -memopts set, the quad4 and tri3 sets measured once
 # on testbeds of other shapes, and pent5's, mix4's and span3's, each measured after the model's
-# changes of its day and left out of them): every run is predicted (the runtime model, not DeepSpeed's),
-# and the errors stay within a regression bound a little above today's figures
+# changes of its day and left out of them): every run is predicted (the runtime model, not
+# DeepSpeed's), and the errors stay within a regression bound a little above today's figures
 # (data/validation/README.md); they catch a model change that makes things worse. Not all of
 # them meet the targets (time 4% mean, 10% max): memopts' p2 d2 ZeRO plan is 8% fast, tri3's
 # one-host ZeRO and selective-recompute DP plans 11-13% fast, mix4's pipelines onto 1/7-core
