@@ -58,9 +58,8 @@ const struct sl_cli_command sl_cmd_profile = {
 	.summary = "measure layer times (this host) or link bandwidths (a cluster) for the simulator",
 	.description =
 		"Layers: runs the runtime's own embedding, transformer block and head (forward,\n"
-		"backward, AdamW), the block's attention core alone (what selective recomputation\n"
-		"reruns) and the block calling one copy of its weights (a stage of one block), for\n"
-		"each micro-batch size and TP degree, and writes\n"
+		"backward, AdamW), and the block's attention core alone (what selective\n"
+		"recomputation reruns), for each micro-batch size and TP degree, and writes\n"
 		"DIR/<MODEL>/<GPU>.json in the profile format `simulate --profiles DIR` reads, with\n"
 		"provenance (host, date, threads, OpenBLAS core, repeats, spread) and per-layer memory.\n"
 		"To measure a testbed device class, run it with the CPU of --tp devices of a host of\n"

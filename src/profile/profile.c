@@ -185,36 +185,6 @@ static int load_attention_share(json_t *entries, struct sl_profile_entry *e, str
 	return 0;
 }
 
-/* source.entries["mbs M tp T"].median_s.{forward,backward}_block_one_copy of a profile of our
- * runtime: the block timed calling one copy again and again (profiler.c), kept as ratios to the
- * entry's block times. Optional: profiles made before the profiler measured it have none
- * (ratios 0); both or neither. */
-static int load_one_block_ratios(json_t *entries, struct sl_profile_entry *e, struct sl_err *err)
-{
-	char key[64];
-	snprintf(key, sizeof(key), "mbs %d tp %d", e->mbs, e->tp);
-	json_t *med = json_object_get(json_object_get(entries, key), "median_s");
-	json_t *f1 = json_object_get(med, "forward_block_one_copy");
-	json_t *b1 = json_object_get(med, "backward_block_one_copy");
-	if (!f1 && !b1)
-		return 0;
-	json_t *f = json_object_get(med, "forward_block"), *b = json_object_get(med, "backward_block");
-	double vf1 = json_is_number(f1) ? json_number_value(f1) : -1;
-	double vb1 = json_is_number(b1) ? json_number_value(b1) : -1;
-	double vf = json_is_number(f) ? json_number_value(f) : -1;
-	double vb = json_is_number(b) ? json_number_value(b) : -1;
-	if (!(vf1 > 0) || !(vb1 > 0) || !(vf > 0) || !(vb > 0) || vf1 > 1e4 || vb1 > 1e4 ||
-	    vf > 1e4 || vb > 1e4)
-		return sl_err_set(err, SL_EINPUT, "source.entries.%s.median_s: expected "
-				  "forward_block_one_copy and backward_block_one_copy with "
-				  "forward_block and backward_block, all seconds above 0 (at most "
-				  "1e4); remove the two *_one_copy fields or profile again with "
-				  "`sailor profile`", key);
-	e->one_block_fwd_ratio = vf1 / vf;
-	e->one_block_bwd_ratio = vb1 / vb;
-	return 0;
-}
-
 int sl_profile_load(const char *path, int expected_layers, struct sl_profile **out,
 		    struct sl_err *err)
 {
@@ -279,8 +249,6 @@ int sl_profile_load(const char *path, int expected_layers, struct sl_profile **o
 			rc = load_memory(entries, &prof->entries[i], err);
 			if (!rc)
 				rc = load_attention_share(entries, &prof->entries[i], err);
-			if (!rc)
-				rc = load_one_block_ratios(entries, &prof->entries[i], err);
 		}
 		json_t *idle = json_object_get(json_object_get(root, "source"), "idle_wait");
 		if (!rc && idle)
@@ -316,8 +284,6 @@ void sl_profile_fold_layers(struct sl_profile *prof, const int *map)
 			e->bwd_s[t] = first_part ? b : e->bwd_s[t] + b;
 			e->update_s[t] = first_part ? u : (u > e->update_s[t] ? u : e->update_s[t]);
 		}
-		/* a plan layer may now hold several of the profile's blocks */
-		e->one_block_fwd_ratio = e->one_block_bwd_ratio = 0;
 	}
 	prof->num_layers = map[n - 1] + 1;
 }

@@ -51,14 +51,6 @@ struct sl_profile_entry {
 	 * (source.entries["mbs M tp T"].median_s: recompute_attention / forward_block; profiler.c);
 	 * 0: not measured (runtime_sailor profiles only) */
 	double attention_core_share;
-	/* a block's price when it is the only block its rank holds, over its price in the layer
-	 * times, forward and backward (source.entries["mbs M tp T"].median_s:
-	 * forward_block_one_copy / forward_block, backward_block_one_copy / backward_block;
-	 * profiler.c). The layer times are taken cycling through as many block copies as the model
-	 * has, as a stage runs its blocks each with its own weights; one block called again and
-	 * again finds its weights still in the cache. 0: not measured (runtime_sailor profiles
-	 * only; cleared by a fold that joins layers, where a plan layer is no longer one block). */
-	double one_block_fwd_ratio, one_block_bwd_ratio;
 	double *fwd_s;     /* [layer] */
 	double *bwd_s;     /* [layer] */
 	double *update_s;  /* [layer] (the same value in every layer in the shipped files) */

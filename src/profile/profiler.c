@@ -35,23 +35,16 @@
 #define MAX_TP 64
 #define SEED 4242
 
-/* Phases of one iteration, in the order they run. The last three are not a layer's own pass.
- * R_ATT: the attention core's forward (scores, softmax, weighted sum) rerun on a block forward
- * filled, what selective recomputation adds to a block's backward (gpt_layers.c). The core is
- * memory-bound, so its share of a block's time is not its share of the FLOPs; measured here,
- * the simulator uses it (sim/memory_options.c). F_BLK1, B_BLK1: the block's forward and
- * backward calling one copy again and again, as a stage that holds one block does: its weights
- * stay in the cache between calls, where F_BLK and B_BLK cycle through as many copies as the
- * model has blocks (run_rank). On the testbed's CPUs (1 MiB of L2 per core, a gpt2-tiny block
- * 0.9 MB of weights) one copy ran 8-15 % cheaper (bench/testbed/mbs1-pipeline-span3-2026-11-27);
- * the simulator prices a one-block stage with it (sim/env.c). Last, so that the other phases
- * run as they did without them. */
-enum { F_EMB, F_BLK, F_HEAD, B_HEAD, B_BLK, B_EMB, U_EMB, U_BLK, U_HEAD, R_ATT, F_BLK1, B_BLK1,
-       PHASES };
+/* Phases of one iteration, in the order they run. The last is not a layer's own pass: the
+ * attention core's forward (scores, softmax, weighted sum) rerun on a block forward filled, what
+ * selective recomputation adds to a block's backward (gpt_layers.c). The core is memory-bound,
+ * so its share of a block's time is not its share of the FLOPs; measured here, the simulator
+ * uses it (sim/memory_options.c). Last, so that the other phases run as they did without it. */
+enum { F_EMB, F_BLK, F_HEAD, B_HEAD, B_BLK, B_EMB, U_EMB, U_BLK, U_HEAD, R_ATT, PHASES };
 static const char *const phase_names[PHASES] = {
 	"forward_embedding", "forward_block", "forward_head", "backward_head", "backward_block",
 	"backward_embedding", "update_embedding", "update_block", "update_head",
-	"recompute_attention", "forward_block_one_copy", "backward_block_one_copy"};
+	"recompute_attention"};
 
 /* --- the in-process TP group ------------------------------------------------------------ */
 
@@ -260,8 +253,7 @@ static void *run_rank(void *arg)
 	}
 	/* A stage runs its blocks one after the other, each with its own weights, so a block's
 	 * weights are not in the cache when it runs again; one block called over and over keeps
-	 * them there. The block phases cycle through as many copies as the model has blocks;
-	 * the one-copy phases (F_BLK1, B_BLK1) call layers[1] only. */
+	 * them there. The block phases cycle through as many copies as the model has blocks. */
 	if (copies > 1)
 		block_copies = calloc((size_t)copies - 1, sizeof(*block_copies));
 	if (!rc && copies > 1 && !block_copies)
@@ -324,9 +316,6 @@ static void *run_rank(void *arg)
 			case U_BLK: rc = step_update(block_copy(layers, block_copies, forwarded, c), it + 1); break;
 			case U_HEAD: rc = step_update(&layers[2], it + 1); break;
 			case R_ATT: sl_gpt_layer_recompute_attention(block_copy(layers, block_copies, forwarded, c), &mb); break;
-			/* the backward finds the cache of F_BLK1's last call, as B_BLK finds F_BLK's */
-			case F_BLK1: rc = sl_gpt_layer_forward(&layers[1], &ws, &mb, emb_out, blk_out, NULL, &err); break;
-			case B_BLK1: rc = sl_gpt_layer_backward(&layers[1], &ws, &mb, emb_out, head_gin, blk_gin, 1.0f, &err); break;
 			}
 			if (counting) {
 				int more = w->id.id == 0 && sl_now_s() - t[p] < j->min_sample_s &&
@@ -681,10 +670,9 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 			json_object_set_new(entries_src, ek, e);
 			if (o->verbose)
 				fprintf(stderr, "profile: %s mbs %d tp %d: block forward %.3f ms, "
-					"backward %.3f ms (one copy %.3f, %.3f), update %.3f ms "
-					"(%.1f s)\n", model.name, o->mbs[a], o->tp[b],
-					1e3 * med[F_BLK], 1e3 * med[B_BLK], 1e3 * med[F_BLK1],
-					1e3 * med[B_BLK1], 1e3 * update, entry_wall[ei]);
+					"backward %.3f ms, update %.3f ms (%.1f s)\n", model.name,
+					o->mbs[a], o->tp[b], 1e3 * med[F_BLK], 1e3 * med[B_BLK],
+					1e3 * update, entry_wall[ei]);
 		}
 	}
 	/* A rank on a CPU quota waits asleep, but each test and wake-up costs CPU its budget pays

@@ -77,8 +77,6 @@ static int fill_profiled(struct sl_sim_env *env, int g, struct sl_err *err)
 		rc = sl_sim_fill_slot(env, slot, SL_TIME_PROFILED, e->fwd_s, e->bwd_s, fwd, bwd,
 				      e->update_s, per_param, err);
 		slot->attention_core_share = e->attention_core_share;
-		slot->one_block_fwd_ratio = e->one_block_fwd_ratio;
-		slot->one_block_bwd_ratio = e->one_block_bwd_ratio;
 	}
 	free(fwd);
 	free(bwd);
@@ -335,15 +333,6 @@ int sl_sim_layers_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, i
 	} else {
 		*fwd_s = s->fwd_prefix[last + 1] - s->fwd_prefix[first];
 		*bwd_s = s->bwd_prefix[last + 1] - s->bwd_prefix[first];
-		/* The tables price a block as one of a stage's several, each with its own weights
-		 * (the profiler cycles through the model's blocks); a rank holding one block calls
-		 * the same weights every micro-batch and finds them in the cache. Its embedding or
-		 * head, run in between, are priced as profiled. */
-		int k;
-		if (s->one_block_fwd_ratio > 0 && sl_sim_stage_blocks(env, first, last, &k, NULL) == 1) {
-			*fwd_s -= (1.0 - s->one_block_fwd_ratio) * (s->fwd_prefix[k + 1] - s->fwd_prefix[k]);
-			*bwd_s -= (1.0 - s->one_block_bwd_ratio) * (s->bwd_prefix[k + 1] - s->bwd_prefix[k]);
-		}
 	}
 	return 0;
 }

@@ -28,8 +28,6 @@ struct sl_time_slot {
 	double update_per_param_s;/* optimizer seconds per parameter held by the GPU (sailor) */
 	double attention_core_share; /* selective recomputation's work over a block's forward,
 				      * as profiled (sl_profile_entry); 0: not measured */
-	double one_block_fwd_ratio;  /* a block alone on its rank over the block in the tables, */
-	double one_block_bwd_ratio;  /* as profiled (sl_profile_entry); 0: not measured */
 };
 
 struct sl_sim_tables {
@@ -62,10 +60,8 @@ static inline const struct sl_time_slot *sl_sim_slot(const struct sl_sim_env *en
 }
 
 /* Forward and backward seconds per micro-batch of layers [first, last] on (gpu, mbs, tp) as the
- * time tables hold them, without memory options (env.c): SL_ENOTFOUND when there is none. Under
- * the sailor model a range of exactly one block prices that block at the profile's one-block
- * ratios where it has them (its weights stay in the cache). The public sl_sim_stage_fwd_bwd adds
- * the options (sim/memory_options.c). */
+ * time tables hold them, without memory options (env.c): SL_ENOTFOUND when there is none. The
+ * public sl_sim_stage_fwd_bwd adds the options (sim/memory_options.c). */
 int sl_sim_layers_fwd_bwd(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu, int mbs,
 			  int tp, int first, int last, double *fwd_s, double *bwd_s);
 /* Optimizer step seconds of layers [first, last] on (gpu, mbs, tp), without ZeRO-1 (env.c);

@@ -230,90 +230,6 @@ static void selective_recomputation_costs_the_profiled_attention_core(void **sta
 	sl_sim_env_free(measured);
 }
 
-/* A rank holding one block calls the same weights every micro-batch and finds them in the cache,
- * where the profile's layer times cycle through the model's blocks: the sailor model prices that
- * block at the profile's one-copy ratios (forward_block_one_copy / forward_block, backward
- * likewise), in the runtime model and the planner's stage time alike; a stage of two blocks, a
- * stage without a block, and a profile without the measurement keep the layer times. */
-static void a_stage_of_one_block_is_priced_at_its_one_copy_time(void **state)
-{
-	(void)state;
-	char measured_dir[] = "/tmp/sailor-test-sim-runtime-one-XXXXXX", path[512], text[8192];
-	assert_non_null(mkdtemp(measured_dir));
-	snprintf(path, sizeof(path), "%s/gpt2-tiny/cpu-fast.json", dir);
-	FILE *f = fopen(path, "r");
-	assert_non_null(f);
-	size_t n = fread(text, 1, sizeof(text) - 1, f);
-	fclose(f);
-	text[n] = '\0';
-	const char *key = "\"mbs 2 tp 1\": {";
-	char *at = strstr(text, key);
-	assert_non_null(at);
-	at += strlen(key);
-	char with[8192];
-	snprintf(with, sizeof(with), "%.*s\"median_s\": {\"forward_block\": %g, \"backward_block\": "
-		 "%g, \"forward_block_one_copy\": %g, \"backward_block_one_copy\": %g}, %s",
-		 (int)(at - text), text, F_BLK, B_BLK, 0.8 * F_BLK, 0.9 * B_BLK, at);
-	snprintf(path, sizeof(path), "%s/gpt2-tiny", measured_dir);
-	mkdir(path, 0777);
-	snprintf(path, sizeof(path), "%s/gpt2-tiny/cpu-fast.json", measured_dir);
-	write_file(path, with);
-	struct sl_sim_env *measured = NULL;
-	struct sl_err err = {0};
-	assert_int_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", measured_dir, &measured, &err),
-			 0);
-	/* a ratio without its partner names the entry and what to do */
-	snprintf(with, sizeof(with), "%.*s\"median_s\": {\"forward_block\": %g, "
-		 "\"forward_block_one_copy\": %g}, %s", (int)(at - text), text, F_BLK, 0.8 * F_BLK,
-		 at);
-	write_file(path, with);
-	struct sl_sim_env *half = NULL;
-	assert_int_not_equal(sl_sim_env_load_overlaid("gpt2-tiny", "data", measured_dir, &half,
-						      &err), 0);
-	assert_non_null(strstr(err.msg, "mbs 2 tp 1.median_s: expected forward_block_one_copy and "
-				"backward_block_one_copy"));
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/gpt2-tiny", measured_dir);
-	rmdir(path);
-	rmdir(measured_dir);
-	int g = sl_catalogue_gpu_index(&env->catalogue, "cpu-fast");
-	assert_true(g >= 0);
-	double fw, bw;
-	/* embedding + one block: the block at its one-copy time, the embedding as profiled */
-	assert_int_equal(sl_sim_layers_fwd_bwd(measured, SL_COST_SAILOR, g, 2, 1, 0, 1, &fw, &bw), 0);
-	assert_true(fabs(fw - (F_EMB + 0.8 * F_BLK)) < 1e-12 && fabs(bw - (B_EMB + 0.9 * B_BLK)) < 1e-12);
-	struct sl_sim_replica_query q = {.gpu = g, .mbs = 2, .tp = 1, .first_layer = 0, .last_layer = 1};
-	assert_int_equal(sl_sim_stage_fwd_bwd(measured, SL_COST_SAILOR, &q, &fw, &bw), 0);
-	assert_true(fabs(fw - (F_EMB + 0.8 * F_BLK)) < 1e-12);
-	/* full recomputation reruns the block's forward at the same price */
-	q.recompute = SL_RECOMPUTE_FULL;
-	assert_true(fabs(sl_sim_stage_recompute_s(measured, SL_COST_SAILOR, &q) - 0.8 * F_BLK) < 1e-12);
-	/* two blocks, the head alone, no measurement, the SOSP'25 model: the layer times */
-	assert_int_equal(sl_sim_layers_fwd_bwd(measured, SL_COST_SAILOR, g, 2, 1, 1, 2, &fw, &bw), 0);
-	assert_true(fabs(fw - 2 * F_BLK) < 1e-12 && fabs(bw - 2 * B_BLK) < 1e-12);
-	assert_int_equal(sl_sim_layers_fwd_bwd(measured, SL_COST_SAILOR, g, 2, 1, 5, 5, &fw, &bw), 0);
-	assert_true(fabs(fw - F_HEAD) < 1e-12);
-	assert_int_equal(sl_sim_layers_fwd_bwd(env, SL_COST_SAILOR, g, 2, 1, 0, 1, &fw, &bw), 0);
-	assert_true(fabs(fw - (F_EMB + F_BLK)) < 1e-12);
-	assert_int_equal(sl_sim_layers_fwd_bwd(measured, SL_COST_SOSP25, g, 2, 1, 0, 1, &fw, &bw), 0);
-	assert_true(fabs(fw - (F_EMB + F_BLK)) < 1e-12);
-	/* a pipeline of one micro-batch whose first stage holds one block: stage 0's forward and
-	 * backward are on the critical path, so the step is shorter by what they saved */
-	struct sl_plan plan;
-	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 2, \"micro_batch\": 2, "
-		  "\"stages\": [{\"layers\": [0, 1], \"replicas\": [{\"gpu\": \"cpu-fast\", "
-		  "\"zone\": \"us-central1-a\"}]}, {\"layers\": [2, 5], \"replicas\": [{\"gpu\": "
-		  "\"cpu-fast\", \"zone\": \"us-central1-a\"}]}]}", &plan);
-	static struct sl_sim_result cycled, one_copy;
-	assert_int_equal(sl_simulate(env, &plan, SL_COST_SAILOR, &cycled, &err), 0);
-	assert_int_equal(sl_simulate(measured, &plan, SL_COST_SAILOR, &one_copy, &err), 0);
-	assert_true(one_copy.runtime_sailor);
-	assert_true(fabs(cycled.iteration_time_s - one_copy.iteration_time_s -
-			 (0.2 * F_BLK + 0.1 * B_BLK)) < 1e-9);
-	sl_plan_free(&plan);
-	sl_sim_env_free(measured);
-}
-
 static void pipeline_keeps_min_p_k_n_slots_and_waits_for_transfers(void **state)
 {
 	(void)state;
@@ -1011,7 +927,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(one_rank_is_its_micro_batches_plus_the_update),
 		cmocka_unit_test(selective_recomputation_costs_the_profiled_attention_core),
-		cmocka_unit_test(a_stage_of_one_block_is_priced_at_its_one_copy_time),
 		cmocka_unit_test(pipeline_keeps_min_p_k_n_slots_and_waits_for_transfers),
 		cmocka_unit_test(data_parallel_adds_an_allreduce_and_halves_the_work),
 		cmocka_unit_test(a_cpu_quota_device_runs_in_bursts),
