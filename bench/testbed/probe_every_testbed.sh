@@ -11,9 +11,10 @@
 set -euo pipefail
 [ $# -ge 1 ] || { sed -n '2,10p' "$0" >&2; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$here"
-out=$1
+mkdir -p "$1"
+out=$(cd "$1" && pwd) # the caller's folder, before this moves to the repository
 shift
+cd "$here"
 [ "$(id -u)" -eq 0 ] || { echo "probe_every_testbed: needs root (the testbed)" >&2; exit 1; }
 # testbed -> the validation set whose model and device catalogue it uses
 declare -A set_of=([geo3]=testbed-geo3-gpt2tiny [quad4]=testbed-quad4-gpt2tiny-wide
