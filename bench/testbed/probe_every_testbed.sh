@@ -22,13 +22,15 @@ declare -A set_of=([geo3]=testbed-geo3-gpt2tiny [quad4]=testbed-quad4-gpt2tiny-w
 	[mix4]=testbed-mix4-gpt2tiny-five [span3]=testbed-span3-gpt2tiny-six)
 testbeds=("$@")
 [ ${#testbeds[@]} -gt 0 ] || testbeds=(geo3 quad4 tri3 pent5 mix4 span3)
+for t in "${testbeds[@]}"; do # every name checked before anything is brought up
+	[ -n "${set_of[$t]:-}" ] || { echo "probe_every_testbed: unknown testbed '$t' (one of ${!set_of[*]})" >&2; exit 2; }
+done
 [ -x build/sailor ] || make -s -j2
 up=""
 cleanup() { [ -z "$up" ] || scripts/testbed down "$up" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 for t in "${testbeds[@]}"; do
-	set=${set_of[$t]:-}
-	[ -n "$set" ] || { echo "probe_every_testbed: unknown testbed '$t' (one of ${!set_of[*]})" >&2; exit 2; }
+	set=${set_of[$t]}
 	env_dir=data/validation/$set/env
 	model=$(basename "$(ls -d "$env_dir"/profiles/*/ | head -1)")
 	desc=data/testbed/$t.json
