@@ -6,8 +6,10 @@
 # largest spread. No testbed is needed: it reads files only.
 #
 # usage: bench/testbed/prediction_repeatability.sh MODEL SET_DIR RUN_DIR...
+#        environment: GPUS (data/testbed/gpus-cpu.json; the testbed's own file where it has one,
+#        e.g. data/testbed/gpus-cpu-span3.json)
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,9p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,11p' "$0" >&2; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 model=$1 set=$2
 shift 2
@@ -16,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 i=0
 for run in "$@"; do
 	"$here/build/sailor" validate --model "$model" "$set" --profiles "$run/profiles" \
-		--gpus "$here/data/testbed/gpus-cpu.json" --network "$run/network.json" \
+		--gpus "${GPUS:-$here/data/testbed/gpus-cpu.json}" --network "$run/network.json" \
 		--cluster "$run/cluster.json" --json >"$tmp/$i.json"
 	i=$((i + 1))
 done
