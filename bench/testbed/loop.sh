@@ -16,7 +16,7 @@
 # at the end unless KEEP_TESTBED=1. Needs root (namespaces, tc, cgroups), mpirun, jq, python3.
 #
 # usage: bench/testbed/loop.sh [OUT]    environment: DESC (testbed description, default
-#        data/testbed/hetero2.json), STEPS (10), ROUNDS (2), GPUS (data/testbed/gpus-cpu.json),
+#        data/testbed/hetero2.json), STEPS (10), ROUNDS (3), GPUS (data/testbed/gpus-cpu.json),
 #        GLOBAL_BATCH (32), MODEL (gpt2-tiny), SEQ (the model's seq_len), MBS (1,2,4), SKIP_PROFILE=DIR (reuse
 #        profiles DIR/profiles and DIR/network.json from an earlier loop), ACROSS_CLASSES (1: the
 #        classes' profile repeats taken in rounds over every class, profile_testbed.sh; 0: each
@@ -28,7 +28,7 @@ out=${1:-$(mktemp -d /tmp/sailor-loop-XXXXXX)}
 mkdir -p "$out"
 DESC=${DESC:-data/testbed/hetero2.json}
 STEPS=${STEPS:-10}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-3}
 G=${GLOBAL_BATCH:-32}
 MODEL=${MODEL:-gpt2-tiny}
 model_file=$MODEL; [ -f "$model_file" ] || model_file=data/models/$MODEL.json
