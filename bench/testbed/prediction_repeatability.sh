@@ -9,7 +9,7 @@
 #        environment: GPUS (data/testbed/gpus-cpu.json; the testbed's own file where it has one,
 #        e.g. data/testbed/gpus-cpu-span3.json)
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,11p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,10p' "$0" >&2; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 model=$1 set=$2
 shift 2
