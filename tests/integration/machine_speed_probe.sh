@@ -8,10 +8,12 @@ cd "$(dirname "$0")/../.."
 source tests/lib/common.sh
 [ -x "$PY" ] || skip "python3 is missing"
 need_tool cc
-INTERVAL_MS=100 COPIES=2 MINUTE_S=1 timeout 120 bash bench/testbed/machine_speed.sh 2 "$work/ms" \
+INTERVAL_MS=100 COPIES=2 MINUTE_S=10 timeout 120 bash bench/testbed/machine_speed.sh 2 "$work/ms" \
 	>"$work/out" 2>"$work/err" || { cat "$work/err"; die "machine_speed.sh failed"; }
 samples=$(grep -vc '^#' "$work/ms/samples.txt")
-check "one sample per interval (2 s at 100 ms: $samples)" '[ "$samples" -ge 15 ] && [ "$samples" -le 22 ]'
+# at most one sample per interval; fewer only where a sample's work outlasts its interval (a
+# loaded machine), never fewer than the summary's 5 per bucket on anything that runs the suite
+check "no more than one sample per interval (2 s at 100 ms: $samples)" '[ "$samples" -ge 5 ] && [ "$samples" -le 22 ]'
 check "each sample: time, cpu, block us, alu us, copy" \
 	'awk "!/^#/ && (NF != 5 || \$3 <= 0 || \$4 <= 0 || (\$5 != 0 && \$5 != 1)) { bad = 1 } END { exit bad }" "$work/ms/samples.txt"'
 check "both copies timed" '[ "$(awk "!/^#/ { print \$5 }" "$work/ms/samples.txt" | sort -u | wc -l)" -eq 2 ]'
