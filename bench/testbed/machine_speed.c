@@ -78,7 +78,11 @@ int main(int argc, char **argv)
 	}
 	sl_cpu_set_threads(1);
 	/* block 1: a middle block, neither the embedding's nor the head's stage */
-	struct sl_gpt stage[64];
+	struct sl_gpt *stage = calloc((size_t)copies, sizeof(*stage));
+	if (!stage) {
+		fprintf(stderr, "machine_speed: out of memory\n");
+		return 1;
+	}
 	for (int c = 0; c < copies; c++) {
 		if (sl_gpt_init_slots(&stage[c], &model, 1, 1, mbs, model.seq_len, 1, 1, 0, NULL, 1,
 				      &err)) {
@@ -137,6 +141,7 @@ int main(int argc, char **argv)
 	printf("# end (%llu)\n", (unsigned long long)(keep & 1));
 	for (int c = 0; c < copies; c++)
 		sl_gpt_free(&stage[c]);
+	free(stage);
 	free(ids);
 	free(input);
 	free(grad_out);

@@ -52,6 +52,9 @@ def main():
     for t, cpu, block, alu, _ in rows:
         buckets.setdefault(int(t // minute), []).append((block, alu))
     keys = sorted(k for k in buckets if len(buckets[k]) >= 5)
+    if not keys:
+        sys.exit(f"machine_speed_summary: {sys.argv[1]}: no bucket of {minute:g} s holds 5 "
+                 f"samples: sample for longer, or give a longer MINUTE_S")
     block_m = [statistics.median(b for b, _ in buckets[k]) for k in keys]
     alu_m = [statistics.median(a for _, a in buckets[k]) for k in keys]
     print(f"{len(rows)} samples over {rows[-1][0]:.0f} s, {len(keys)} buckets of {minute:.0f} s")

@@ -27,4 +27,7 @@ expect_error "a duration that is not a number" 2 "DURATION_S must be a whole num
 check "nothing measured for it" '[ ! -e "$work/bad" ]'
 expect_error "a summary of no samples" 1 "fewer than 2 samples" \
 	-- "$PY" bench/testbed/machine_speed_summary.py /dev/null
+head -n 4 "$work/ms/samples.txt" >"$work/few.txt"
+expect_error "a summary of too few samples for a bucket" 1 "no bucket of 60 s holds 5 samples" \
+	-- "$PY" bench/testbed/machine_speed_summary.py "$work/few.txt"
 finish
