@@ -4,9 +4,10 @@
 # the first zone that has two, B on the first host of a zone in another region (else another
 # zone). A sends B BYTES alone, while B sends A as much, and while B sends C as much; then ring
 # all-reduces of BYTES over A and B and over A, B, C (libnbc's ring, as the runtime asks for);
-# prints A -> B's median time and rate in each. The runtime model slows a ring's hop between hosts to
-# the two-rank all-reduce's rate where the ring loads the link the other way
-# (runtime_collectives.c, ring_loads_reverse); this says which other way counts.
+# prints A -> B's median time and rate in each. Outside the quotas and polling, traffic to C
+# slows A -> B as much as traffic back to A; the runtime's own rings (in the quotas, waiting
+# asleep) are slowed only by traffic back to the sender's host (ring_sync_runs.sh; the model's
+# ring_loads_reverse follows the runs; bench/RESULTS.md, 2026-11-28 (12)).
 # Needs root (the testbed), mpicc, jq.
 #
 # With RING_HOSTS ("HOST:SLOTS ..."), then a ring all-reduce of each of RING_BYTES over those
@@ -20,7 +21,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$here"
-[ $# -le 1 ] || { sed -n '2,19p' "$0" >&2; exit 2; }
+[ $# -le 1 ] || { sed -n '2,20p' "$0" >&2; exit 2; }
 out=${1:-/dev/stdout}
 DESC=${DESC:-data/testbed/span3.json} BYTES=${BYTES:-1048576 4194304} REPEATS=${REPEATS:-5}
 RING_HOSTS=${RING_HOSTS:-} RING_BYTES=${RING_BYTES:-5557504}

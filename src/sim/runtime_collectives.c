@@ -9,8 +9,9 @@
  *              paced by the slowest hop of the ring (rank order): a step is the slower of the
  *              hop's point-to-point send and MPI's copies and sums on the receiving device (half
  *              of the two-rank all-reduce the network profile measured within a host of that
- *              type, when it has one); a hop between hosts whose link the ring also loads the
- *              other way moves its chunk no faster than the two-rank all-reduce measured
+ *              type, when it has one); a hop between hosts that the ring also loads the other
+ *              way, back from the receiving host to the sending one (ring_loads_reverse),
+ *              moves its chunk no faster than the two-rank all-reduce measured
  *              between those hosts' zones and types at the size that moves what the whole call
  *              moves each way, 2(m-1) chunks (both_ways_s: TCP's acknowledgements queue behind
  *              the other direction's data, longer the longer both ways stay loaded).
@@ -55,18 +56,18 @@ double sl_rt_reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *rb
 	return gbps > 0 ? 0.5 * (2 * bytes / 1e9) / gbps : 0;
 }
 
-/* Whether the ring's hop i (members[i] -> members[i + 1]) between two hosts shares its link with
- * traffic the other way: another hop that sends from the receiving host to the sender's zone
- * (the testbed shapes a host's link per destination zone; the sender's TCP acknowledgements
- * queue behind that data). */
-static int ring_loads_reverse(const struct sl_role_table *t, const struct sl_rt_rank *st,
-			      const int *members, int m, int i)
+/* Whether the ring's hop i (members[i] -> members[i + 1]) between two hosts carries traffic
+ * the other way: another hop of the ring that sends from the receiving host back to the
+ * sending host. Only that pair counts: in the runtime's rings on the testbed, a slow hop whose
+ * receiver sends on to the sender's host ran at 77-88 % of the link's rate, one whose receiver
+ * sends to another host of the sender's zone at 97-100 % (bench/RESULTS.md, 2026-11-28 (12);
+ * the same class of the receiver's link carries that traffic, but the ring was not slowed). */
+static int ring_loads_reverse(const struct sl_rt_rank *st, const int *members, int m, int i)
 {
 	int a = members[i], b = members[(i + 1) % m];
 	for (int j = 0; j < m; j++) {
 		int c = members[j], d = members[(j + 1) % m];
-		if (st[c].host == st[b].host && st[d].host != st[c].host &&
-		    t->roles[d].zone == t->roles[a].zone)
+		if (st[c].host == st[b].host && st[d].host == st[a].host)
 			return 1;
 	}
 	return 0;
@@ -155,7 +156,7 @@ static double ring_allreduce_s(struct sl_rt_replay *x, const int *members, int m
 					wire = sl_rt_link_s(env, ra, st[a].host, rb, st[b].host,
 							    chunk);
 					if (between_hosts &&
-					    ring_loads_reverse(t, st, members, m, i))
+					    ring_loads_reverse(st, members, m, i))
 						wire = fmax(wire, both_ways_s(env, ra, rb, chunk,
 									      2 * (m - 1) * chunk));
 					if (between_hosts)
