@@ -28,16 +28,8 @@ read -r sender receiver <<<"$(jq -r '
 addr() { jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .address' "$work/cluster.json"; }
 printf "%s slots=1\n%s slots=1\n" "$(addr "$sender")" "$(addr "$receiver")" >"$work/hosts"
 # the cluster's own launch arguments, less the slot agent that would put the ranks in quotas
-mapfile -t all < <(jq -r '.launch.mpirun_args[]' "$work/cluster.json")
-launch=()
-for ((i = 0; i < ${#all[@]}; i++)); do
-	if [ "${all[i]}" = --mca ] && [ "${all[i + 1]:-}" = orte_fork_agent ]; then
-		i=$((i + 2)) # --mca orte_fork_agent PATH
-		continue
-	fi
-	launch+=("${all[i]}")
-done
-agent=$(jq -r .launch.agent "$work/cluster.json")
+source "$here/bench/testbed/outside_quotas.sh"
+outside_quotas_launch "$work/cluster.json"
 {
 	echo "# rendezvous_probe $(date -u +%Y-%m-%dT%H:%MZ), testbed $name: $sender -> $receiver" \
 	     "($(jq -r .links.world.bandwidth_mbit "$DESC") Mbit/s), OpenMPI $(ompi_info --version 2>/dev/null | sed -n 's/^Open MPI v//p' | head -1)"

@@ -46,16 +46,8 @@ done
 # rank 0 on A, 1 on B, 2 on C
 printf "%s slots=1\n%s slots=1\n%s slots=1\n" "$(addr "$host_a")" "$(addr "$host_b")" "$(addr "$host_c")" >"$work/hosts"
 # the cluster's own launch arguments, less the slot agent that would put the ranks in quotas
-mapfile -t all < <(jq -r '.launch.mpirun_args[]' "$work/cluster.json")
-launch=()
-for ((i = 0; i < ${#all[@]}; i++)); do
-	if [ "${all[i]}" = --mca ] && [ "${all[i + 1]:-}" = orte_fork_agent ]; then
-		i=$((i + 2)) # --mca orte_fork_agent PATH
-		continue
-	fi
-	launch+=("${all[i]}")
-done
-agent=$(jq -r .launch.agent "$work/cluster.json")
+source "$here/bench/testbed/outside_quotas.sh"
+outside_quotas_launch "$work/cluster.json"
 zone_of() { jq -r --arg h "$1" '.zones[] | select(any(.hosts[]; .name == $h)) | .name' "$DESC"; }
 {
 	echo "# reverse_load_probe $(date -u +%Y-%m-%dT%H:%MZ), testbed $(jq -r .name "$DESC"):" \

@@ -8,10 +8,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 source tests/lib/common.sh
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, tc, cgroups)"
-for c in ip tc jq mpirun timeout; do command -v $c >/dev/null || skip "$c is missing (scripts/install-deps.sh)"; done
-ip netns add sailor-tbprobe 2>/dev/null || skip "cannot create network namespaces here"
-ip netns del sailor-tbprobe
+need_testbed
 export SAILOR_TESTBED_STATE=$work/state
 desc=$work/tb.json
 cat >"$desc" <<'JSON'

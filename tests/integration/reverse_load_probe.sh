@@ -7,10 +7,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 source tests/lib/common.sh
-need_root
-for c in ip tc jq mpicc mpirun timeout; do need_tool "$c"; done
-ip netns add sailor-rlprobe 2>/dev/null || skip "cannot create network namespaces here"
-ip netns del sailor-rlprobe
+need_testbed
+need_tool mpicc
 export SAILOR_TESTBED_STATE=$work/state
 desc=$work/rl.json
 cat >"$desc" <<'JSON'

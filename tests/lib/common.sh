@@ -30,6 +30,18 @@ need_python() {
 # need_root: skips unless root (network namespaces, cgroups, daemons)
 need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root"; }
 
+# need_testbed: skips unless scripts/testbed can run here: root, its tools, and a network
+# namespace this script may create (and removes at once)
+need_testbed() {
+	[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, tc, cgroups)"
+	local c
+	for c in ip tc jq mpirun timeout; do
+		command -v "$c" >/dev/null || skip "$c is missing (scripts/install-deps.sh)"
+	done
+	ip netns add sailor-tbprobe 2>/dev/null || skip "cannot create network namespaces here"
+	ip netns del sailor-tbprobe
+}
+
 # use_mpi: skips without mpirun; lets OpenMPI run as root and with more ranks than cores
 use_mpi() {
 	need_tool mpirun "scripts/install-deps.sh installs openmpi-bin"
