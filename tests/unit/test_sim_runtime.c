@@ -493,7 +493,7 @@ static void envs_with_allreduce(const char *kind, const char *zone_b, const char
 	out[1] = env_with_allreduce(kind, zone_b, sizes, a1, a0);
 }
 
-/* A cluster of cpu-fast hosts from "name zone slots" triples, for the ranks' placement. */
+/* A cluster file of the hosts hosts_json lists (JSON host objects), for the ranks' placement. */
 static void cluster_of(const struct sl_sim_env *e, const char *hosts_json, struct sl_cluster *out)
 {
 	char text[1024];
