@@ -143,7 +143,8 @@ def probe_gaps(paths, plans):
 
 
 def predict(sailor, plans_dir, paths):
-    """{plan key: (file, time error, real s, simulated s)} of one bring-up, by `sailor validate`."""
+    """({plan key: (file, time error, real s, simulated s, description)}, the probes its files
+    lack) of one bring-up, by `sailor validate`."""
     files = sorted(f for f in glob.glob(os.path.join(plans_dir, "*.json")))
     plans = {os.path.basename(f): load_json(f) for f in files}
     plans = {f: p for f, p in plans.items() if isinstance(p, dict) and "measured" in p}
@@ -210,7 +211,7 @@ def bringup_offsets(bringups, keys):
 
 
 def split(bringups):
-    """The decomposition over bring-ups, each a {plan key: (file, error, real, sim)}."""
+    """The decomposition over bring-ups, each a {plan key: (file, error, real, sim, description)}."""
     keys = []
     for errors in bringups:
         keys.extend(k for k in errors if k not in keys)
