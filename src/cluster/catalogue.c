@@ -82,7 +82,7 @@ static const char *const gpu_fields[] = {"name", "memory_bytes", "gpus_per_node"
 					 "peak_fp32_flops", "peak_tensor_flops",
 					 "memory_bandwidth_bps", "runtime_overhead_bytes",
 					 "nccl_buffer_bytes", "network_as", "estimate_from", "cpu_quota",
-					 "note"};
+					 "speed_spells", "note"};
 
 static int check_fields(const json_t *obj, const char *ctx, const char *const *allowed, size_t n,
 			struct sl_err *err)
@@ -191,6 +191,22 @@ static int load_gpus(const char *path, struct sl_catalogue *cat, struct sl_err *
 			else {
 				t->cpu_quota_cores = json_number_value(c);
 				t->cpu_quota_period_s = json_number_value(p);
+			}
+		}
+		json_t *spells = json_object_get(g, "speed_spells");
+		if (!rc && spells) {
+			json_t *f = json_object_get(spells, "fraction"),
+			       *d = json_object_get(spells, "slowdown");
+			if (!json_is_object(spells) || json_object_size(spells) != 2 ||
+			    !json_is_number(f) || !json_is_number(d) ||
+			    !(json_number_value(f) >= 0) || !(json_number_value(f) < 1) ||
+			    !(json_number_value(d) >= 0) || !(json_number_value(d) <= 4))
+				rc = sl_err_set(err, SL_EINPUT, "%s.speed_spells: expected {\"fraction\": "
+						"0 to below 1 (of the time), \"slowdown\": 0 to 4 (0.14: "
+						"14 %% slower)}", ctx);
+			else {
+				t->spell_fraction = json_number_value(f);
+				t->spell_slowdown = json_number_value(d);
 			}
 		}
 		if (!rc && t->memory_bytes <= 0)

@@ -48,6 +48,13 @@ struct sl_gpu_type {
 	 * stopped for the rest (Linux CFS bandwidth control). 0: not a quota (a GPU). */
 	double cpu_quota_cores;
 	double cpu_quota_period_s;
+	/* A device whose speed wanders (gpus.json "speed_spells": {"fraction", "slowdown"}): for
+	 * `fraction` of the time its layers run `slowdown` slower than at its usual speed, in spells
+	 * longer than a step (the testbed's vCPUs: bench/testbed/machine_speed.sh). One device is
+	 * as fast as its profile on average; a sync of several waits for the slowest of them
+	 * (sim/time_runtime.c). 0: a steady device. */
+	double spell_fraction;
+	double spell_slowdown;
 };
 
 struct sl_zone {

@@ -34,6 +34,9 @@ struct sl_rt_rank {
 	int pc;             /* next instruction */
 	int host;           /* placement: a host index (cluster file) or the replica's own */
 	double fwd_s, bwd_s, update_s;
+	/* a device whose speed wanders (catalogue speed_spells): the share of the time it runs
+	 * slowdown slower, and the factor on this draw's forward and backward passes */
+	double spell_fraction, spell_slowdown, pass_factor;
 	double gather_s;    /* ZeRO-1's all-gather of the updated parameters, after the update */
 	double compute_s, wait_s;
 	double reduce_arrive_s, sync_end_s;

@@ -45,6 +45,10 @@
  *              and stands still for the rest, and its ranks wait asleep (runtime_cpu_quota.c).
  *              The periods' phases are nobody's to know: the step time is the mean over
  *              PHASE_DRAWS spreads of them.
+ *   spells     a device whose speed wanders (catalogue speed_spells) is slow for part of the
+ *              time, in spells longer than a step, each rank's device on its own: each draw
+ *              puts every rank in or out of a spell (spell_factor), so that the mean over the
+ *              draws is the profile's speed for one rank and the slowest of several for a sync.
  *   memory     peak resident memory of the process, per rank (runtime_memory.c); a stage
  *              reports its rank with the highest share of its device.
  *   timeline   with env->timeline set, the timed step of the first draw is recorded span by
@@ -175,6 +179,7 @@ struct runtime_sim {
 	double *round_done;        /* [2W] doubles: the collectives' scratch */
 	int W, hosts;
 	int quota;                 /* some rank's device is a CPU quota */
+	int spells;                /* some rank's device has speed spells */
 	struct sl_timeline *rec;   /* the spans of the step being recorded, NULL: none */
 	double rec_origin_s;       /* that step's start */
 };
@@ -281,6 +286,8 @@ static int init_ranks(struct runtime_sim *s, struct sl_sim_result *out, struct s
 		if (ps->zero && D > 1) /* each rank updates 1/m of the stage */
 			st[r].update_s /= sl_rt_stage_sync_group_size(plan, ro->stage);
 		const struct sl_gpu_type *gt = &env->catalogue.gpus[ro->gpu];
+		st[r].spell_fraction = gt->spell_fraction;
+		st[r].spell_slowdown = gt->spell_slowdown;
 		st[r].quota_cores = gt->cpu_quota_cores;
 		st[r].period_s = gt->cpu_quota_period_s;
 		const struct sl_profile *prof = env->profiles[ro->gpu];
@@ -293,14 +300,44 @@ static int init_ranks(struct runtime_sim *s, struct sl_sim_result *out, struct s
 	return 0;
 }
 
-/* Starts phase draw `draw`: every rank at time 0 with no budget used, its periods shifted by
- * the draw's phase, and every link free. */
+/* The factor on the passes of a replica's ranks (`replica`: its first rank) in draw `draw` of
+ * PHASE_DRAWS: 1 + slowdown in the draws it spends in a spell, 1 in the others, over the mean
+ * of those, so that the draws average to the profile's speed (a profile samples the device in
+ * and out of spells as a run does). The draws in a spell are a Beatty sequence of the
+ * fraction, shifted per replica by a golden-ratio step: every replica has round(fraction x
+ * draws) of them, give or take one, and two replicas have theirs in different draws. The probe behind the figures
+ * (bench/testbed/machine_speed.sh, pinned to each vCPU) saw the spells of one vCPU and the
+ * other's at different times; a rank stays on the vCPU it woke on for many steps (the slower of
+ * two identical ranks reached the sync last in 29 of 29 steps, bench/testbed/rank_skew.py). */
+static double spell_factor(const struct sl_rt_rank *rank, int replica, int draw)
+{
+	double f = rank->spell_fraction, slow = rank->spell_slowdown;
+	if (!(f > 0 && slow > 0))
+		return 1;
+	double shift = 0.6180339887 * (replica + 1) + 0.5;
+	shift -= floor(shift);
+	int in_spell = floor(f * (draw + 1) + shift) > floor(f * draw + shift);
+	double spells = floor(f * PHASE_DRAWS + shift) - floor(shift);
+	if (spells <= 0)
+		return 1;
+	return (1 + (in_spell ? slow : 0)) / (1 + slow * spells / PHASE_DRAWS);
+}
+
+/* Starts draw `draw`: every rank at time 0 with no budget used, its periods shifted by the
+ * draw's phase, in or out of a spell, and every link free. */
 static void start_draw(struct runtime_sim *s, int draw)
 {
 	struct sl_rt_rank *st = s->st;
 	for (int r = 0; r < s->W; r++) {
 		double u = 0.6180339887 * (r + 1) + 0.7548776662 * draw;
 		st[r].phase_s = s->quota ? (u - floor(u)) * st[r].period_s : 0;
+		/* a TP group's ranks share their replica's spells: measured, their passes slow and
+		 * speed up together (two TP pairs' CPU per pass step by step in
+		 * bench/testbed/timeline-quad4-2026-11-27 a07 and timeline-pent5-2026-11-27 c05),
+		 * where two data-parallel replicas stay apart for many steps */
+		const struct sl_role *ro = &s->t.roles[r];
+		int replica = s->t.replica_first_rank[ro->stage * s->t.num_pipelines + ro->pipeline];
+		st[r].pass_factor = spell_factor(&st[r], replica, draw);
 		st[r].clock = 0;
 		st[r].used_s = st[r].cpu_s = st[r].tests = 0;
 		st[r].awake = 0;
@@ -356,7 +393,8 @@ static void execute(struct runtime_sim *s, int r)
 	case SL_INSTR_FORWARD:
 	case SL_INSTR_BACKWARD: {
 		double t0 = me->clock, cpu0 = me->cpu_s;
-		sl_rt_run_work(me, in->op == SL_INSTR_FORWARD ? me->fwd_s : me->bwd_s);
+		sl_rt_run_work(me, (in->op == SL_INSTR_FORWARD ? me->fwd_s : me->bwd_s) *
+					   me->pass_factor);
 		me->compute_s += me->clock - t0;
 		record(s, r, in->op, in->microbatch, t0, me->clock, me->cpu_s - cpu0);
 		break;
@@ -660,7 +698,8 @@ static void rank_memories(const struct runtime_sim *s, struct sl_sim_result *out
  * quotas have periods whose phases nobody knows (each cgroup keeps its own timer), and a
  * message that reaches a throttled rank waits for its next period: the step time is the mean
  * over PHASE_DRAWS spreads of phases (golden-ratio sequences, so the draws cover [0, period)
- * evenly and the result is deterministic). With such devices every rank runs the collectives
+ * evenly and the result is deterministic), and of which ranks are in a speed spell
+ * (spell_factor). With such devices every rank runs the collectives
  * as their non-blocking forms (comm.h), which OpenMPI's libnbc serves: ZeRO-1's are timed as
  * it runs them (sl_rt_zero_reduce_scatter, sl_rt_zero_allgather); MPI's blocking ones move a
  * ring's bytes, as the all-reduce. */
@@ -670,9 +709,12 @@ static int replay(struct runtime_sim *s, struct sl_sim_result *out, struct sl_er
 	const int W = s->W;
 	double T = 0, pipeline_end = 0, egress_usd = 0, T_sum = 0;
 	s->quota = 0;
-	for (int r = 0; r < W; r++)
+	s->spells = 0;
+	for (int r = 0; r < W; r++) {
 		s->quota |= sl_rt_has_quota(&st[r]);
-	const int draws = s->quota ? PHASE_DRAWS : 1;
+		s->spells |= st[r].spell_fraction > 0 && st[r].spell_slowdown > 0;
+	}
+	const int draws = s->quota || s->spells ? PHASE_DRAWS : 1;
 	for (int draw = 0; draw < draws; draw++) {
 		double prev_norm = 0;
 		start_draw(s, draw);

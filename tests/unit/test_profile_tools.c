@@ -159,6 +159,8 @@ static void gpu_overlay_adds_types_and_rejects_bad_files(void **state)
 	int tenth = sl_catalogue_gpu_index(&cat, "cpu-tenth");
 	assert_true(tenth > shipped);
 	assert_true(cat.gpus[tenth].cpu_quota_cores == 0.1);
+	/* the testbed's vCPUs' spells (bench/testbed/speed_spells.py) */
+	assert_true(cat.gpus[tenth].spell_fraction == 0.19 && cat.gpus[tenth].spell_slowdown == 0.14);
 	/* mix4's classes ship in a file of their own: the catalogue takes 8 beside the shipped */
 	assert_int_equal(sl_catalogue_set_overlay("data/testbed/gpus-cpu-mix4.json", &err), 0);
 	assert_int_equal(sl_catalogue_load(NULL, &cat, &err), 0);
@@ -181,6 +183,15 @@ static void gpu_overlay_adds_types_and_rejects_bad_files(void **state)
 		{"{\"schema\": \"sailor.gpus/1\", \"gpus\": [{\"name\": \"x\", \"memory_bytes\": 1073741824, "
 		 "\"gpus_per_node\": 1, \"usd_per_hour\": 1}, {\"name\": \"x\", \"memory_bytes\": 1073741824, "
 		 "\"gpus_per_node\": 1, \"usd_per_hour\": 1}]}", "gpus[1].name: 'x' is listed twice"},
+		{"{\"schema\": \"sailor.gpus/1\", \"gpus\": [{\"name\": \"x\", \"memory_bytes\": 1073741824, "
+		 "\"gpus_per_node\": 1, \"usd_per_hour\": 1, \"speed_spells\": {\"fraction\": 1, \"slowdown\": 0.1}}]}",
+		 "gpus[0].speed_spells: expected {\"fraction\": 0 to below 1"},
+		{"{\"schema\": \"sailor.gpus/1\", \"gpus\": [{\"name\": \"x\", \"memory_bytes\": 1073741824, "
+		 "\"gpus_per_node\": 1, \"usd_per_hour\": 1, \"speed_spells\": {\"fraction\": 0.2}}]}",
+		 "gpus[0].speed_spells: expected"},
+		{"{\"schema\": \"sailor.gpus/1\", \"gpus\": [{\"name\": \"x\", \"memory_bytes\": 1073741824, "
+		 "\"gpus_per_node\": 1, \"usd_per_hour\": 1, \"speed_spells\": {\"fraction\": 0.2, \"slowdown\": -1}}]}",
+		 "\"slowdown\": 0 to 4"},
 		{"{\"schema\": \"sailor.pool/1\", \"gpus\": []}", "schema: expected \"sailor.gpus/1\""},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -638,6 +638,49 @@ static void a_ring_whose_reverse_goes_to_another_host_keeps_its_point_to_point_t
 	sl_cluster_free(&same_host);
 }
 
+/* A device whose speed wanders (catalogue speed_spells) runs each rank's passes slower in some
+ * draws and faster in the others, so that one rank averages to the profile's speed exactly (no
+ * quota: its step is linear in its passes), while two replicas' sync waits for the slower of
+ * them: slower than the steady device, by less than every pass at the spell's speed. */
+static void a_sync_waits_for_the_slowest_of_its_ranks_spells(void **state)
+{
+	(void)state;
+	struct sl_plan one, two;
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 8, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 5], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\"}]}]}", &one);
+	load_plan("{\"schema\": \"sailor.plan/1\", \"global_batch\": 8, \"micro_batch\": 2, "
+		  "\"stages\": [{\"layers\": [0, 5], \"replicas\": [{\"gpu\": \"cpu-fast\", "
+		  "\"zone\": \"us-central1-a\"}, {\"gpu\": \"cpu-fast\", \"zone\": "
+		  "\"us-central1-a\"}]}]}", &two);
+	int fast = sl_catalogue_gpu_index(&env->catalogue, "cpu-fast");
+	assert_true(fast >= 0);
+	struct sl_gpu_type *gt = &env->catalogue.gpus[fast];
+	static struct sl_sim_result steady1, steady2, wander1, wander2, still2;
+	struct sl_err err = {0};
+	assert_int_equal(sl_simulate(env, &one, SL_COST_SAILOR, &steady1, &err), 0);
+	assert_int_equal(sl_simulate(env, &two, SL_COST_SAILOR, &steady2, &err), 0);
+	const double slow = 0.2;
+	gt->spell_fraction = 0.25;
+	gt->spell_slowdown = slow;
+	assert_int_equal(sl_simulate(env, &one, SL_COST_SAILOR, &wander1, &err), 0);
+	assert_int_equal(sl_simulate(env, &two, SL_COST_SAILOR, &wander2, &err), 0);
+	gt->spell_fraction = 0.25; /* a spell that slows nothing is no spell */
+	gt->spell_slowdown = 0;
+	assert_int_equal(sl_simulate(env, &two, SL_COST_SAILOR, &still2, &err), 0);
+	gt->spell_fraction = gt->spell_slowdown = 0;
+	assert_true(fabs(wander1.iteration_time_s - steady1.iteration_time_s) < 1e-9);
+	assert_true(fabs(still2.iteration_time_s - steady2.iteration_time_s) < 1e-12);
+	/* each replica: 2 micro-batches of forward and backward */
+	double passes = 2 * (F_EMB + 4 * F_BLK + F_HEAD + B_EMB + 4 * B_BLK + B_HEAD);
+	double extra = wander2.iteration_time_s - steady2.iteration_time_s;
+	assert_true(extra > 1e-6);
+	/* at most every draw at the spell's factor over the mean factor */
+	assert_true(extra < passes * ((1 + slow) / (1 + slow * 0.25) - 1) + 1e-9);
+	sl_plan_free(&one);
+	sl_plan_free(&two);
+}
+
 /* A ring step's copies and sums on the receiving device are half of the two-rank all-reduce
  * measured within one host of its type, of twice the chunk: read, like the all-reduce between
  * hosts, no further up than the largest size it was measured at (past it, that size's rate),
@@ -1008,6 +1051,7 @@ int main(void)
 		cmocka_unit_test(a_ring_loaded_both_ways_runs_at_the_rate_of_its_whole_call),
 		cmocka_unit_test(a_ring_whose_reverse_goes_to_another_host_keeps_its_point_to_point_time),
 		cmocka_unit_test(a_ring_steps_sums_read_the_host_allreduce_within_its_measured_sizes),
+		cmocka_unit_test(a_sync_waits_for_the_slowest_of_its_ranks_spells),
 		cmocka_unit_test(a_link_that_idled_lets_its_burst_through),
 		cmocka_unit_test(an_eager_message_the_link_passes_whole_leaves_at_once),
 		cmocka_unit_test(the_tied_tables_eager_chunks_take_from_the_links_bucket),
