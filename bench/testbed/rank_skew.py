@@ -17,40 +17,14 @@ in the next run. This tells the two apart, for each stage of more than one repli
 Steps FIRST..LAST (default: the second to the last; the first warms caches). A TP group's ranks
 count as one replica (its first TP rank stands for it).
 """
+import argparse
 import json
+import os
 import statistics
 import sys
 
-
-def fail(message):
-    sys.exit("rank_skew.py: " + message)
-
-
-def load(path):
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as e:
-        fail("cannot read '%s': %s" % (path, e.strerror))
-    except ValueError as e:
-        fail("'%s' is not JSON: %s" % (path, e))
-    if not isinstance(doc, dict) or doc.get("schema") != "sailor.timeline/1":
-        fail("'%s' is not a timeline (schema sailor.timeline/1): write one with "
-             "`sailor run --timeline FILE`" % path)
-    if doc.get("source") != "run":
-        fail("'%s' is a timeline of `sailor %s`: rank_skew.py reads runs (`sailor run "
-             "--timeline`), whose replicas differ by more than the model's" % (path, doc.get("source")))
-    roles, spans = {}, []
-    for e in doc.get("traceEvents", []):
-        if e.get("ph") == "M" and e.get("name") == "process_name":
-            roles[e["pid"]] = e.get("args", {})
-        elif e.get("ph") == "X":
-            a = e.get("args", {})
-            spans.append((e["pid"], e["name"], a.get("step"), e["ts"] / 1e3,
-                          a.get("cpu_us", 0) / 1e3))
-    if not spans:
-        fail("'%s' holds no spans" % path)
-    return roles, spans
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timeline_compare import fail, load  # noqa: E402  the timelines' reader, beside this script
 
 
 def parse_steps(text, last_step):
@@ -66,15 +40,19 @@ def parse_steps(text, last_step):
 
 
 def analyse(path, steps_text):
-    roles, spans = load(path)
-    last_step = max(s[2] for s in spans if s[2] is not None)
+    doc, _, spans = load(path, "run")
+    roles = {e["pid"]: e.get("args", {}) for e in doc.get("traceEvents", [])
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    last_step = max(s["step"] for s in spans if s["step"] is not None)
     first, last = parse_steps(steps_text, last_step) if steps_text else (min(2, last_step), last_step)
     replicas = {}  # stage -> [rank, ...], one rank per replica
     for rank, role in sorted(roles.items()):
         if role.get("tp_rank", 0) == 0:
             replicas.setdefault(role.get("stage", 0), []).append(rank)
     arrive, cpu, passes = {}, {}, {}
-    for rank, kind, step, start, cpu_ms in spans:
+    for span in spans:
+        rank, kind, step, start, cpu_ms = (span["rank"], span["kind"], span["step"], span["start"],
+                                           span["cpu"])
         if step is None or not first <= step <= last:
             continue
         if kind == "grad-sync":
@@ -113,27 +91,14 @@ def analyse(path, steps_text):
 
 
 def main(argv):
-    as_json, steps_text, paths = False, None, []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--json":
-            as_json = True
-        elif a == "--steps":
-            if i + 1 == len(argv):
-                fail("--steps needs FIRST:LAST")
-            steps_text = argv[i + 1]
-            i += 1
-        elif a in ("-h", "--help"):
-            print(__doc__.strip())
-            return 0
-        elif a.startswith("-"):
-            fail("unknown option '%s' (see --help)" % a)
-        else:
-            paths.append(a)
-        i += 1
-    if not paths:
-        fail("give at least one run timeline (see --help)")
+    parser = argparse.ArgumentParser(
+        prog="rank_skew.py", description=__doc__.strip().splitlines()[0],
+        epilog="See the top of bench/testbed/rank_skew.py for what each figure is.")
+    parser.add_argument("paths", nargs="+", metavar="RUN.json", help="a `sailor run --timeline` file")
+    parser.add_argument("--steps", metavar="FIRST:LAST", help="the steps to read (default 2 to the last)")
+    parser.add_argument("--json", action="store_true", help="one JSON array, an object per file")
+    args = parser.parse_args(argv)
+    paths, steps_text, as_json = args.paths, args.steps, args.json
     results = [analyse(p, steps_text) for p in paths]
     if as_json:
         json.dump(results, sys.stdout, indent=1)

@@ -17,6 +17,7 @@ quartile of buckets is in a spell. Pooled over every file and CPU:
 The rule is fixed before the data (the eleventh session's "8 % over the lower quartile",
 bench/testbed/machine-speed-2026-11-28/README.md), not fitted to any prediction.
 """
+import argparse
 import json
 import statistics
 import sys
@@ -54,37 +55,29 @@ def load(path, bucket_s):
     return out
 
 
+def positive(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("takes a number, not '%s'" % text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be positive, not %s" % text)
+    return value
+
+
 def main(argv):
-    bucket_s, over_pct, as_json, paths = 10.0, 8.0, False, []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("--bucket-s", "--over"):
-            if i + 1 == len(argv):
-                fail("%s needs a number" % a)
-            try:
-                v = float(argv[i + 1])
-            except ValueError:
-                fail("%s takes a number, not '%s'" % (a, argv[i + 1]))
-            if not v > 0:
-                fail("%s must be positive, not %s" % (a, argv[i + 1]))
-            if a == "--bucket-s":
-                bucket_s = v
-            else:
-                over_pct = v
-            i += 1
-        elif a == "--json":
-            as_json = True
-        elif a in ("-h", "--help"):
-            print(__doc__.strip())
-            return 0
-        elif a.startswith("-"):
-            fail("unknown option '%s' (see --help)" % a)
-        else:
-            paths.append(a)
-        i += 1
-    if not paths:
-        fail("give at least one samples file of machine_speed.sh (see --help)")
+    parser = argparse.ArgumentParser(
+        prog="speed_spells.py", description=__doc__.strip().splitlines()[0],
+        epilog="See the top of bench/testbed/speed_spells.py for the rule.")
+    parser.add_argument("paths", nargs="+", metavar="SAMPLES.txt",
+                        help="samples of bench/testbed/machine_speed.sh")
+    parser.add_argument("--bucket-s", type=positive, default=10.0, metavar="S",
+                        help="seconds in a bucket (10)")
+    parser.add_argument("--over", type=positive, default=8.0, metavar="PCT",
+                        help="%% over the CPU's lower quartile that makes a spell (8)")
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+    args = parser.parse_args(argv)
+    bucket_s, over_pct, as_json, paths = args.bucket_s, args.over, args.json, args.paths
     rows, total, slow = [], 0, []
     for path in paths:
         for cpu, medians in sorted(load(path, bucket_s).items()):

@@ -15,6 +15,7 @@ loss-and-norm, update) its count and summed wall and CPU milliseconds in the run
 then when each rank's pipeline, gradient sync and norm ended. With --json the same as one object.
 """
 import json
+import os
 import statistics
 import sys
 
@@ -22,7 +23,8 @@ PHASES = ("grad-sync", "loss-and-norm", "update")
 
 
 def fail(message):
-    sys.exit("timeline_compare.py: " + message)
+    # named after the script that runs, so that one that imports load() (rank_skew.py) says so
+    sys.exit(os.path.basename(sys.argv[0]) + ": " + message)
 
 
 def load(path, source):

@@ -50,13 +50,15 @@ check "--steps 1:1: rank 0 last, 1 ms apart" \
 check "text output names the stage and the last rank" \
 	'grep -q "stage 0 (4 steps): arrivals spread 4.0 ms" "$work/text.txt" && grep -q "last in 4 of 4 steps" "$work/text.txt"'
 
-# bad input: one message naming what to fix, exit status 1, nothing on stdout
+# bad input: one message naming what to fix, nothing on stdout; exit status 2 for the usage, 1
+# for the data
 echo '{' >"$work/broken.json"
-expect_error "no timeline given" 1 "give at least one run timeline" -- "${skew[@]}"
-expect_error "a file that is not JSON" 1 "is not JSON" -- "${skew[@]}" "$work/broken.json"
+expect_error "no timeline given" 2 "the following arguments are required: RUN.json" -- "${skew[@]}"
+expect_error "a file that is not JSON" 1 "rank_skew.py: '$work/broken.json' is not JSON" -- "${skew[@]}" "$work/broken.json"
 expect_error "a missing file" 1 "cannot read" -- "${skew[@]}" "$work/none.json"
-expect_error "the model's timeline" 1 "reads runs" -- "${skew[@]}" "$work/sim.json"
+expect_error "the model's timeline" 1 "is a timeline of \`sailor simulate\`, expected one of \`sailor run\`" \
+	-- "${skew[@]}" "$work/sim.json"
 expect_error "--steps not FIRST:LAST" 1 "takes FIRST:LAST" -- "${skew[@]}" --steps 3 "$work/run.json"
 expect_error "--steps past the run" 1 "has steps 1 to 5" -- "${skew[@]}" --steps 9:12 "$work/run.json"
-expect_error "an unknown option" 1 "unknown option '--fast'" -- "${skew[@]}" --fast "$work/run.json"
+expect_error "an unknown option" 2 "unrecognized arguments: --fast" -- "${skew[@]}" --fast "$work/run.json"
 finish

@@ -35,15 +35,16 @@ check "--over 15: cpu 1's 10 % buckets are no spell" \
 check "text output ends with the gpus file's field" \
 	'tail -n 1 "$work/text.txt" | grep -q "\"speed_spells\": {\"fraction\": 0.15, \"slowdown\": 0.20}"'
 
-# bad input: one message naming what to fix, exit status 1, nothing on stdout
+# bad input: one message naming what to fix, nothing on stdout; exit status 2 for the usage, 1
+# for the data
 printf '0.0 0 1000.0 4600.0\n1.0 zero 1000.0 4600.0\n' >"$work/bad-line.txt"
 head -n 20 "$work/samples.txt" >"$work/short.txt"
-expect_error "no samples file" 1 "give at least one samples file" -- "${spells[@]}"
+expect_error "no samples file" 2 "the following arguments are required: SAMPLES.txt" -- "${spells[@]}"
 expect_error "a missing file" 1 "cannot read" -- "${spells[@]}" "$work/none.txt"
 expect_error "a line that is not a sample" 1 "bad-line.txt:2: expected 'seconds cpu block_us alu_us [copy]'" \
 	-- "${spells[@]}" "$work/bad-line.txt"
 expect_error "too few buckets" 1 "no CPU with 4 buckets of 10 s" -- "${spells[@]}" "$work/short.txt"
-expect_error "--over not a number" 1 "--over takes a number, not 'lots'" -- "${spells[@]}" --over lots "$work/samples.txt"
-expect_error "--bucket-s zero" 1 "--bucket-s must be positive" -- "${spells[@]}" --bucket-s 0 "$work/samples.txt"
-expect_error "an unknown option" 1 "unknown option '--quick'" -- "${spells[@]}" --quick "$work/samples.txt"
+expect_error "--over not a number" 2 "--over: takes a number, not 'lots'" -- "${spells[@]}" --over lots "$work/samples.txt"
+expect_error "--bucket-s zero" 2 "--bucket-s: must be positive, not 0" -- "${spells[@]}" --bucket-s 0 "$work/samples.txt"
+expect_error "an unknown option" 2 "unrecognized arguments: --quick" -- "${spells[@]}" --quick "$work/samples.txt"
 finish
