@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # error_split.py over every testbed whose plans were measured in more than one bring-up in this
 # repository: the shipped sets (data/validation/testbed-*) with the later bring-ups of the same
-# testbed (bench/testbed/timeline-*, speed-*, loop-*/run*). For each testbed OUT_DIR/<testbed>.md
+# testbed (bench/testbed/timeline-*, speed-*, fresh-*, loop-*/run*). For each testbed OUT_DIR/<testbed>.md
 # takes only bring-ups whose files have every probe the model reads now; <testbed>-with-gaps.md
 # takes them all (error_split.py warns of each gap: those bring-ups differ by it, not by noise
 # alone). Reads files only; a minute or so.
@@ -23,9 +23,9 @@ split --gpus data/testbed/gpus-cpu-mix4.json $V/testbed-mix4-gpt2tiny-five $T/ti
 	$T/loop-mix4/run3 >"$out/mix4.md"
 split --gpus data/testbed/gpus-cpu-mix4.json $V/testbed-mix4-gpt2tiny-five $T/timeline-mix4-2026-11-27 \
 	$T/speed-mix4-2026-11-27 $(runs mix4) >"$out/mix4-with-gaps.md"
-split --gpus data/testbed/gpus-cpu.json $V/testbed-quad4-gpt2tiny-wide $T/timeline-quad4-2026-11-27 \
+split --gpus data/testbed/gpus-cpu.json $V/testbed-quad4-gpt2tiny-wide $T/timeline-quad4-2026-11-27 $T/fresh-quad4-2026-11-28 \
 	>"$out/quad4.md"
-split --gpus data/testbed/gpus-cpu.json $V/testbed-quad4-gpt2tiny-wide $T/timeline-quad4-2026-11-27 \
+split --gpus data/testbed/gpus-cpu.json $V/testbed-quad4-gpt2tiny-wide $T/timeline-quad4-2026-11-27 $T/fresh-quad4-2026-11-28 \
 	$(runs quad4) >"$out/quad4-with-gaps.md"
 split --gpus data/testbed/gpus-cpu.json $V/testbed-tri3-gpt2tiny-deep $T/speed-tri3-2026-11-27 \
 	$(runs tri3) >"$out/tri3-with-gaps.md"

@@ -16,8 +16,8 @@
 # eager probe (seventh session: its 50 KiB activations pass its links whole) pent5's. span3's
 # bounds are its figures as measured (5.3 / 16.3 % time, 2.3 / 7.0 % memory), a little above.
 # Speed spells (thirteenth session: a sync waits for the slowest replica of a draw) loosened
-# geo3's, memopts', quad4's and pent5's: over all 45 bring-ups of the six testbeds in the
-# repository the mean |error| of a bring-up fell on every testbed (5.72 -> 5.25 %), but these
+# geo3's, memopts', quad4's and pent5's: over all 46 bring-ups of the six testbeds in the
+# repository the mean |error| of a bring-up fell on every testbed (5.76 -> 5.30 %), but these
 # seven moved both ways (memopts' m02, four cpu-fast ranks with ZeRO-1, +5.4 -> +10.1 %).
 set -u
 cd "$(dirname "$0")/../.."
