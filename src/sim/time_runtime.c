@@ -46,9 +46,10 @@
  *              The periods' phases are nobody's to know: the step time is the mean over
  *              PHASE_DRAWS spreads of them.
  *   spells     a device whose speed wanders (catalogue speed_spells) is slow for part of the
- *              time, in spells longer than a step, each rank's device on its own: each draw
- *              puts every rank in or out of a spell (spell_factor), so that the mean over the
- *              draws is the profile's speed for one rank and the slowest of several for a sync.
+ *              time, in spells longer than a step, each replica on its own: each draw puts
+ *              every replica in or out of a spell (spell_factor), so that the mean over the
+ *              draws is the profile's speed for one replica and the slowest of several for a
+ *              sync.
  *   memory     peak resident memory of the process, per rank (runtime_memory.c); a stage
  *              reports its rank with the highest share of its device.
  *   timeline   with env->timeline set, the timed step of the first draw is recorded span by
@@ -179,7 +180,6 @@ struct runtime_sim {
 	double *round_done;        /* [2W] doubles: the collectives' scratch */
 	int W, hosts;
 	int quota;                 /* some rank's device is a CPU quota */
-	int spells;                /* some rank's device has speed spells */
 	struct sl_timeline *rec;   /* the spans of the step being recorded, NULL: none */
 	double rec_origin_s;       /* that step's start */
 };
@@ -305,10 +305,11 @@ static int init_ranks(struct runtime_sim *s, struct sl_sim_result *out, struct s
  * of those, so that the draws average to the profile's speed (a profile samples the device in
  * and out of spells as a run does). The draws in a spell are a Beatty sequence of the
  * fraction, shifted per replica by a golden-ratio step: every replica has round(fraction x
- * draws) of them, give or take one, and two replicas have theirs in different draws. The probe behind the figures
- * (bench/testbed/machine_speed.sh, pinned to each vCPU) saw the spells of one vCPU and the
- * other's at different times; a rank stays on the vCPU it woke on for many steps (the slower of
- * two identical ranks reached the sync last in 29 of 29 steps, bench/testbed/rank_skew.py). */
+ * draws) of them, give or take one, and two replicas have theirs in different draws. The
+ * probe behind the figures (bench/testbed/machine_speed.sh, pinned to each vCPU) saw the spells
+ * of one vCPU and the other's at different times; a rank stays on the vCPU it woke on for many
+ * steps (the slower of two identical ranks reached the sync last in 29 of 29 steps,
+ * bench/testbed/rank_skew.py). */
 static double spell_factor(const struct sl_rt_rank *rank, int replica, int draw)
 {
 	double f = rank->spell_fraction, slow = rank->spell_slowdown;
@@ -698,23 +699,23 @@ static void rank_memories(const struct runtime_sim *s, struct sl_sim_result *out
  * quotas have periods whose phases nobody knows (each cgroup keeps its own timer), and a
  * message that reaches a throttled rank waits for its next period: the step time is the mean
  * over PHASE_DRAWS spreads of phases (golden-ratio sequences, so the draws cover [0, period)
- * evenly and the result is deterministic), and of which ranks are in a speed spell
- * (spell_factor). With such devices every rank runs the collectives
- * as their non-blocking forms (comm.h), which OpenMPI's libnbc serves: ZeRO-1's are timed as
- * it runs them (sl_rt_zero_reduce_scatter, sl_rt_zero_allgather); MPI's blocking ones move a
- * ring's bytes, as the all-reduce. */
+ * evenly and the result is deterministic), and of which replicas are in a speed spell
+ * (spell_factor). With such devices every rank runs the collectives as their non-blocking
+ * forms (comm.h), which OpenMPI's libnbc serves: ZeRO-1's are timed as it runs them
+ * (sl_rt_zero_reduce_scatter, sl_rt_zero_allgather); MPI's blocking ones move a ring's bytes,
+ * as the all-reduce. */
 static int replay(struct runtime_sim *s, struct sl_sim_result *out, struct sl_err *err)
 {
 	struct sl_rt_rank *st = s->st;
 	const int W = s->W;
 	double T = 0, pipeline_end = 0, egress_usd = 0, T_sum = 0;
 	s->quota = 0;
-	s->spells = 0;
+	int spells = 0; /* some rank's device has speed spells */
 	for (int r = 0; r < W; r++) {
 		s->quota |= sl_rt_has_quota(&st[r]);
-		s->spells |= st[r].spell_fraction > 0 && st[r].spell_slowdown > 0;
+		spells |= st[r].spell_fraction > 0 && st[r].spell_slowdown > 0;
 	}
-	const int draws = s->quota || s->spells ? PHASE_DRAWS : 1;
+	const int draws = s->quota || spells ? PHASE_DRAWS : 1;
 	for (int draw = 0; draw < draws; draw++) {
 		double prev_norm = 0;
 		start_draw(s, draw);
