@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The speed spells of a machine's CPUs, from machine_speed.c's samples: for what share of the
 time fixed work runs slower than usual, and how much slower. What a device type's
-`speed_spells` in a sailor.gpus/1 file says (docs/formats.md; the simulator's runtime model lets
-each rank of a sync be in or out of a spell, sim/time_runtime.c).
+`speed_spells` in a sailor.gpus/1 file says (docs/formats.md; the simulator's runtime model puts
+each replica of a sync in or out of a spell, sim/time_runtime.c).
 
 usage: speed_spells.py [--bucket-s S] [--over PCT] [--json] SAMPLES.txt [SAMPLES.txt ...]
 
