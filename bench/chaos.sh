@@ -6,7 +6,7 @@
 # must find it); a pool change (1 to 6 GPUs), or two in a row 0.3 s apart (the second during the
 # reconfiguration the first started); kill -9 of the controller followed at once by the same
 # command. After each episode it checks: the controller exits 0, steps.jsonl holds 1..N once, the
-# losses and final checkpoint equal `sailor train` within 1e-5 (tests/dist/compare_runs.py),
+# losses and final checkpoint equal `sailor train` within 1e-5 (tests/runtime/compare_runs.py),
 # and no process of the episode is left. It reports faults injected per kind, recoveries
 # (generations started after a failure or a restart), steps lost per failure, and the checks.
 # (The testbed is not used yet; see issue 20.) Run by `make bench` without MINUTES: skips.
@@ -93,7 +93,7 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
   "$PY" -c 'import json, sys; s = sorted(json.loads(l)["step"] for l in open(sys.argv[1])); n = int(sys.argv[2])
 sys.exit(0 if s == list(range(1, n + 1)) else print("steps.jsonl: %d lines, missing %s, repeated %s" % (len(s), sorted(set(range(1, n + 1)) - set(s))[:10], sorted({x for x in s if s.count(x) > 1})[:10])) or 1)' \
     "$ep/run/steps.jsonl" $N > "$ep/steps-check" 2>&1 || problems+=("$(cat "$ep/steps-check")")
-  "$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$ep/run/steps.jsonl" \
+  "$PY" tests/runtime/compare_runs.py "$work/ref.jsonl" "$ep/run/steps.jsonl" \
     --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$ep/ckpt/step-$(printf %08d $N).ckpt" > "$ep/compare" 2>&1 \
     || problems+=("not equal to sailor train: $(grep -m1 FAIL "$ep/compare")")
   left=$(pgrep -f "$ep/" | tr '\n' ' ')

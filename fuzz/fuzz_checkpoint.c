@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		path = fuzz_write("step-00000001.ckpt", copy, size);
 		free(copy);
 	}
-	struct sl_ckpt_state st;
+	struct sl_checkpoint_state st;
 	memset(&st, 0, sizeof(st));
 	if (!sl_checkpoint_load(path, &gpt, &st, &err)) {
 		fuzz_assert(st.step >= 0 && st.data_seq >= 1);

@@ -21,8 +21,8 @@
 #include "cluster/catalogue.h"
 #include "cluster/cluster_file.h"
 #include "runtime/launch.h"
-#include "runtime/placement.h"
-#include "runtime/roles.h"
+#include "plan/placement.h"
+#include "plan/roles.h"
 #include "fuzz_util.h"
 #include "plan/plan.h"
 

@@ -1,4 +1,4 @@
-/* Table-driven option parsing and help: see options.h. */
+/* Table-driven option parsing and help: see args.h. */
 #include "cli/args.h"
 
 #include "cluster/catalogue.h"

@@ -1,10 +1,10 @@
 /* `sailor profile`: measures what the simulator reads.
  *   layers   (--model M --gpu NAME -o DIR): our runtime's embedding, block and head, forward,
  *            backward and AdamW, per (micro-batch, TP degree) on this host -> DIR/<M>/<NAME>.json
- *            (profile/profiler.h);
+ *            (profiler/profiler.h);
  *   network  (--network --cluster FILE -o FILE): bandwidth against message size between the
  *            cluster's zones and within a host, by MPI ranks on its hosts, fitted to the
- *            simulator's network model (profile/netprof.h). Started by a person it launches
+ *            simulator's network model (profiler/netprof.h). Started by a person it launches
  *            itself with mpirun; inside that job it is one measuring rank.
  * Errors go to stderr: exit 1 for bad input or a failed measurement, 2 for usage. */
 #include <limits.h>
@@ -18,8 +18,8 @@
 #include "runtime/comm.h"
 #include "runtime/launch.h"
 #include "runtime/launch_run.h"
-#include "profile/netprof.h"
-#include "profile/profiler.h"
+#include "profiler/netprof.h"
+#include "profiler/profiler.h"
 #include "util/log.h"
 
 static int run_profile(int argc, char **argv);

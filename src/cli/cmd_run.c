@@ -29,8 +29,8 @@
 #include "runtime/comm.h"
 #include "runtime/launch.h"
 #include "runtime/launch_slurm.h"
-#include "runtime/placement.h"
-#include "runtime/roles.h"
+#include "plan/placement.h"
+#include "plan/roles.h"
 #include "runtime/runner.h"
 #include "runtime/start_failure.h"
 #include "train/progress.h"
@@ -175,7 +175,7 @@ static volatile sig_atomic_t launcher_signal;
 static const char *slurm_job;
 static void on_launcher_signal(int sig) { launcher_signal = sig; }
 
-/* The liveness probe of `sailor control` (ctl/generation.h): SIGUSR1 to the launcher goes on to
+/* The liveness probe of `sailor control` (ctl/generation_process.h): SIGUSR1 to the launcher goes on to
  * mpirun, which forwards it to every rank of the job (OpenMPI forwards SIGUSR1 and SIGUSR2), and
  * every rank that still runs answers at once from its handler with one line on its stdout. A
  * rank that is stopped, or whose host no longer answers, stays silent. */
@@ -450,7 +450,7 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 	char mpirun[PATH_MAX];
 	char rundir[] = "/tmp/sailor-run-XXXXXX";
 	int made_rundir = 0;
-	int rc = sl_dist_validate(o, &table, &cat, &err);
+	int rc = sl_runner_check_plan(o, &table, &cat, &err);
 	if (rc) {
 		if (rc == SL_EUSAGE)
 			return sl_cli_usage_error(&sl_cmd_run, "%s", err.msg);
@@ -563,7 +563,7 @@ static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 	snprintf(probe_answer, sizeof(probe_answer), "{\"event\":\"alive\",\"rank\":%d}\n", rank);
 	probe_answer_len = strlen(probe_answer);
 	install_probe_handler(on_rank_probe);
-	sl_dist_catch_stop();
+	sl_runner_catch_stop();
 	int rc = sl_comm_mpi_init(&comm, &argc, &argv, &err);
 	if (rc) {
 		sl_cli_error(&sl_cmd_run, "%s", err.msg);
@@ -578,7 +578,7 @@ static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 		memset(&table, 0, sizeof(table));
 		memset(&cluster, 0, sizeof(cluster));
 		struct sl_slurm_nodes nodes = {0};
-		rc = sl_dist_validate(o, &table, &cat, &err);
+		rc = sl_runner_check_plan(o, &table, &cat, &err);
 		if (!rc && o->cluster)
 			rc = sl_cluster_load(o->cluster, &cat, &cluster, &err);
 		else if (!rc && !(rc = sl_slurm_query(o->partition, &nodes, &err)))
@@ -596,7 +596,7 @@ static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 			return 1;
 		}
 	}
-	rc = sl_dist_worker_run(o, &comm, stdout, &err);
+	rc = sl_runner_run(o, &comm, stdout, &err);
 	if (rc) {
 		/* errors of the input are the same on every rank: rank 0 says it once */
 		int same_everywhere = rc == SL_EUSAGE || rc == SL_EINPUT || rc == SL_ENOTFOUND;

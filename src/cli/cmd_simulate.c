@@ -138,7 +138,7 @@ static int run_simulate(int argc, char **argv)
 	if (!rc)
 		rc = sl_sim_check_plan(env, &plan, 0, &err);
 	if (!rc && timeline_path) {
-		if (cm != SL_COST_SAILOR || !sl_sim_runtime_uses(env, &plan))
+		if (cm != SL_COST_SAILOR || !sl_sim_replay_uses(env, &plan))
 			rc = sl_err_set(&err, SL_EINPUT,
 					"--timeline: plan '%s' is not modelled as our runtime, and the "
 					"timeline is that model's: give every GPU type of the plan a "

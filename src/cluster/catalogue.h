@@ -52,7 +52,7 @@ struct sl_gpu_type {
 	 * `fraction` of the time its layers run `slowdown` slower than at its usual speed, in spells
 	 * longer than a step (the testbed's vCPUs: bench/testbed/machine_speed.sh). One device is
 	 * as fast as its profile on average; a sync of several waits for the slowest of them
-	 * (sim/time_runtime.c). 0: a steady device. */
+	 * (time_replay.c). 0: a steady device. */
 	double spell_fraction;
 	double spell_slowdown;
 };

@@ -22,8 +22,8 @@
  * Ownership: sl_cluster_load / sl_cluster_from_json allocate hosts, agent and mpirun_args;
  * sl_cluster_free releases them (and is safe on a zeroed or failed-to-load cluster).
  */
-#ifndef SL_DIST_CLUSTER_FILE_H
-#define SL_DIST_CLUSTER_FILE_H
+#ifndef SL_CLUSTER_CLUSTER_FILE_H
+#define SL_CLUSTER_CLUSTER_FILE_H
 
 #include <jansson.h>
 

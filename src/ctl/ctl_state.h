@@ -1,5 +1,5 @@
 /* The controller's state, private to src/ctl/: one struct ctl for the life of `sailor control`,
- * shared by the files of its jobs (plan_choice.c, gen_lifecycle.c, step_intake.c, hang_probe.c,
+ * shared by the files of its jobs (plan_choice.c, generation_lifecycle.c, step_intake.c, hang_probe.c,
  * status_publish.c, slurm_hooks.c, setup.c, and the loop in controller.c). Single-threaded: only
  * the loop's thread touches it; the HTTP server reads only the texts sl_ctl_publish hands it.
  *
@@ -17,7 +17,7 @@
 #include "ctl/controller.h"
 #include "ctl/decide.h"
 #include "ctl/events.h"
-#include "ctl/generation.h"
+#include "ctl/generation_process.h"
 #include "ctl/pool_watch.h"
 #include "ctl/run_lock.h"
 #include "ctl/steps_file.h"
@@ -118,7 +118,7 @@ json_t *sl_ctl_plan_summary(const struct ctl *c, const struct candidate *p);
 /* The plan (or why there is none) as an event; sets c->waiting. */
 void sl_ctl_log_plan(struct ctl *c, const struct candidate *p, const char *why, int same);
 
-/* ---- generations (gen_lifecycle.c) ---- */
+/* ---- generations (generation_lifecycle.c) ---- */
 
 /* Step of the newest checkpoint in --ckpt-dir, -1 if none. */
 long long sl_ctl_newest_checkpoint(const struct ctl *c);

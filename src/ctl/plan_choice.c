@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "ctl/ctl_state.h"
-#include "runtime/placement.h"
-#include "runtime/roles.h"
+#include "plan/placement.h"
+#include "plan/roles.h"
 #include "runtime/runner.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -68,7 +68,7 @@ int sl_ctl_runnable(struct ctl *c, const struct sl_plan *plan, int **rank_host, 
 	struct sl_role_table table;
 	struct sl_catalogue cat;
 	memset(&table, 0, sizeof(table));
-	rc = sl_dist_validate(&ro, &table, &cat, err);
+	rc = sl_runner_check_plan(&ro, &table, &cat, err);
 	if (!rc) {
 		struct sl_cluster view;
 		rc = filtered_cluster(c, &view);

@@ -12,7 +12,7 @@
  * per entry, the memory the runtime's layers take (source.entries["mbs M tp T"].memory): the
  * bytes of each layer kind's parameter storage (values, gradients, two AdamW moments) and of
  * its activation cache for one micro-batch, and the backward workspace. `runtime_sailor` says
- * the times are our runtime's (the simulator then models `sailor run`, sim/time_runtime.c);
+ * the times are our runtime's (the simulator then models `sailor run`, time_replay.c);
  * shipped SOSP'25 profiles are Megatron-DeepSpeed's.
  *
  * Invariants: each entry has num_layers layers; all times >= 0. Ownership: sl_profile_load

@@ -21,11 +21,12 @@
  * Ownership: sl_comm_init() sets up the backend and the world group; sl_comm_split() returns a
  * group the caller frees with sl_comm_group_free() before sl_comm_finalize().
  */
-#ifndef SL_DIST_COMM_H
-#define SL_DIST_COMM_H
+#ifndef SL_RUNTIME_COMM_H
+#define SL_RUNTIME_COMM_H
 
 #include <stddef.h>
 
+#include "plan/rank_wait.h"
 #include "util/err.h"
 
 #define SL_COMM_NO_GROUP (-1)
@@ -102,21 +103,18 @@ struct sl_comm {
 	 * on this (sl_comm_set_idle_wait): ranks that poll then finish them with MPI_Wait. */
 	int nonblocking_collectives;
 	long sleeping_tests;          /* MPI tests its sleeping waits made so far (each test and
-				       * sleep is what the simulator's sl_rt_wait_idle counts) */
+				       * sleep is what the simulator's sl_replay_wait_idle counts) */
 	double sleeping_cpu_s;        /* the process CPU spent inside those waits so far */
 	/* While count_call_cpu is set: the thread CPU spent inside the backend's calls of
 	 * point-to-point posts (isend, irecv) and of sleeping waits' tests, so far. Moving a
 	 * message costs a rank that CPU, apart from the sleeps and wake-ups between its tests
-	 * (the network profiler's message probe, profile/netprof.h). Unset: not counted. */
+	 * (the network profiler's message probe, profiler/netprof.h). Unset: not counted. */
 	int count_call_cpu;
 	double call_cpu_s;
 	void *impl;
 };
 
-/* A sleeping wait (SL_COMM_WAIT_SLEEP) tests, then sleeps SL_COMM_IDLE_SLEEP_FIRST_S, doubling
- * up to SL_COMM_IDLE_SLEEP_MAX_S, between tests; the simulator replays the same sequence. */
-#define SL_COMM_IDLE_SLEEP_FIRST_S 20e-6
-#define SL_COMM_IDLE_SLEEP_MAX_S 320e-6
+/* A sleeping wait (SL_COMM_WAIT_SLEEP) sleeps between its tests as plan/rank_wait.h says. */
 
 /* What a sleeping wait costs on this rank's device, measured by sl_comm_idle_wait_probe(). */
 struct sl_comm_idle_cost {

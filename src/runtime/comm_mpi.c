@@ -167,7 +167,7 @@ enum sl_comm_idle_wait sl_comm_idle_wait_for(double cpu_quota_cores)
 static int test_and_sleep(MPI_Request *r, double deadline_s, long *tests, double *call_cpu_s,
 			  int *done)
 {
-	long sleep_ns = (long)(SL_COMM_IDLE_SLEEP_FIRST_S * 1e9);
+	long sleep_ns = (long)(SL_RANK_WAIT_SLEEP_FIRST_S * 1e9);
 	for (;;) {
 		double cpu0 = call_cpu_s ? sl_clock_s(CLOCK_THREAD_CPUTIME_ID) : 0;
 		int rc = MPI_Test(r, done, MPI_STATUS_IGNORE);
@@ -181,7 +181,7 @@ static int test_and_sleep(MPI_Request *r, double deadline_s, long *tests, double
 			return MPI_SUCCESS;
 		struct timespec pause = {0, sleep_ns};
 		nanosleep(&pause, NULL);
-		if (sleep_ns < (long)(SL_COMM_IDLE_SLEEP_MAX_S * 1e9))
+		if (sleep_ns < (long)(SL_RANK_WAIT_SLEEP_MAX_S * 1e9))
 			sleep_ns *= 2;
 	}
 }
@@ -233,7 +233,7 @@ int sl_comm_idle_wait_probe(struct sl_comm *comm, double seconds, struct sl_comm
 	if (tests > 0) {
 		out->tests = tests;
 		out->cpu_per_test_s = cpu / (double)tests;
-		out->late_per_test_s = fmax(0, wall / (double)tests - SL_COMM_IDLE_SLEEP_MAX_S);
+		out->late_per_test_s = fmax(0, wall / (double)tests - SL_RANK_WAIT_SLEEP_MAX_S);
 		out->call_cpu_per_test_s = call_tests > 0 ? call_cpu / (double)call_tests : 0;
 	}
 	return 0;

@@ -26,7 +26,7 @@ static int is_tied(const struct sl_grad_sync *s, const struct sl_param *p)
 }
 
 int sl_grad_sync_init(struct sl_grad_sync *s, struct sl_comm *comm,
-		      const struct sl_dist_groups *groups, const struct sl_role_table *table,
+		      const struct sl_groups *groups, const struct sl_role_table *table,
 		      struct sl_param *const *params, int count, struct sl_err *err)
 {
 	memset(s, 0, sizeof(*s));
@@ -153,7 +153,7 @@ int sl_grad_sync_run(struct sl_grad_sync *s, struct sl_param *const *params, int
 		else if (!s->zero || !sl_zero_holds(s->zero, params[i]))
 			stage[n++] = params[i];
 	}
-	const struct sl_dist_groups *g = s->groups;
+	const struct sl_groups *g = s->groups;
 	int rc = 0;
 	if (s->zero)
 		rc = sl_zero_reduce_grads(s->zero, err);

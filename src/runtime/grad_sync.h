@@ -23,12 +23,12 @@
  *
  * Ownership: sl_grad_sync_init() allocates the bucket; sl_grad_sync_free() releases it.
  */
-#ifndef SL_DIST_GRAD_SYNC_H
-#define SL_DIST_GRAD_SYNC_H
+#ifndef SL_RUNTIME_GRAD_SYNC_H
+#define SL_RUNTIME_GRAD_SYNC_H
 
 #include "runtime/comm.h"
 #include "runtime/groups.h"
-#include "runtime/roles.h"
+#include "plan/roles.h"
 #include "train/param.h"
 
 /* 4 Mi floats (16 MiB) per all-reduce: large enough that per-call latency is amortised on the
@@ -40,7 +40,7 @@ struct sl_zero;
 
 struct sl_grad_sync {
 	struct sl_comm *comm;
-	const struct sl_dist_groups *groups;
+	const struct sl_groups *groups;
 	struct sl_role me;
 	int num_stages;
 	float *bucket;
@@ -51,7 +51,7 @@ struct sl_grad_sync {
 };
 
 int sl_grad_sync_init(struct sl_grad_sync *s, struct sl_comm *comm,
-		      const struct sl_dist_groups *groups, const struct sl_role_table *table,
+		      const struct sl_groups *groups, const struct sl_role_table *table,
 		      struct sl_param *const *params, int count, struct sl_err *err);
 void sl_grad_sync_free(struct sl_grad_sync *s);
 

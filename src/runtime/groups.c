@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-int sl_dist_stage_uniform_tp(const struct sl_role_table *table, int stage)
+int sl_groups_stage_uniform_tp(const struct sl_role_table *table, int stage)
 {
 	int D = table->num_pipelines;
 	int tp0 = sl_role_of(table, stage, 0, 0)->tp;
@@ -24,8 +24,8 @@ static int max_tp(const struct sl_role_table *table)
 	return m;
 }
 
-int sl_dist_groups_build(struct sl_comm *comm, const struct sl_role_table *table,
-			 struct sl_dist_groups *out, struct sl_err *err)
+int sl_groups_build(struct sl_comm *comm, const struct sl_role_table *table,
+			 struct sl_groups *out, struct sl_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	const struct sl_role *me = &table->roles[comm->rank];
@@ -33,13 +33,13 @@ int sl_dist_groups_build(struct sl_comm *comm, const struct sl_role_table *table
 	int rc = sl_comm_split(comm, me->stage * D + me->pipeline, me->tp_rank, &out->tp, err);
 	if (rc)
 		return rc;
-	out->stage_sync_uniform = sl_dist_stage_uniform_tp(table, me->stage);
+	out->stage_sync_uniform = sl_groups_stage_uniform_tp(table, me->stage);
 	int colour = out->stage_sync_uniform ? me->stage * stride + me->tp_rank
 					     : me->stage * stride + stride - 1;
 	if ((rc = sl_comm_split(comm, colour, me->rank, &out->stage_sync, err)))
 		return rc;
-	out->embedding_uniform = P > 1 && sl_dist_stage_uniform_tp(table, 0) &&
-				 sl_dist_stage_uniform_tp(table, P - 1) &&
+	out->embedding_uniform = P > 1 && sl_groups_stage_uniform_tp(table, 0) &&
+				 sl_groups_stage_uniform_tp(table, P - 1) &&
 				 sl_role_of(table, 0, 0, 0)->tp == sl_role_of(table, P - 1, 0, 0)->tp;
 	colour = SL_COMM_NO_GROUP;
 	if (P > 1 && (me->stage == 0 || me->stage == P - 1))
@@ -49,7 +49,7 @@ int sl_dist_groups_build(struct sl_comm *comm, const struct sl_role_table *table
 	return 0;
 }
 
-void sl_dist_groups_free(struct sl_comm *comm, struct sl_dist_groups *groups)
+void sl_groups_free(struct sl_comm *comm, struct sl_groups *groups)
 {
 	sl_comm_group_free(comm, &groups->tp);
 	sl_comm_group_free(comm, &groups->stage_sync);

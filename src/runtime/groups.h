@@ -13,15 +13,15 @@
  *              their replicas have one TP degree (`embedding_uniform`), else all of them.
  *   world      every rank (loss, gradient norm, timings).
  *
- * Ownership: sl_dist_groups_build() splits the world; sl_dist_groups_free() frees the groups.
+ * Ownership: sl_groups_build() splits the world; sl_groups_free() frees the groups.
  */
-#ifndef SL_DIST_GROUPS_H
-#define SL_DIST_GROUPS_H
+#ifndef SL_RUNTIME_GROUPS_H
+#define SL_RUNTIME_GROUPS_H
 
 #include "runtime/comm.h"
-#include "runtime/roles.h"
+#include "plan/roles.h"
 
-struct sl_dist_groups {
+struct sl_groups {
 	struct sl_comm_group tp;
 	struct sl_comm_group stage_sync;
 	int stage_sync_uniform;
@@ -29,11 +29,11 @@ struct sl_dist_groups {
 	int embedding_uniform;
 };
 
-int sl_dist_groups_build(struct sl_comm *comm, const struct sl_role_table *table,
-			 struct sl_dist_groups *out, struct sl_err *err);
-void sl_dist_groups_free(struct sl_comm *comm, struct sl_dist_groups *groups);
+int sl_groups_build(struct sl_comm *comm, const struct sl_role_table *table,
+			 struct sl_groups *out, struct sl_err *err);
+void sl_groups_free(struct sl_comm *comm, struct sl_groups *groups);
 
 /* 1 when every replica of stage k has the same TP degree. */
-int sl_dist_stage_uniform_tp(const struct sl_role_table *table, int stage);
+int sl_groups_stage_uniform_tp(const struct sl_role_table *table, int stage);
 
 #endif

@@ -22,13 +22,13 @@
  * Ownership: sl_launch_build fills a struct sl_launch_cmd whose arrays and strings it allocates;
  * sl_launch_cmd_free releases them. The format functions return malloc'd text the caller frees.
  */
-#ifndef SL_DIST_LAUNCH_H
-#define SL_DIST_LAUNCH_H
+#ifndef SL_RUNTIME_LAUNCH_H
+#define SL_RUNTIME_LAUNCH_H
 
 #include <stddef.h>
 
 #include "cluster/cluster_file.h"
-#include "runtime/roles.h"
+#include "plan/roles.h"
 #include "util/err.h"
 
 #define SL_LAUNCH_PATH_MAX 4096

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "runtime/launch.h"
-#include "runtime/roles.h"
+#include "plan/roles.h"
 #include "runtime/start_failure.h"
 #include "util/clock.h"
 #include "util/log.h"

@@ -8,8 +8,8 @@
  * SL_ETIMEOUT. A non-zero exit of mpirun returns SL_EIO (the ranks printed their own messages);
  * who prefixes the launcher's own messages ("sailor profile"). A start failure of mpirun is
  * retried once (sl_launch_exec). */
-#ifndef SL_DIST_LAUNCH_RUN_H
-#define SL_DIST_LAUNCH_RUN_H
+#ifndef SL_RUNTIME_LAUNCH_RUN_H
+#define SL_RUNTIME_LAUNCH_RUN_H
 
 #include "cluster/cluster_file.h"
 #include "util/err.h"

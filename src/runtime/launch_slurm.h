@@ -24,7 +24,7 @@
 #include "cluster/cluster_file.h"
 #include "runtime/comm.h"
 #include "runtime/launch.h"
-#include "runtime/roles.h"
+#include "plan/roles.h"
 #include "util/err.h"
 
 #define SL_LAUNCH_SLURM_HOSTFILE "sailor.slurm-hosts"

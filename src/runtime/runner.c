@@ -18,11 +18,11 @@
 #include <unistd.h>
 
 #include "cluster/catalogue.h"
-#include "runtime/dist_checkpoint.h"
+#include "runtime/rank_checkpoint.h"
 #include "runtime/grad_sync.h"
 #include "runtime/groups.h"
-#include "runtime/roles.h"
-#include "runtime/schedule.h"
+#include "plan/roles.h"
+#include "plan/schedule.h"
 #include "runtime/zero.h"
 #include "model/model_config.h"
 #include "plan/plan.h"
@@ -45,7 +45,7 @@
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
 
-void sl_dist_catch_stop(void)
+void sl_runner_catch_stop(void)
 {
 	struct sigaction sa = {0};
 	sa.sa_handler = on_signal;
@@ -121,7 +121,7 @@ static int setup_rank(struct worker *w, struct sl_err *err)
 	int rc = sl_comm_set_idle_wait(
 		comm, sl_comm_idle_wait_for(w->cat.gpus[w->me.gpu].cpu_quota_cores), err);
 	if (!rc)
-		rc = sl_dist_groups_build(comm, &w->table, &w->groups, err);
+		rc = sl_groups_build(comm, &w->table, &w->groups, err);
 	if (rc)
 		return rc;
 	w->tp = (struct tp_ctx){comm, &w->groups.tp};
@@ -168,7 +168,7 @@ static int setup_rank(struct worker *w, struct sl_err *err)
 			return rc;
 	}
 	if (comm->rank == 0 && w->o->train.ckpt_dir &&
-	    (rc = sl_dist_whole_model_init(&w->whole, &w->model, err)))
+	    (rc = sl_rank_checkpoint_whole_model_init(&w->whole, &w->model, err)))
 		return rc;
 	/* buffers of the transfers */
 	size_t act = (size_t)mb_tokens(w) * w->model.hidden;
@@ -597,14 +597,14 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 				      norm, dt, (double)(w->global * w->seq));
 		int last = step + 1 == o->steps || stop;
 		if (o->ckpt_dir && (last || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0))) {
-			if ((rc = sl_dist_worker_save(w, step + 1, train, ckpt, sizeof(ckpt), err)))
+			if ((rc = sl_runner_save(w, step + 1, train, ckpt, sizeof(ckpt), err)))
 				break;
 			/* the last checkpoint is on disk before the job ends or stops */
-			if (last && (rc = sl_dist_checkpoint_finish(w->comm, ckpt, sizeof(ckpt), err)))
+			if (last && (rc = sl_rank_checkpoint_finish(w->comm, ckpt, sizeof(ckpt), err)))
 				break;
 		}
 		if (rank0 && o->ckpt_dir)
-			sl_dist_worker_report_persisted(w, ckpt, sizeof(ckpt), last);
+			sl_runner_report_persisted(w, ckpt, sizeof(ckpt), last);
 		if (stop) {
 			/* a requested stop, agreed by every rank after the same step: not a failure
 			 * of the job; rank 0 says where it stopped and every rank ends cleanly */
@@ -720,7 +720,7 @@ static int write_timeline(struct worker *w, struct sl_err *err)
 	return rc;
 }
 
-int sl_dist_validate(const struct sl_run_options *o, struct sl_role_table *table,
+int sl_runner_check_plan(const struct sl_run_options *o, struct sl_role_table *table,
 		     struct sl_catalogue *cat, struct sl_err *err)
 {
 	struct worker *w = calloc(1, sizeof(*w));
@@ -775,12 +775,12 @@ static void teardown(struct worker *w)
 	sl_gpt_free(&w->whole);
 	sl_schedule_free(&w->sched);
 	if (w->groups.tp.impl || w->groups.stage_sync.impl)
-		sl_dist_groups_free(w->comm, &w->groups);
+		sl_groups_free(w->comm, &w->groups);
 	sl_role_table_free(&w->table);
 	sl_plan_free(&w->plan);
 }
 
-int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *out,
+int sl_runner_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *out,
 		       struct sl_err *err)
 {
 	if (o->train.resume && !o->train.ckpt_dir)
@@ -793,7 +793,7 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 	w->out = out;
 	/* a stop asked during the set-up (or before it, work() in cmd_run.c) is kept: the first
 	 * step's agreement carries it */
-	sl_dist_catch_stop();
+	sl_runner_catch_stop();
 	/* test-only (util/test_faults.h): a rank may send itself SIGTERM right after a step's stop
 	 * agreement, the moment that split the ranks' stop before (tests/integration/
 	 * run_stop_late_signal.sh); read below, after the training lock */
@@ -831,7 +831,7 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 	}
 	double t_load = sl_now_s();
 	if (!rc && o->train.resume)
-		rc = sl_dist_worker_resume(w, &start, err);
+		rc = sl_runner_resume(w, &start, err);
 	if (!rc && comm->rank == 0 && o->train.json) {
 		/* the controller splits a reconfiguration's start from its load with this */
 		double now = sl_now_s();
@@ -853,7 +853,7 @@ int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FIL
 	sl_timeline_free(&w->timeline);
 	json_decref(train);
 	/* after a failure a persist may still be writing from the model teardown frees */
-	sl_dist_checkpoint_wait_local();
+	sl_rank_checkpoint_wait_local();
 	if (w->events)
 		fclose(w->events);
 	if (w->training_lock >= 0)

@@ -21,8 +21,8 @@
  * right after: a record of the steps that does not depend on mpirun forwarding stdout to the end
  * (the controller reconciles its pipe with it).
  */
-#ifndef SL_DIST_RUNNER_H
-#define SL_DIST_RUNNER_H
+#ifndef SL_RUNTIME_RUNNER_H
+#define SL_RUNTIME_RUNNER_H
 
 #include <stdio.h>
 
@@ -41,27 +41,27 @@ struct sl_run_options {
 					 * unless cluster is given */
 	const char *partition;          /* with slurm: the partition (NULL: Slurm's default) */
 	const char *timeline;           /* rank 0 writes every rank's spans here at the end
-					 * (runtime/timeline.h; NULL: none recorded) */
+					 * (plan/timeline.h; NULL: none recorded) */
 };
 
 /* Runs rank comm->rank of the job. Every rank must call it with the same options. Returns 0 or a
  * negative SL_E* with err filled (the caller reports it, naming the rank, and aborts the job).
  * SIGINT or SIGTERM on any rank (mpirun forwards them) stops every rank after the step in
  * progress, with a checkpoint when --ckpt-dir is given; that returns 0 (a stop, not a failure). */
-int sl_dist_worker_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *out,
+int sl_runner_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *out,
 		       struct sl_err *err);
 
 /* Makes SIGINT and SIGTERM a request to stop (instead of death) from now on; a rank calls it
  * first thing, so a stop that arrives while MPI starts or the checkpoint loads is not lost. The
- * request is acted on after the next step, agreed by every rank (sl_dist_worker_run). */
-void sl_dist_catch_stop(void);
+ * request is acted on after the next step, agreed by every rank (sl_runner_run). */
+void sl_runner_catch_stop(void);
 
 /* What the launcher checks before starting anything: the plan against the model and the
  * catalogue, the global batch, the data file; fills the role table (caller frees it) and the
  * catalogue. */
 struct sl_catalogue;
 struct sl_role_table;
-int sl_dist_validate(const struct sl_run_options *o, struct sl_role_table *table,
+int sl_runner_check_plan(const struct sl_run_options *o, struct sl_role_table *table,
 		     struct sl_catalogue *cat, struct sl_err *err);
 
 #endif

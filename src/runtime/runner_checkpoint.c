@@ -1,5 +1,5 @@
 /* The worker's checkpoint glue (runner_state.h): its state in and out of the plan-independent
- * distributed checkpoint (dist_checkpoint.h) -- step, data position, seed, hyper-parameters,
+ * distributed checkpoint (rank_checkpoint.h) -- step, data position, seed, hyper-parameters,
  * and the optimizer's moments, whole even when ZeRO-1 shards them (zero.h) -- and rank 0's
  * report of the checkpoints that finished persisting. Invariants: a sharded optimizer lends
  * whole moments only for the snapshot or the load, and takes them back (sl_zero_release)
@@ -7,14 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "runtime/dist_checkpoint.h"
+#include "runtime/rank_checkpoint.h"
 #include "runtime/runner_state.h"
 #include "train/checkpoint.h"
 
-int sl_dist_worker_save(struct worker *w, long long step, json_t *train, char *path, size_t size,
+int sl_runner_save(struct worker *w, long long step, json_t *train, char *path, size_t size,
 			struct sl_err *err)
 {
-	struct sl_ckpt_state st = {
+	struct sl_checkpoint_state st = {
 		.step = step,
 		.data_epoch = w->loader.epoch,
 		.data_next = w->loader.next,
@@ -26,9 +26,9 @@ int sl_dist_worker_save(struct worker *w, long long step, json_t *train, char *p
 	snprintf(st.data_path, sizeof(st.data_path), "%s", w->o->train.data);
 	/* a sharded optimizer lends the save whole moments for the snapshot (zero.h) */
 	int rc = w->zero_on ? sl_zero_materialize(&w->zero, 1, err) : 0;
-	/* the snapshot is taken now; the file is written in the background (dist_checkpoint.h) */
+	/* the snapshot is taken now; the file is written in the background (rank_checkpoint.h) */
 	if (!rc)
-		rc = sl_dist_checkpoint_save_async(w->comm, &w->table, &w->gpt, &w->whole,
+		rc = sl_rank_checkpoint_save_async(w->comm, &w->table, &w->gpt, &w->whole,
 						   w->o->train.ckpt_dir, &st, w->o->train.ckpt_keep,
 						   path, size, err);
 	if (w->zero_on)
@@ -38,10 +38,10 @@ int sl_dist_worker_save(struct worker *w, long long step, json_t *train, char *p
 
 /* Rank 0: says which checkpoints finished persisting since the last call; with json as
  * {"event":"checkpoint","step","path","persist_s"} (the controller logs them). */
-void sl_dist_worker_report_persisted(struct worker *w, char *ckpt, size_t size, int last)
+void sl_runner_report_persisted(struct worker *w, char *ckpt, size_t size, int last)
 {
-	struct sl_dist_ckpt_report r;
-	while (sl_dist_checkpoint_persisted(&r)) {
+	struct sl_rank_checkpoint_report r;
+	while (sl_rank_checkpoint_persisted(&r)) {
 		const char *path = r.path;
 		snprintf(ckpt, size, "%s", path);
 		if (w->o->train.json) {
@@ -63,13 +63,13 @@ void sl_dist_worker_report_persisted(struct worker *w, char *ckpt, size_t size, 
 	}
 }
 
-int sl_dist_worker_resume(struct worker *w, long long *start, struct sl_err *err)
+int sl_runner_resume(struct worker *w, long long *start, struct sl_err *err)
 {
-	struct sl_ckpt_state st;
+	struct sl_checkpoint_state st;
 	/* a sharded optimizer reads whole moments, then keeps its pieces of them (zero.h) */
 	int rc = w->zero_on ? sl_zero_materialize(&w->zero, 0, err) : 0;
 	if (!rc)
-		rc = sl_dist_checkpoint_load(w->comm, &w->gpt, w->o->train.ckpt_dir, &st,
+		rc = sl_rank_checkpoint_load(w->comm, &w->gpt, w->o->train.ckpt_dir, &st,
 					     w->resumed_from, sizeof(w->resumed_from), err);
 	if (!rc && w->zero_on)
 		rc = sl_zero_load(&w->zero, 1, err);

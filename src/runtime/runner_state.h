@@ -1,5 +1,5 @@
 /* The worker's state, private to runner.c and runner_checkpoint.c: one struct worker per rank
- * for the life of sl_dist_worker_run. Ownership: the worker owns everything it points to except
+ * for the life of sl_runner_run. Ownership: the worker owns everything it points to except
  * o, comm and out (the caller's); runner.c's teardown frees it. */
 #ifndef SL_RUNTIME_RUNNER_STATE_H
 #define SL_RUNTIME_RUNNER_STATE_H
@@ -13,10 +13,10 @@
 #include "runtime/comm.h"
 #include "runtime/grad_sync.h"
 #include "runtime/groups.h"
-#include "runtime/roles.h"
+#include "plan/roles.h"
 #include "runtime/runner.h"
-#include "runtime/schedule.h"
-#include "runtime/timeline.h"
+#include "plan/schedule.h"
+#include "plan/timeline.h"
 #include "runtime/zero.h"
 #include "model/model_config.h"
 #include "plan/plan.h"
@@ -47,7 +47,7 @@ struct worker {
 	struct sl_model_config model;
 	struct sl_role_table table;
 	struct sl_role me;
-	struct sl_dist_groups groups;
+	struct sl_groups groups;
 	struct tp_ctx tp;
 	struct sl_schedule sched;
 	struct sl_gpt gpt;
@@ -83,18 +83,18 @@ struct worker {
 
 /* ---- checkpoints (runner_checkpoint.c) ---- */
 
-/* Saves step's checkpoint: the snapshot now, the file in the background (dist_checkpoint.h);
+/* Saves step's checkpoint: the snapshot now, the file in the background (rank_checkpoint.h);
  * path gets where it goes. */
-int sl_dist_worker_save(struct worker *w, long long step, json_t *train, char *path, size_t size,
+int sl_runner_save(struct worker *w, long long step, json_t *train, char *path, size_t size,
 			struct sl_err *err);
 
 /* Rank 0: says which checkpoints finished persisting since the last call; with json as
  * {"event":"checkpoint","step","path","persist_s"} (the controller logs them). ckpt gets the
  * newest path; last: the final call (the summary names it). */
-void sl_dist_worker_report_persisted(struct worker *w, char *ckpt, size_t size, int last);
+void sl_runner_report_persisted(struct worker *w, char *ckpt, size_t size, int last);
 
 /* Loads the newest checkpoint of --ckpt-dir into the rank's model, optimizer and data loader;
  * *start is its step. Data and sequence length must be the checkpoint's. */
-int sl_dist_worker_resume(struct worker *w, long long *start, struct sl_err *err);
+int sl_runner_resume(struct worker *w, long long *start, struct sl_err *err);
 
 #endif

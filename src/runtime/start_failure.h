@@ -10,8 +10,8 @@
  * Invariant: a watch says "retry" only when one of the known start-failure messages was seen and
  * no rank had printed anything on stdout (a job that started is never run twice).
  */
-#ifndef SL_DIST_START_FAILURE_H
-#define SL_DIST_START_FAILURE_H
+#ifndef SL_RUNTIME_START_FAILURE_H
+#define SL_RUNTIME_START_FAILURE_H
 
 struct sl_start_watch {
 	int rank_output;        /* a line came on stdout: a rank ran */

@@ -30,7 +30,7 @@
  * Not sharded: the tied token table when P > 1 (its gradient is summed across the first and the
  * last stage, grad_sync.h); it keeps its moments in its layer (SL_GPT_MOMENTS_TABLE_ONLY).
  *
- * Checkpoints stay whole (dist_checkpoint.h): sl_zero_materialize() gives every held parameter
+ * Checkpoints stay whole (rank_checkpoint.h): sl_zero_materialize() gives every held parameter
  * full local moment arrays, gathered from the pieces, for the save to read; after a load into
  * such arrays sl_zero_load() takes the pieces (and the master values) from pipeline 0's ranks;
  * sl_zero_release() frees the arrays again.
@@ -38,11 +38,11 @@
  * Ownership: sl_zero_init() allocates the pieces and borrows params, the group and the bucket;
  * sl_zero_free() releases what it allocated.
  */
-#ifndef SL_DIST_ZERO_H
-#define SL_DIST_ZERO_H
+#ifndef SL_RUNTIME_ZERO_H
+#define SL_RUNTIME_ZERO_H
 
 #include "runtime/comm.h"
-#include "runtime/roles.h"
+#include "plan/roles.h"
 #include "train/optimizer.h"
 #include "train/param.h"
 

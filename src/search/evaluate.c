@@ -130,12 +130,12 @@ static int simulate_and_rank_with(struct search_state *st, int zero, struct sl_e
 }
 
 /* simulate_and_rank_with ZeRO-1 where the options put it; under the model of our runtime, whose
- * ZeRO-1 costs time over slow links (options.h), also without it. */
+ * ZeRO-1 costs time over slow links (memory_dimensions.h), also without it. */
 int sl_search_simulate_and_rank(struct search_state *st, struct sl_err *err)
 {
 	int rc = simulate_and_rank_with(st, 1, err);
 	if (!rc && st->options_on && st->plan.num_pipelines > 1 &&
-	    sl_sim_runtime_uses(st->env, &st->plan))
+	    sl_sim_replay_uses(st->env, &st->plan))
 		rc = simulate_and_rank_with(st, 0, err);
 	return rc;
 }

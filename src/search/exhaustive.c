@@ -5,7 +5,7 @@
  * contiguous layer partition, every D with P·D GPUs or fewer, and per stage every multiset of D
  * replicas (gpu, zone, tp) — tp a power of two up to the GPU's node — whose GPUs the pool has,
  * written in the canonical (zone rank, gpu, tp) order for every order of the pool's zones;
- * with memory options (search/memory_options.h), every plan also under every option set: per stage
+ * with memory options (search/memory_dimensions.h), every plan also under every option set: per stage
  * each recomputation level (stages holding a transformer block) and ZeRO-1 on or off (stages
  * with D > 1). Nothing is pruned; a plan whose replicas do not all fit in memory is passed over
  * without simulating it, as the ranking would reject it anyway.
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "search/memory_options.h"
+#include "search/memory_dimensions.h"
 #include "search/partition.h"
 #include "search/ranking.h"
 #include "search/search.h"

@@ -3,7 +3,7 @@
 
 #include "search/uneven.h"
 
-#include "search/memory_options.h"
+#include "search/memory_dimensions.h"
 
 #include <stdlib.h>
 #include <string.h>

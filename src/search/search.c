@@ -154,7 +154,7 @@ static struct search_state *state_new(const struct sl_sim_env *env,
 	st->enumerate_max = req->structured_only ? 0 : SL_SEARCH_ENUMERATE_MAX;
 	st->cm = req->cost_model;
 	st->options_on = sl_search_options_on(req);
-	st->bounds_unsound = sl_sim_runtime_model_possible(env, st->cm);
+	st->bounds_unsound = sl_sim_replay_model_possible(env, st->cm);
 	st->global_batch = req->global_batch > 0 ? req->global_batch
 						 : env->model.default_global_batch;
 	sl_plan_init(&st->plan);

@@ -13,11 +13,11 @@
  * places them in zones so that pipelines stay inside one zone where they can, and the plan is
  * simulated. A lower bound on the iteration time prunes (b, P, partition, D) combinations that
  * cannot beat the best found so far (not where plans may be modelled as our runtime, whose
- * replay those bounds do not bound: sl_sim_runtime_model_possible).
+ * replay those bounds do not bound: sl_sim_replay_model_possible).
  *
  * With memory_options, each replica is judged at the least activation recomputation under which
  * it fits (its time then includes the recomputation), and every plan gets per stage the fastest
- * option set that fits its replicas (search/memory_options.h): ZeRO-1 when D > 1, the least
+ * option set that fits its replicas (search/memory_dimensions.h): ZeRO-1 when D > 1, the least
  * recomputation that fits all of them. The space only grows: the search without options runs
  * first, as before, and seeds the one with them (search.c, search_with_options).
  *
@@ -50,7 +50,7 @@ struct sl_search_request {
 	int structured_only;           /* 1: never enumerate small shapes completely (tests measure
 					* the threshold heuristic alone with it) */
 	int memory_options;            /* 1: per stage, also search activation recomputation and
-					* ZeRO-1 (search/memory_options.h; sailor cost model only); 0: plans
+					* ZeRO-1 (search/memory_dimensions.h; sailor cost model only); 0: plans
 					* without them, the search as it was before they existed */
 };
 

@@ -18,7 +18,7 @@
 #include <stdatomic.h>
 
 #include "search/assign.h"
-#include "search/memory_options.h"
+#include "search/memory_dimensions.h"
 #include "search/partition.h"
 #include "search/ranking.h"
 #include "search/search.h"
@@ -93,7 +93,7 @@ struct search_state {
 	long long simulated;
 	/* per stage, per gpu, per tp slot: compute seconds per micro-batch (< 0: none) */
 	double stage_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
-	/* the same with each recomputation level of search/memory_options.h (memory options on; level 0
+	/* the same with each recomputation level of search/memory_dimensions.h (memory options on; level 0
 	 * is stage_time_s) */
 	double stage_time_rc_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS][SL_SEARCH_RECOMPUTE_LEVELS];
 	/* at the current (D, micro-batches): the time of each replica kind at the least
@@ -101,7 +101,7 @@ struct search_state {
 	double fit_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
 	int options_on;                      /* sl_search_options_on(req) */
 	/* the simulator may model plans as our runtime, whose times the bounds do not bound
-	 * (sl_sim_runtime_model_possible): then nothing is pruned by a bound */
+	 * (sl_sim_replay_model_possible): then nothing is pruned by a bound */
 	int bounds_unsound;
 	/* The search without memory options (search_with_options) hands each plan it simulates to
 	 * this state too: the search with options at the same replicas (NULL: none) */

@@ -2,7 +2,7 @@
 #include "search/uneven.h"
 
 #include "plan/microbatch_share.h"
-#include "search/memory_options.h"
+#include "search/memory_dimensions.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -90,8 +90,8 @@ struct sl_time_slot *sl_sim_slot_mut(struct sl_sim_env *env, int gpu, int slot, 
 /* ---- the cost models ---- */
 int sl_sim_sosp25(const struct sl_sim_env *env, const struct sl_plan *plan, long long global_batch,
 		  struct sl_sim_result *out, struct sl_err *err);
-/* Our runtime's cost model (time_runtime.c); allocates. */
-int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
+/* Our runtime's cost model (time_replay.c); allocates. */
+int sl_sim_replay(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
 		   struct sl_sim_result *out, struct sl_err *err);
 int sl_sim_sailor(const struct sl_sim_env *env, const struct sl_plan *plan, long long global_batch,
 		  struct sl_sim_result *out, struct sl_err *err);

@@ -11,7 +11,7 @@
  *                   recomputation, ZeRO-1). Files: time_sailor.c, comm_time.c, memory.c, memory_options.c.
  *                   When every GPU type of a plan has a profile of OUR runtime (sailor.profile/1,
  *                   written by `sailor profile`), the plan is modelled as `sailor run` executes
- *                   it instead (time_runtime.c: its own instruction lists, whole-copy transfers,
+ *                   it instead (time_replay.c: its own instruction lists, whole-copy transfers,
  *                   MPI all-reduces, the process's resident memory, the same memory options).
  *                   sl_sim_result.runtime_sailor says which.
  *   SL_COST_SOSP25  the SOSP'25 Sailor simulator exactly as ../shared/reference/sosp25/SIMULATOR.md
@@ -47,8 +47,8 @@
 #include "model/model_config.h"
 #include "plan/plan.h"
 #include "profile/profile.h"
-#include "runtime/roles.h"
-#include "runtime/timeline.h"
+#include "plan/roles.h"
+#include "plan/timeline.h"
 #include "util/err.h"
 
 #define SL_SIM_MAX_STAGES SL_PLAN_MAX_STAGES         /* 64 */
@@ -81,17 +81,17 @@ struct sl_sim_env {
 	struct sl_profile *profiles[SL_MAX_GPU_TYPES]; /* NULL: no profile of the model there */
 	struct sl_sim_tables *tables;
 	const struct sl_cluster *cluster; /* borrowed, may be NULL: hosts of our runtime's ranks */
-	struct sl_sim_timeline *timeline; /* borrowed, may be NULL: filled by the runtime model */
+	struct sl_sim_timeline *timeline; /* borrowed, may be NULL: filled by the replay model */
 };
 
 /* Gives the environment the cluster file whose hosts our runtime's ranks would run on (the
- * launcher's placement, dist/placement.h): the runtime model (time_runtime.c) then knows which
+ * launcher's placement, plan/placement.h): the replay model (time_replay.c) then knows which
  * ranks share a host. Borrowed: it must outlive env. NULL: every replica a host of its own. */
 struct sl_cluster;
 void sl_sim_env_set_cluster(struct sl_sim_env *env, const struct sl_cluster *cluster);
 
-/* A timeline of the runtime model (runtime/timeline.h): when sl_simulate models a plan as our
- * runtime (sl_sim_runtime_uses) with one set, it records the spans of every rank in the step the
+/* A timeline of the replay model (plan/timeline.h): when sl_simulate models a plan as our
+ * runtime (sl_sim_replay_uses) with one set, it records the spans of every rank in the step the
  * model times (the second, its first phase draw), times from that step's start, and the ranks'
  * roles placed on the cluster's hosts; recorded says it did. Other cost models record nothing.
  * One timeline is for one sl_simulate call (free it before another). The caller frees spans and
@@ -270,14 +270,14 @@ double sl_sim_stage_recompute_s(const struct sl_sim_env *env, enum sl_cost_model
 
 /* Whether some plan on env may be modelled as our runtime (sailor.simulation's "runtime": some
  * GPU type has a sailor.profile/1 profile, and cm is sailor). The bounds below are formulas of
- * the DeepSpeed-like sailor model; that model's event replay (time_runtime.c) can come out
+ * the DeepSpeed-like sailor model; that model's event replay (time_replay.c) can come out
  * faster than them (measured all-reduce fits, overlapped transfers, CPU-quota bursts), so the
  * planner must not prune with them then. */
-int sl_sim_runtime_model_possible(const struct sl_sim_env *env, enum sl_cost_model cm);
+int sl_sim_replay_model_possible(const struct sl_sim_env *env, enum sl_cost_model cm);
 
 /* 1 when every GPU type of plan has a profile of our runtime (sailor.profile/1): under the sailor
  * cost model the plan is then modelled as our runtime. */
-int sl_sim_runtime_uses(const struct sl_sim_env *env, const struct sl_plan *plan);
+int sl_sim_replay_uses(const struct sl_sim_env *env, const struct sl_plan *plan);
 
 /* A lower bound on the gradient synchronisation time sl_simulate charges a stage of layers
  * [first, last] with D replicas taken from avail (GPUs per type and zone), whatever the replicas'

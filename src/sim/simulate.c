@@ -168,9 +168,9 @@ int sl_simulate(const struct sl_sim_env *env, const struct sl_plan *plan, enum s
 	}
 	if (cm == SL_COST_SOSP25) {
 		rc = sl_sim_sosp25(env, plan, G, out, err);
-	} else if (sl_sim_runtime_uses(env, plan)) {
+	} else if (sl_sim_replay_uses(env, plan)) {
 		out->runtime_sailor = 1;
-		rc = sl_sim_runtime(env, plan, G, out, err);
+		rc = sl_sim_replay(env, plan, G, out, err);
 	} else {
 		rc = sl_sim_sailor(env, plan, G, out, err);
 	}

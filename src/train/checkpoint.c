@@ -68,7 +68,7 @@ static json_t *model_json(const struct sl_model_config *m)
 }
 
 /* Metadata for gpt's tensors; *data_bytes receives the size of the data section. */
-static json_t *build_metadata(const struct sl_gpt *gpt, const struct sl_ckpt_state *st,
+static json_t *build_metadata(const struct sl_gpt *gpt, const struct sl_checkpoint_state *st,
 			      size_t *data_bytes)
 {
 	json_t *root = json_object();
@@ -210,7 +210,7 @@ static void prune(const char *dir, int keep, long long just_written)
 	free(steps);
 }
 
-int sl_checkpoint_save(const char *dir, const struct sl_gpt *gpt, const struct sl_ckpt_state *st,
+int sl_checkpoint_save(const char *dir, const struct sl_gpt *gpt, const struct sl_checkpoint_state *st,
 		       int keep, char *path_out, size_t path_size, struct sl_err *err)
 {
 	if (gpt->tp > 1)
@@ -368,7 +368,7 @@ static int check_frame(const char *path, const unsigned char *map, size_t size,
 
 /* The metadata's step, data position and seed into *st (path and counters checked in range),
  * and its tensor table. st->train is left to the caller. */
-static int read_state(const char *path, const json_t *meta, struct sl_ckpt_state *st,
+static int read_state(const char *path, const json_t *meta, struct sl_checkpoint_state *st,
 		      json_t **tensors, json_t **model, struct sl_err *err)
 {
 	json_t *data, *rng;
@@ -435,7 +435,7 @@ static long long tensor_offset(const char *path, const json_t *tensors, const st
 	return -1;
 }
 
-static int load_file(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state *st,
+static int load_file(const char *path, struct sl_gpt *gpt, struct sl_checkpoint_state *st,
 		     int *other_model, struct sl_err *err)
 {
 	*other_model = 0;
@@ -456,7 +456,7 @@ static int load_file(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state 
 		goto out;
 	}
 	/* nothing reaches *st or the model until the whole file has been checked */
-	struct sl_ckpt_state read = {0};
+	struct sl_checkpoint_state read = {0};
 	if ((rc = read_state(path, meta, &read, &tensors, &model, err)))
 		goto out;
 	if ((rc = check_model(path, model, &gpt->model, err))) {
@@ -488,14 +488,14 @@ out:
 	return rc;
 }
 
-int sl_checkpoint_load(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state *st,
+int sl_checkpoint_load(const char *path, struct sl_gpt *gpt, struct sl_checkpoint_state *st,
 		       struct sl_err *err)
 {
 	int other_model;
 	return load_file(path, gpt, st, &other_model, err);
 }
 
-int sl_checkpoint_load_latest(const char *dir, struct sl_gpt *gpt, struct sl_ckpt_state *st,
+int sl_checkpoint_load_latest(const char *dir, struct sl_gpt *gpt, struct sl_checkpoint_state *st,
 			      char *path_out, size_t path_size, struct sl_err *err)
 {
 	long long *steps;

@@ -42,7 +42,7 @@
 #include "train/model.h"
 #include "util/err.h"
 
-struct sl_ckpt_state {
+struct sl_checkpoint_state {
 	long long step;            /* optimizer steps completed */
 	long long data_epoch;      /* data loader position (data.h) */
 	long long data_next;
@@ -56,11 +56,11 @@ struct sl_ckpt_state {
 
 /* Writes a checkpoint of gpt and st into dir (created if missing); keeps the newest `keep`
  * (>= 1) checkpoints. path_out (may be NULL) receives the file's path. */
-int sl_checkpoint_save(const char *dir, const struct sl_gpt *gpt, const struct sl_ckpt_state *st,
+int sl_checkpoint_save(const char *dir, const struct sl_gpt *gpt, const struct sl_checkpoint_state *st,
 		       int keep, char *path_out, size_t path_size, struct sl_err *err);
 
 /* Verifies and loads one checkpoint file into gpt (values and moments) and st. */
-int sl_checkpoint_load(const char *path, struct sl_gpt *gpt, struct sl_ckpt_state *st,
+int sl_checkpoint_load(const char *path, struct sl_gpt *gpt, struct sl_checkpoint_state *st,
 		       struct sl_err *err);
 
 /* Loads the newest valid checkpoint of dir. Each newer one that is damaged (truncated,
@@ -68,7 +68,7 @@ int sl_checkpoint_load(const char *path, struct sl_gpt *gpt, struct sl_ckpt_stat
  * stops shadowing the good one and is never counted by pruning. A checkpoint of another model
  * stops the search with an error. SL_ENOTFOUND if dir holds no checkpoint; if every one is
  * damaged, the error of the newest. path_out receives the file loaded. */
-int sl_checkpoint_load_latest(const char *dir, struct sl_gpt *gpt, struct sl_ckpt_state *st,
+int sl_checkpoint_load_latest(const char *dir, struct sl_gpt *gpt, struct sl_checkpoint_state *st,
 			      char *path_out, size_t path_size, struct sl_err *err);
 
 /* Steps of the checkpoints in dir, newest first (malloc'd array the caller frees; *count may be

@@ -93,7 +93,7 @@ enum sl_gpt_recompute {
 const char *sl_gpt_recompute_name(int recompute);
 
 /* Which parameters get AdamW moment arrays in the layer's storage. NONE and TABLE_ONLY are for
- * a sharded optimizer (dist/zero.h) that keeps the moments elsewhere; their exp_avg and
+ * a sharded optimizer (runtime/zero.h) that keeps the moments elsewhere; their exp_avg and
  * exp_avg_sq are then NULL. TABLE_ONLY keeps them for the token table "layer0.wte.weight"
  * only (the tied table of a pipeline, synchronised across stages, is not sharded). */
 enum sl_gpt_moments { SL_GPT_MOMENTS_ALL = 0, SL_GPT_MOMENTS_NONE, SL_GPT_MOMENTS_TABLE_ONLY };

@@ -23,7 +23,7 @@
  * Memory options (struct sl_gpt_options): with recomputation (gpt_layers.h) a block keeps per
  * slot only what the option keeps, and the stage holds one working set of the recomputed
  * tensors, shared by its blocks and slots; with a sharded optimizer the layers hold no AdamW
- * moments (cfg.moments), which dist/zero.h keeps instead.
+ * moments (cfg.moments), which runtime/zero.h keeps instead.
  *
  * Ownership: sl_gpt_init() allocates the layers, the activation buffers and the workspace;
  * sl_gpt_free() releases them. params[] borrows the layers' parameters (stage order: layer by

@@ -27,7 +27,7 @@ void sl_adamw_apply(struct sl_param *const *params, int count, const struct sl_a
 		    double lr, long long step, double grad_norm);
 
 /* The per-step scalars of sl_adamw_apply (clipping factor, bias corrections) for an optimizer
- * that updates pieces of tensors itself (dist/zero.h); s->decay is set for decaying parameters
+ * that updates pieces of tensors itself (runtime/zero.h); s->decay is set for decaying parameters
  * (1 - lr * weight_decay): use 1.0f for the others. */
 void sl_adamw_prepare(const struct sl_adamw_config *cfg, double lr, long long step,
 		      double grad_norm, struct sl_adamw_step *s);

@@ -1,4 +1,4 @@
-/* Random numbers of the training runtime, all derived from the user's --seed.
+/* Random numbers of training, all derived from the user's --seed.
  *
  * Two kinds:
  *  - counter-based normals for weight initialisation: sample i of a stream is a pure function of

@@ -1,4 +1,4 @@
-/* src/train/: the training runtime, single-process core.
+/* src/train/: one process's training (model, kernels, optimizer, data, checkpoints); the executor of plans across ranks is src/runtime/.
  *
  * What the folder offers, by header:
  *   trainer.h      sl_train_run(): the whole `sailor train` loop (data, steps, checkpoints,

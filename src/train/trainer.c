@@ -172,7 +172,7 @@ struct run {
 static int save_ckpt(struct run *r, long long step, json_t *train, char *path, size_t size,
 		     struct sl_err *err)
 {
-	struct sl_ckpt_state st = {
+	struct sl_checkpoint_state st = {
 		.step = step,
 		.data_epoch = r->loader.epoch,
 		.data_next = r->loader.next,
@@ -328,7 +328,7 @@ static void teardown(struct run *r)
 /* Restores state from the newest valid checkpoint; returns the step to start from. */
 static int resume(struct run *r, json_t *train, long long *start, struct sl_err *err)
 {
-	struct sl_ckpt_state st = {0};
+	struct sl_checkpoint_state st = {0};
 	char path[4200];
 	int rc = sl_checkpoint_load_latest(r->o->ckpt_dir, &r->gpt, &st, path, sizeof(path), err);
 	if (rc)

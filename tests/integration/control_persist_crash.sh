@@ -32,5 +32,5 @@ left=$(pgrep -f "$work" || true)
 # the steps after step 10 ran twice (the crashed generation's, then again): recorded once
 "$PY" -c 'import json, sys; s = sorted(json.loads(l)["step"] for l in open(sys.argv[1])); n = int(sys.argv[2])
 sys.exit(0 if s == list(range(1, n + 1)) else print("FAIL: steps.jsonl does not hold 1..%d once each: %d lines, repeated %s" % (n, len(s), sorted({x for x in s if s.count(x) > 1}))) or 1)' "$work/run/steps.jsonl" $N
-"$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
+"$PY" tests/runtime/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
   --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt"

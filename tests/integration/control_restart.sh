@@ -82,5 +82,5 @@ for g in range(1, r["generations"] + 1):
         fail(f"gen-{g}'s log of the first controller is gone")
 print(f"steps 1..{n} once each; {len(recovered)} recovered on restart ({recovered[:8]}...)")
 PY
-"$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
+"$PY" tests/runtime/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
   --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt"

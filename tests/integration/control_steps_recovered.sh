@@ -6,7 +6,7 @@
 # and of the last step N (which decides whether the job is complete). A pool change (1 -> 2
 # GPUs) re-plans once. Then: steps.jsonl holds every step 1..N exactly once, each with the loss
 # rank 0 printed, and the losses and final weights equal an uninterrupted `sailor train` within
-# 1e-5 (tests/dist/compare_runs.py); the event log has a steps_recovered event for both
+# 1e-5 (tests/runtime/compare_runs.py); the event log has a steps_recovered event for both
 # generations (the first one's includes the step it stopped and checkpointed at) and ends with
 # "done"; no process of the run is left.
 set -euo pipefail
@@ -74,5 +74,5 @@ if events[-1]["event"] != "done" or events[-1]["step"] != n:
     fail(f"the log does not end with done at step {n}: {events[-1]}")
 print(f"steps.jsonl: steps 1..{n} once each, losses as printed")
 PY
-"$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
+"$PY" tests/runtime/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
   --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt"

@@ -2,7 +2,7 @@
 # `sailor control` on a trace that grows, shrinks and grows the pool (1 -> 4+2 -> 1+2 -> 2 GPUs),
 # with a `kill -9` of a random rank at a random step: the run reaches N steps; its losses and
 # final parameters and moments equal an uninterrupted single-process `sailor train` with the same
-# global batch within 1e-5 relative (tests/dist/compare_runs.py); steps.jsonl holds 1..N once
+# global batch within 1e-5 relative (tests/runtime/compare_runs.py); steps.jsonl holds 1..N once
 # (the steps rerun after the kill replace the killed generation's); the event log shows every
 # pool change, the re-plans, the failure and at most one checkpoint interval of work lost; no
 # process of the run is left.
@@ -73,5 +73,5 @@ for d in "$work"/run/gen-*; do [ -s "$d/stdout.jsonl" ] && [ -f "$d/plan.json" ]
 # the steps the killed generation ran after its checkpoint ran again: recorded once, not twice
 "$PY" -c 'import json, sys; s = sorted(json.loads(l)["step"] for l in open(sys.argv[1])); n = int(sys.argv[2])
 sys.exit(0 if s == list(range(1, n + 1)) else print("FAIL: steps.jsonl does not hold 1..%d once each: %d lines, repeated %s" % (n, len(s), sorted({x for x in s if s.count(x) > 1}))) or 1)' "$work/run/steps.jsonl" $N
-"$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
+"$PY" tests/runtime/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
   --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt"

@@ -10,7 +10,7 @@ source tests/lib/control_setup.sh
 localhost_cluster a100-0:A100-40:us-central1-a
 echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "A100-40", "zone": "us-central1-a", "count": 1}]}' > "$work/pool.json"
 common=(--model gpt2-tiny --data "$work/tokens.bin" --seq-len 32)
-"$SAILOR" run --plan tests/dist/plans/01-single.json "${common[@]}" --steps 80 --ckpt-dir "$work/ckpt" \
+"$SAILOR" run --plan tests/runtime/plans/01-single.json "${common[@]}" --steps 80 --ckpt-dir "$work/ckpt" \
   --ckpt-every 10 --global-batch 8 > "$work/run-out" 2> "$work/run-err" &
 run=$!
 for _ in $(seq 300); do [ -e "$work/ckpt/step-00000010.ckpt" ] && break; sleep 0.1; done

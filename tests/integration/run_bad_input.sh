@@ -21,41 +21,41 @@ cat > "$work/cluster-novoo.json" <<'JSON'
  "hosts": [{"name": "a", "address": "localhost", "gpu": "A100-40", "zone": "us-central1-a", "slots": 4}]}
 JSON
 expect_error "more ranks than slots" 1 "the plan needs 4 ranks of A100-40 in zone us-central1-a" \
-  "${run[@]}" --plan tests/dist/plans/06-pp2-dp2-mixed-tp-two-zones.json --cluster "$work/cluster-small.json"
+  "${run[@]}" --plan tests/runtime/plans/06-pp2-dp2-mixed-tp-two-zones.json --cluster "$work/cluster-small.json"
 expect_error "no host of a replica's type and zone" 1 'no host has "gpu": "V100-16"' \
-  "${run[@]}" --plan tests/dist/plans/06-pp2-dp2-mixed-tp-two-zones.json --cluster "$work/cluster-novoo.json"
+  "${run[@]}" --plan tests/runtime/plans/06-pp2-dp2-mixed-tp-two-zones.json --cluster "$work/cluster-novoo.json"
 expect_error "TP group larger than its host" 1 "a TP group runs on one host" \
-  "${run[@]}" --plan tests/dist/plans/05-tp4.json --cluster "$work/cluster-small.json"
+  "${run[@]}" --plan tests/runtime/plans/05-tp4.json --cluster "$work/cluster-small.json"
 expect_error "layers that do not match the model" 1 "layers" \
-  "${run[@]}" --plan tests/dist/plans/03-pp2.json --model gpt2-small
-sed 's/"global_batch":8/"global_batch":6/' tests/dist/plans/02-dp2.json > "$work/odd.json"
+  "${run[@]}" --plan tests/runtime/plans/03-pp2.json --model gpt2-small
+sed 's/"global_batch":8/"global_batch":6/' tests/runtime/plans/02-dp2.json > "$work/odd.json"
 expect_error "a global batch the pipelines cannot share" 1 "microbatches_per_pipeline" \
   "${run[@]}" --plan "$work/odd.json"
 expect_error "a missing data file" 1 "missing.bin" \
-  "$SAILOR" run --data "$work/missing.bin" --plan tests/dist/plans/02-dp2.json
+  "$SAILOR" run --data "$work/missing.bin" --plan tests/runtime/plans/02-dp2.json
 expect_error "a plan file that is not JSON" 1 "$work/tokens.bin" \
   "${run[@]}" --plan "$work/tokens.bin"
 expect_error "no --plan" 2 "--plan is required" "${run[@]}"
 expect_error "--micro-batch against the plan" 2 "differs from the plan's micro_batch" \
-  "${run[@]}" --plan tests/dist/plans/02-dp2.json --micro-batch 4
+  "${run[@]}" --plan tests/runtime/plans/02-dp2.json --micro-batch 4
 mkdir -p "$work/bin"
 for tool in "$SAILOR"; do ln -sf "$tool" "$work/bin/"; done
 expect_error "mpirun missing" 1 "openmpi-bin" \
-  env PATH="$work/bin" "${run[@]}" --plan tests/dist/plans/02-dp2.json
+  env PATH="$work/bin" "${run[@]}" --plan tests/runtime/plans/02-dp2.json
 expect_error "an events file that cannot be appended to" 1 \
   "cannot append to events file '$work/none/steps.jsonl'" \
-  "${run[@]}" --plan tests/dist/plans/02-dp2.json --events-file "$work/none/steps.jsonl"
+  "${run[@]}" --plan tests/runtime/plans/02-dp2.json --events-file "$work/none/steps.jsonl"
 expect_error "an MPI launch of the wrong size" 2 "this MPI job has 3 ranks, but plan" \
-  timeout 60 mpirun -np 3 --oversubscribe --bind-to none "${run[@]}" --plan tests/dist/plans/02-dp2.json
+  timeout 60 mpirun -np 3 --oversubscribe --bind-to none "${run[@]}" --plan tests/runtime/plans/02-dp2.json
 # the per-stage memory options (plan.h): values outside their sets, named by JSON path
-sed 's/"count":2}]}/"count":2}],"zero":2}/' tests/dist/plans/02-dp2.json > "$work/zero2.json"
+sed 's/"count":2}]}/"count":2}],"zero":2}/' tests/runtime/plans/02-dp2.json > "$work/zero2.json"
 expect_error "zero 2 in a plan" 1 'stages[0].zero: expected 0 (replicated optimizer state) or 1' \
   "${run[@]}" --plan "$work/zero2.json"
-sed 's/"count":2}]}/"count":2}],"recompute":"partial"}/' tests/dist/plans/02-dp2.json > "$work/partial.json"
+sed 's/"count":2}]}/"count":2}],"recompute":"partial"}/' tests/runtime/plans/02-dp2.json > "$work/partial.json"
 expect_error "recompute partial in a plan" 1 'stages[0].recompute: expected "none", "full" or "selective"' \
   "${run[@]}" --plan "$work/partial.json"
 expect_error "--recompute partial" 2 "--recompute 'partial': choose none, full or selective" \
-  "${run[@]}" --plan tests/dist/plans/02-dp2.json --recompute partial
+  "${run[@]}" --plan tests/runtime/plans/02-dp2.json --recompute partial
 expect_error "sailor train --recompute partial" 2 "--recompute 'partial': choose none, full or selective" \
   "$SAILOR" train --model gpt2-tiny --data "$work/tokens.bin" --recompute partial
 

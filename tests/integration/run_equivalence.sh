@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# `sailor run` against single-process `sailor train`: for every plan in tests/dist/plans/ (P 1-4,
+# `sailor run` against single-process `sailor train`: for every plan in tests/runtime/plans/ (P 1-4,
 # TP 1, 2 and 4 mixed within a stage, D up to 4, uneven layer ranges, uneven micro-batch counts,
 # stages split across two zones), 10 steps on gpt2-tiny with the same seed, data and global batch
 # give the same losses within 1e-5 relative, and the final checkpoints the same parameters and
-# AdamW moments within 1e-5 relative norm (tests/dist/compare_runs.py). One plan is also run with
+# AdamW moments within 1e-5 relative norm (tests/runtime/compare_runs.py). One plan is also run with
 # a vocabulary that 4 TP ranks cannot split evenly (257), two with ranks that wait asleep
 # (CPU-quota devices) and one that mixes such ranks with ranks that poll. Ranks are
 # oversubscribed on this machine.
@@ -38,19 +38,19 @@ check_plan() { # name model plan
     echo "FAIL $name: sailor run failed"; cat "$out/stderr"; exit 1
   fi
   echo "== $name"
-  "$PY" tests/dist/compare_runs.py "$work/ref-$model-$G/losses.jsonl" "$out/losses.jsonl" \
+  "$PY" tests/runtime/compare_runs.py "$work/ref-$model-$G/losses.jsonl" "$out/losses.jsonl" \
     --ckpt "$work/ref-$model-$G/ckpt/step-00000010.ckpt" "$out/ckpt/step-00000010.ckpt" \
     || { echo "FAIL $name"; exit 1; }
 }
-for plan in tests/dist/plans/*.json; do
+for plan in tests/runtime/plans/*.json; do
   check_plan "$(basename "$plan" .json)" gpt2-tiny "$plan"
 done
-check_plan vocab257-tp4 "$work/tiny257.json" tests/dist/plans/05-tp4.json
-check_plan vocab257-pp2-dp3-tp124 "$work/tiny257.json" tests/dist/plans/09-pp2-dp3-tp124-uneven-mb.json
+check_plan vocab257-tp4 "$work/tiny257.json" tests/runtime/plans/05-tp4.json
+check_plan vocab257-pp2-dp3-tp124 "$work/tiny257.json" tests/runtime/plans/09-pp2-dp3-tp124-uneven-mb.json
 # Ranks on a device type that is a CPU quota wait asleep between MPI tests (comm.h): the same
 # losses, and the ranks say which wait they used. Plan 12 on the testbed's CPU classes, then plan
 # 09 (TP 1, 2 and 4, uneven micro-batches) with the sleeping wait forced.
-sed -e 's/"A100-40"/"cpu-fast"/; s/"V100-16"/"cpu-slow"/' tests/dist/plans/12-pp2-dp2-uniform-tp2.json \
+sed -e 's/"A100-40"/"cpu-fast"/; s/"V100-16"/"cpu-slow"/' tests/runtime/plans/12-pp2-dp2-uniform-tp2.json \
   > "$work/12-cpu-quota.json"
 run_extra=(--gpus data/testbed/gpus-cpu.json)
 check_plan cpu-quota-pp2-dp2-tp2 gpt2-tiny "$work/12-cpu-quota.json"
@@ -72,7 +72,7 @@ PY
 run_extra=()
 grep -q '"idle_wait":"poll"' "$work/run-01-single/losses.jsonl" \
   || { echo "FAIL: ranks on A100-40 did not poll"; exit 1; }
-SAILOR_MPI_WAIT=sleep check_plan sleep-pp2-dp3-tp124 gpt2-tiny tests/dist/plans/09-pp2-dp3-tp124-uneven-mb.json
+SAILOR_MPI_WAIT=sleep check_plan sleep-pp2-dp3-tp124 gpt2-tiny tests/runtime/plans/09-pp2-dp3-tp124-uneven-mb.json
 grep -q '"idle_wait":"sleep"' "$work/run-sleep-pp2-dp3-tp124/losses.jsonl" \
   || { echo "FAIL: SAILOR_MPI_WAIT=sleep was not used"; exit 1; }
 # A plan whose groups mix ranks that poll (A100-40) with ranks that wait asleep (cpu-slow), ZeRO-1

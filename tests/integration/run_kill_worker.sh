@@ -9,7 +9,7 @@ use_mpi
 launcher=""
 at_exit '[ -n "$launcher" ] && kill -9 "$launcher" 2>/dev/null'
 tokens "$work/tokens.bin"
-plan=tests/dist/plans/06-pp2-dp2-mixed-tp-two-zones.json   # 5 ranks
+plan=tests/runtime/plans/06-pp2-dp2-mixed-tp-two-zones.json   # 5 ranks
 "$SAILOR" run --plan "$plan" --model gpt2-tiny --data "$work/tokens.bin" --seq-len 32 \
   --steps 100000 --ckpt-dir "$work/ckpt" --ckpt-every 3 > "$work/out" 2> "$work/err" &
 launcher=$!

@@ -3,7 +3,7 @@
 # "recompute" (full, selective) and "zero": 1 on plans with P 1-4, TP mixed within a stage,
 # D up to 4 and uneven micro-batch counts gives the losses of single-process `sailor train`
 # within 1e-5 relative over 10 steps, and final checkpoints (whole values and AdamW moments)
-# within 1e-5 relative norm (tests/dist/compare_runs.py). Checkpoints stay plan-independent: a
+# within 1e-5 relative norm (tests/runtime/compare_runs.py). Checkpoints stay plan-independent: a
 # sharded run's checkpoint resumed by an unsharded plan, and the reverse, equal 10 straight
 # steps. Where an option changes nothing (ZeRO on a stage with one replica) the run says so once
 # and trains as without it; `sailor train --recompute` gives bit-identical losses.
@@ -51,12 +51,12 @@ check_options() { # plan-file recompute zero
   reference "$G"
   run "$name" "$work/$name.json"
   echo "== $name"
-  "$PY" tests/dist/compare_runs.py "$work/ref-$G/losses.jsonl" "$work/run-$name/losses.jsonl" \
+  "$PY" tests/runtime/compare_runs.py "$work/ref-$G/losses.jsonl" "$work/run-$name/losses.jsonl" \
     --ckpt "$work/ref-$G/ckpt/step-00000010.ckpt" "$work/run-$name/ckpt/step-00000010.ckpt" \
     || { echo "FAIL $name"; exit 1; }
 }
 
-P=tests/dist/plans
+P=tests/runtime/plans
 check_options $P/02-dp2.json selective 1                   # P1 D2, ZeRO over the whole model
 check_options $P/06-pp2-dp2-mixed-tp-two-zones.json full 1 # P2, TP 1+2 mixed: whole-tensor view
 check_options $P/08-pp4-8mb.json full 0                    # P4, recompute with 4 micro-batches in flight
@@ -102,11 +102,11 @@ reference 8
 run zero-then-plain "$work/A-zero.json" --steps 5
 run zero-then-plain "$work/B.json" --resume
 echo "== ZeRO plan A (5 steps) then plain plan B (5 steps) vs train (10 steps)"
-"$PY" tests/dist/compare_runs.py "$work/ref-8/losses.jsonl" "$work/run-zero-then-plain/losses.jsonl" \
+"$PY" tests/runtime/compare_runs.py "$work/ref-8/losses.jsonl" "$work/run-zero-then-plain/losses.jsonl" \
   --ckpt "$work/ref-8/ckpt/step-00000010.ckpt" "$work/run-zero-then-plain/ckpt/step-00000010.ckpt"
 run plain-then-zero "$A" --steps 5
 run plain-then-zero "$work/B-zero.json" --resume
 echo "== plain plan A (5 steps) then ZeRO plan B (5 steps) vs train (10 steps)"
-"$PY" tests/dist/compare_runs.py "$work/ref-8/losses.jsonl" "$work/run-plain-then-zero/losses.jsonl" \
+"$PY" tests/runtime/compare_runs.py "$work/ref-8/losses.jsonl" "$work/run-plain-then-zero/losses.jsonl" \
   --ckpt "$work/ref-8/ckpt/step-00000010.ckpt" "$work/run-plain-then-zero/ckpt/step-00000010.ckpt"
 echo "memory options change nothing but memory"

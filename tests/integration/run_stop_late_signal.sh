@@ -15,7 +15,7 @@ for case in "03-pp2.json 1:5" "04-tp2.json 0:4"; do
   read -r plan hook <<<"$case"
   rm -rf "$work/ckpt"
   S=${hook#*:}
-  SAILOR_TEST_LATE_STOP=$hook "$SAILOR" run --plan "tests/dist/plans/$plan" --model gpt2-tiny \
+  SAILOR_TEST_LATE_STOP=$hook "$SAILOR" run --plan "tests/runtime/plans/$plan" --model gpt2-tiny \
     --data "$work/tokens.bin" --seq-len 32 --steps 100000 --ckpt-dir "$work/ckpt" --ckpt-every 100 \
     > "$work/out" 2> "$work/err" &
   launcher=$!

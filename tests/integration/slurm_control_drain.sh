@@ -63,5 +63,5 @@ grep -A1 '"event":"pool_change"' "$work/run/events.jsonl" | tail -n 1 | grep -q 
 stops=$(grep '"event":"generation_end"' "$work/run/events.jsonl" | grep -c '"outcome":"stopped"' || true)
 [ "$stops" -ge 1 ] || { echo "FAIL: the drain did not checkpoint-and-stop a generation"; exit 1; }
 echo "step at the resume: $step_at_resume; generations: $(ev generation_start)"
-"$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
+"$PY" tests/runtime/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
   --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt"

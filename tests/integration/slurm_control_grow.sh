@@ -34,5 +34,5 @@ echo "GPUs: generation 1 $gpus1, generation $last $gpus_last"
 [ "$gpus_last" -gt "$gpus1" ] || { echo "FAIL: the last generation does not use more GPUs than the first"; exit 1; }
 grep -q '"name": "fa1"' "$work/run/gen-$last/cluster.json" || { echo "FAIL: fa1 is not in the last generation's hosts"; exit 1; }
 [ "$(ev failure)" -eq 0 ] || { echo "FAIL: growing is not a failure"; exit 1; }
-"$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
+"$PY" tests/runtime/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
   --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt"

@@ -48,5 +48,5 @@ seen_t=$(grep -m 1 '"event":"pool_change"' "$work/run/events.jsonl" | jq -r '.t_
 gen2_t=$(grep -m 1 '"generation":2,' "$work/run/steps.jsonl" | jq -r '.t_s')
 awk -v k="$t_kill" -v s="$start_t" -v a="$seen_t" -v b="$gen2_t" 'BEGIN {
   printf "seconds from the kill: %.1f until Slurm reports the node (pool change), %.1f to the first step of generation 2\n", s + a - k, s + b - k }'
-"$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
+"$PY" tests/runtime/compare_runs.py "$work/ref.jsonl" "$work/run/steps.jsonl" \
   --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt"

@@ -44,7 +44,7 @@ N=20
 timeout 120 "$SAILOR" run --slurm --partition $TB --gpus "$ENV/gpus.json" --plan "$work/pp2.json" \
   --data "$work/tokens.bin" --seq-len 32 --steps $N --seed 7 --json --ckpt-dir "$work/ckpt" \
   --ckpt-every $N >"$work/run.jsonl" 2>"$work/run.err" || { cat "$work/run.err"; echo "FAIL: run --slurm"; exit 1; }
-check "run --slurm: losses and weights equal sailor train" '"$PY" tests/dist/compare_runs.py "$work/ref.jsonl" "$work/run.jsonl" --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt" >"$work/cmp" 2>&1 || { cat "$work/cmp"; false; }'
+check "run --slurm: losses and weights equal sailor train" '"$PY" tests/runtime/compare_runs.py "$work/ref.jsonl" "$work/run.jsonl" --ckpt "$work/ref/step-$(printf %08d $N).ckpt" "$work/ckpt/step-$(printf %08d $N).ckpt" >"$work/cmp" 2>&1 || { cat "$work/cmp"; false; }'
 check "run --slurm: the job is gone from squeue" '[ -z "$(squeue -h -p $TB)" ]'
 
 # the placement check: ranks of the cpu-fast stage on sb0 (cpu-slow), started by hand

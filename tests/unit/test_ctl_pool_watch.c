@@ -16,7 +16,7 @@
 
 #include "cluster/catalogue.h"
 #include "ctl/events.h"
-#include "ctl/generation.h"
+#include "ctl/generation_process.h"
 #include "ctl/pool_watch.h"
 #include "util/clock.h"
 

@@ -20,9 +20,9 @@
 #include <cmocka.h>
 
 #include "cluster/catalogue.h"
-#include "profile/netprof.h"
+#include "profiler/netprof.h"
 #include "profile/profile.h"
-#include "profile/profiler.h"
+#include "profiler/profiler.h"
 
 static void write_file(const char *path, const char *text)
 {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "search/memory_options.h"
+#include "search/memory_dimensions.h"
 #include "sim/sim.h"
 
 static struct sl_sim_env *env;
@@ -309,7 +309,7 @@ static void recomputation_fits_what_did_not(void **state)
 		    sl_sim_stage_compute_s(env, SL_COST_SOSP25, LAYERS(g, 8, 1, 0, 25)));
 }
 
-/* The planner's option sets (search/memory_options.h) with ZeRO-1 and without it, which it also tries
+/* The planner's option sets (search/memory_dimensions.h) with ZeRO-1 and without it, which it also tries
  * where the model of our runtime makes ZeRO-1 cost time: without, the replicas hold whole
  * moments and may need more recomputation to fit. */
 static void options_without_zero_recompute_at_least_as_much(void **state)

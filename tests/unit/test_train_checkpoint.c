@@ -70,9 +70,9 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct sl_ckpt_state state_at(long long step)
+static struct sl_checkpoint_state state_at(long long step)
 {
-	struct sl_ckpt_state st = {.step = step, .data_epoch = 2, .data_next = 17, .data_seq = 6,
+	struct sl_checkpoint_state st = {.step = step, .data_epoch = 2, .data_next = 17, .data_seq = 6,
 				   .data_tokens = 1000, .seed = 99};
 	snprintf(st.data_path, sizeof(st.data_path), "tokens.bin");
 	return st;
@@ -119,7 +119,7 @@ static void round_trip(void **state)
 	struct sl_gpt a, b;
 	make_model(&a, 1);
 	make_model(&b, 2);
-	struct sl_ckpt_state st = state_at(40);
+	struct sl_checkpoint_state st = state_at(40);
 	json_t *train = json_pack("{s:f}", "lr", 0.5);
 	st.train = train;
 	char path[4300];
@@ -127,7 +127,7 @@ static void round_trip(void **state)
 	assert_int_equal(sl_checkpoint_save(dir, &a, &st, 2, path, sizeof(path), &err), 0);
 	json_decref(train);
 	assert_non_null(strstr(path, "step-00000040.ckpt"));
-	struct sl_ckpt_state got = {0};
+	struct sl_checkpoint_state got = {0};
 	assert_int_equal(sl_checkpoint_load(path, &b, &got, &err), 0);
 	assert_int_equal(got.step, 40);
 	assert_int_equal(got.data_epoch, 2);
@@ -168,7 +168,7 @@ static void damaged_newest_falls_back(void **state)
 	make_model(&b, 2);
 	struct sl_err err = {0};
 	char p10[4300], p20[4300], p30[4300];
-	struct sl_ckpt_state st = state_at(10);
+	struct sl_checkpoint_state st = state_at(10);
 	assert_int_equal(sl_checkpoint_save(dir, &a, &st, 3, p10, sizeof(p10), &err), 0);
 	st.step = 20;
 	assert_int_equal(sl_checkpoint_save(dir, &a, &st, 3, p20, sizeof(p20), &err), 0);
@@ -180,7 +180,7 @@ static void damaged_newest_falls_back(void **state)
 	flip_byte(p30, sb.st_size / 2);       /* corrupt the newest */
 	assert_int_equal(truncate(p20, sb.st_size - 100), 0); /* truncate the one before */
 
-	struct sl_ckpt_state got = {0};
+	struct sl_checkpoint_state got = {0};
 	assert_int_equal(sl_checkpoint_load(p30, &b, &got, &err), SL_EINPUT);
 	assert_non_null(strstr(err.msg, "checksum mismatch"));
 	assert_non_null(strstr(err.msg, p30));
@@ -230,7 +230,7 @@ static void other_model_and_pruning(void **state)
 	struct sl_err err = {0};
 	assert_int_equal(sl_gpt_init(&other, &m, 0, 3, 1, 6, 1, 0, NULL, 1, &err), 0);
 	for (long long s = 1; s <= 4; s++) {
-		struct sl_ckpt_state st = state_at(s * 5);
+		struct sl_checkpoint_state st = state_at(s * 5);
 		assert_int_equal(sl_checkpoint_save(dir, &a, &st, 2, NULL, 0, &err), 0);
 	}
 	long long *steps;
@@ -240,7 +240,7 @@ static void other_model_and_pruning(void **state)
 	assert_int_equal(steps[0], 20);
 	assert_int_equal(steps[1], 15);
 	free(steps);
-	struct sl_ckpt_state got = {0};
+	struct sl_checkpoint_state got = {0};
 	assert_int_equal(sl_checkpoint_load_latest(dir, &other, &got, NULL, 0, &err), SL_EINPUT);
 	assert_non_null(strstr(err.msg, "model hidden is 8 there but 12"));
 	/* nothing was set aside for that */

@@ -1,4 +1,4 @@
-/* CPU kernels of the training runtime: the forward and backward passes of every operation in a
+/* CPU kernels of training: the forward and backward passes of every operation in a
  * GPT-2 layer, and the AdamW update, on row-major fp32 arrays.
  *
  * Matrix products go to OpenBLAS (cblas_sgemm); everything else is a loop over rows or columns

@@ -1,13 +1,13 @@
 /* What the schedule builder (schedule.c) and its checker (schedule_check.c) share: the rules
  * that define a correct schedule — which peers a rank's transfers have, what a valid role table
  * is — so that the checker judges lists by the same rules, stated once. Internal to src/runtime/. */
-#ifndef SL_DIST_SCHEDULE_RULES_H
-#define SL_DIST_SCHEDULE_RULES_H
+#ifndef SL_PLAN_SCHEDULE_RULES_H
+#define SL_PLAN_SCHEDULE_RULES_H
 
 #include <stddef.h>
 
-#include "runtime/roles.h"
-#include "runtime/schedule.h"
+#include "plan/roles.h"
+#include "plan/schedule.h"
 #include "util/err.h"
 
 /* Which peer list of a rank. */

@@ -7,8 +7,8 @@
  * peer list, so peer_pool holds at most four lists (activation source, activation destinations,
  * gradient source, gradient destinations); the step ends with reduce-gradients, optimizer-step.
  */
-#include "runtime/schedule.h"
-#include "runtime/schedule_rules.h"
+#include "plan/schedule.h"
+#include "plan/schedule_rules.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Placement: which host of the cluster runs each rank of a role table (dist/roles.h).
+/* Placement: which host of the cluster runs each rank of a role table (plan/roles.h).
  *
  * A replica's TP group shares one host (its ranks talk over NVLink/shared memory every layer),
  * and that host's GPU type and zone are the replica's, as the plan said. Each rank takes one of
@@ -10,12 +10,12 @@
  * at least tp free slots. Larger groups first avoids most fragmentation that plain rank-order
  * first fit causes (hosts of 4 and 2 slots, replicas tp 2 then tp 4).
  */
-#ifndef SL_DIST_PLACEMENT_H
-#define SL_DIST_PLACEMENT_H
+#ifndef SL_PLAN_PLACEMENT_H
+#define SL_PLAN_PLACEMENT_H
 
 #include "cluster/catalogue.h"
 #include "cluster/cluster_file.h"
-#include "runtime/roles.h"
+#include "plan/roles.h"
 #include "util/err.h"
 
 /* Fills table->roles[r].host for every rank: an index into cluster->hosts, or -1 for every rank

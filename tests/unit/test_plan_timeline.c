@@ -1,4 +1,4 @@
-/* Unit tests for timelines (runtime/timeline.h): spans past the cap are counted, not kept; the
+/* Unit tests for timelines (plan/timeline.h): spans past the cap are counted, not kept; the
  * file is the sailor.timeline/1 format (Chrome trace events), times in microseconds from the
  * origin, one named process per rank, names from our files escaped. */
 #include <math.h>
@@ -14,7 +14,7 @@
 #include <jansson.h>
 
 #include "cluster/catalogue.h"
-#include "runtime/timeline.h"
+#include "plan/timeline.h"
 
 static void spans_past_the_cap_are_counted_not_kept(void **state)
 {

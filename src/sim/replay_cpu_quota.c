@@ -1,16 +1,16 @@
-/* The runtime model's CPU quotas (time_runtime.c): how a rank whose device is a CPU quota (the
+/* The replay model's CPU quotas (time_replay.c): how a rank whose device is a CPU quota (the
  * testbed's; catalogue cpu_quota) works and waits.
  *
  * A device that is a CPU quota computes at full speed for cores x period of every period (plus
  * what Linux carries over from the last one: up to 1 ms if the rank slept through the period's
  * end, all it held if it ran through it; start_period) and stands still for the rest.
- * Its rank waits for messages asleep (comm.h, SL_COMM_WAIT_SLEEP), whose tests cost the CPU the
- * profile measured (sl_rt_wait_idle). Work the profile timed at the quota's average rate is
- * replayed against the budget (sl_rt_run_work): after a wait that crossed a period boundary,
+ * Its rank waits for messages asleep (runtime/comm.h, SL_COMM_WAIT_SLEEP; plan/rank_wait.h), whose tests cost the CPU the
+ * profile measured (sl_replay_wait_idle). Work the profile timed at the quota's average rate is
+ * replayed against the budget (sl_replay_run_work): after a wait that crossed a period boundary,
  * work starts with a full budget and runs up to 1/cores times faster than average for that
  * budget, which pipelines, whose ranks wait and work in turn, show. The two small world
- * all-reduces after the sync are replayed round by round (sl_rt_world_scalar_allreduces,
- * runtime_collectives.c).
+ * all-reduces after the sync are replayed round by round (sl_replay_world_scalar_allreduces,
+ * replay_collectives.c).
  *
  * Invariants: used_s is the CPU spent in the period numbered r->period (LONG_MIN before the
  * first) and never more than that period's budget_s; awake says whether the rank last ran (1)
@@ -18,8 +18,8 @@
 #include <limits.h>
 #include <math.h>
 
-#include "runtime/comm.h"
-#include "sim/runtime_model.h"
+#include "plan/rank_wait.h"
+#include "sim/replay.h"
 
 /* A cgroup's runtime lives in a pool that each period refills to the quota, and on the CPU that
  * runs its task, which takes it from the pool in slices of up to sched_cfs_bandwidth_slice_us
@@ -33,7 +33,7 @@
 #define CFS_SLICE_S 0.005
 
 /* Starts period k (> r->period) with a fresh budget and the carry of the one it leaves. */
-static void start_period(struct sl_rt_rank *r, long k)
+static void start_period(struct sl_replay_rank *r, long k)
 {
 	double left = r->period == LONG_MIN ? 0 : r->budget_s - r->used_s;
 	double carry_max = r->awake ? CFS_SLICE_S : CFS_LOCAL_RUNTIME_S;
@@ -44,7 +44,7 @@ static void start_period(struct sl_rt_rank *r, long k)
 
 /* Moves r into the period that holds its clock. Periods are counted by number so that rounding
  * never leaves the clock on a boundary it cannot cross. */
-static void enter_period(struct sl_rt_rank *r)
+static void enter_period(struct sl_replay_rank *r)
 {
 	long k = (long)floor((r->clock - r->phase_s) / r->period_s + 1e-9);
 	if (k > r->period)
@@ -52,7 +52,7 @@ static void enter_period(struct sl_rt_rank *r)
 }
 
 /* Advances r by want_s of running and by any throttled time in between. */
-static void run_for(struct sl_rt_rank *r, double want_s)
+static void run_for(struct sl_replay_rank *r, double want_s)
 {
 	double done = 0;
 	while (want_s - done > 1e-12) {
@@ -73,7 +73,7 @@ static void run_for(struct sl_rt_rank *r, double want_s)
 	}
 }
 
-int sl_rt_has_quota(const struct sl_rt_rank *r)
+int sl_replay_has_quota(const struct sl_replay_rank *r)
 {
 	return r->quota_cores > 0 && r->quota_cores < 1 && r->period_s > 0;
 }
@@ -83,46 +83,46 @@ int sl_rt_has_quota(const struct sl_rt_rank *r)
  * while the current period's budget lasts and stopped until the next period when it is spent:
  * so an operation that starts with a fresh budget (after a wait) finishes sooner than wall_s,
  * one that starts with a spent budget later. Elsewhere it takes wall_s. */
-void sl_rt_run_work(struct sl_rt_rank *r, double wall_s)
+void sl_replay_run_work(struct sl_replay_rank *r, double wall_s)
 {
-	if (!sl_rt_has_quota(r)) {
+	if (!sl_replay_has_quota(r)) {
 		r->clock += wall_s;
 		return;
 	}
 	run_for(r, wall_s * r->quota_cores);
 }
 
-void sl_rt_run_cpu(struct sl_rt_rank *r, double cpu_s)
+void sl_replay_run_cpu(struct sl_replay_rank *r, double cpu_s)
 {
 	if (cpu_s <= 0)
 		return;
-	if (sl_rt_has_quota(r))
+	if (sl_replay_has_quota(r))
 		run_for(r, cpu_s);
 	else
 		r->clock += cpu_s;
 }
 
 /* Waits until until_s inside MPI. A rank on a CPU-quota device waits asleep between tests
- * (comm.h, SL_COMM_WAIT_SLEEP): it sees its message at the first test after it came (sleeps of
- * SL_COMM_IDLE_SLEEP_FIRST_S doubling to SL_COMM_IDLE_SLEEP_MAX_S, each test and sleep late by
+ * (runtime/comm.h, SL_COMM_WAIT_SLEEP; plan/rank_wait.h): it sees its message at the first test after it came (sleeps of
+ * SL_RANK_WAIT_SLEEP_FIRST_S doubling to SL_RANK_WAIT_SLEEP_MAX_S, each test and sleep late by
  * what the profile measured), and each test costs the CPU the profile measured (20-29 us on
  * the testbed, a quarter of a cpu-fast device's budget over a long wait): paid from the budget,
  * so a long wait can leave the rank throttled when its message comes. A wait that crosses a
  * period boundary leaves a fresh budget (enter_period). */
-void sl_rt_wait_idle(struct sl_rt_rank *r, double until_s)
+void sl_replay_wait_idle(struct sl_replay_rank *r, double until_s)
 {
-	double sleep_s = SL_COMM_IDLE_SLEEP_FIRST_S;
-	sl_rt_wait_tests(r, until_s, &sleep_s, 0);
+	double sleep_s = SL_RANK_WAIT_SLEEP_FIRST_S;
+	sl_replay_wait_tests(r, until_s, &sleep_s, 0);
 }
 
 /* The sleeping wait's loop; *sleep_s is the next sleep, carried from one call to the next where
  * one MPI wait spans them (a collective's rounds). sleep_first: the rank has just tested, so
  * the wait begins with a sleep and ends at a test, however early the message was there. */
-void sl_rt_wait_tests(struct sl_rt_rank *r, double until_s, double *sleep_s, int sleep_first)
+void sl_replay_wait_tests(struct sl_replay_rank *r, double until_s, double *sleep_s, int sleep_first)
 {
 	if (until_s <= r->clock && !sleep_first)
 		return;
-	if (!sl_rt_has_quota(r)) {
+	if (!sl_replay_has_quota(r)) {
 		r->clock = fmax(r->clock, until_s);
 		return;
 	}
@@ -130,12 +130,12 @@ void sl_rt_wait_tests(struct sl_rt_rank *r, double until_s, double *sleep_s, int
 	if (sleep_first) {
 		r->awake = 0;
 		r->clock += *sleep_s + r->test_late_s;
-		*sleep_s = fmin(2 * *sleep_s, SL_COMM_IDLE_SLEEP_MAX_S);
+		*sleep_s = fmin(2 * *sleep_s, SL_RANK_WAIT_SLEEP_MAX_S);
 	}
 	for (;;) {
 		/* a cycle: the test (c of CPU, from the budget), then the sleep and its lateness */
 		double cycle = *sleep_s + r->test_late_s;
-		if (*sleep_s >= SL_COMM_IDLE_SLEEP_MAX_S) {
+		if (*sleep_s >= SL_RANK_WAIT_SLEEP_MAX_S) {
 			/* at the longest sleep: jump over the cycles that neither reach until_s nor the
 			 * period's end nor exhaust the budget (the result of running them one by one) */
 			enter_period(r);
@@ -157,6 +157,6 @@ void sl_rt_wait_tests(struct sl_rt_rank *r, double until_s, double *sleep_s, int
 			return;
 		r->awake = 0;
 		r->clock += fmax(0, cycle - c);
-		*sleep_s = fmin(2 * *sleep_s, SL_COMM_IDLE_SLEEP_MAX_S);
+		*sleep_s = fmin(2 * *sleep_s, SL_RANK_WAIT_SLEEP_MAX_S);
 	}
 }

@@ -1,5 +1,5 @@
-/* The memory options as search dimensions: see options.h. */
-#include "search/memory_options.h"
+/* The memory options as search dimensions: see memory_dimensions.h. */
+#include "search/memory_dimensions.h"
 
 #include <string.h>
 

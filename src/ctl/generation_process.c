@@ -1,5 +1,5 @@
 /* Generations of the controller (generation.h). */
-#include "ctl/generation.h"
+#include "ctl/generation_process.h"
 
 #include <dirent.h>
 #include <errno.h>

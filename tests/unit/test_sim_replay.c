@@ -1,4 +1,4 @@
-/* Unit tests for the cost model of our own runtime (sim/time_runtime.c): closed forms on a
+/* Unit tests for the cost model of our own runtime (time_replay.c): closed forms on a
  * profile of known numbers, written here in the format `sailor profile` writes. */
 #include <limits.h>
 #include <math.h>
@@ -18,7 +18,7 @@
 #include "cluster/cluster_file.h"
 #include "runtime/grad_sync.h"
 #include "sim/internal.h"
-#include "sim/runtime_model.h"
+#include "sim/replay.h"
 
 /* per layer kind at (mbs 2, tp 1): seconds and bytes */
 #define F_EMB 0.001
@@ -146,7 +146,7 @@ static void one_rank_is_its_micro_batches_plus_the_update(void **state)
 		  "\"zone\": \"us-central1-a\"}]}]}", &plan);
 	static struct sl_sim_result res;
 	struct sl_err err = {0};
-	assert_true(sl_sim_runtime_uses(env, &plan));
+	assert_true(sl_sim_replay_uses(env, &plan));
 	assert_int_equal(sl_simulate(env, &plan, SL_COST_SAILOR, &res, &err), 0);
 	assert_true(res.runtime_sailor);
 	double fb = F_EMB + 4 * F_BLK + F_HEAD + B_EMB + 4 * B_BLK + B_HEAD;
@@ -700,18 +700,18 @@ static void a_ring_steps_sums_read_the_host_allreduce_within_its_measured_sizes(
 	/* within the sizes measured: the fit, either way */
 	double small = 262144;
 	for (int known = 0; known < 2; known++)
-		assert_true(fabs(sl_rt_reduce_cpu_s(measured[known], &receiver, small) -
+		assert_true(fabs(sl_replay_reduce_cpu_s(measured[known], &receiver, small) -
 				 0.5 * 2 * small / RATE_BPS(2 * small)) < 1e-12);
 	/* a chunk of 2 MiB: the all-reduce of 4 MiB, past the 1 MiB measured */
 	double chunk = 2097152;
-	assert_true(fabs(sl_rt_reduce_cpu_s(measured[1], &receiver, chunk) -
+	assert_true(fabs(sl_replay_reduce_cpu_s(measured[1], &receiver, chunk) -
 			 0.5 * 2 * chunk / RATE_BPS(largest)) < 1e-12);
-	assert_true(fabs(sl_rt_reduce_cpu_s(measured[0], &receiver, chunk) -
+	assert_true(fabs(sl_replay_reduce_cpu_s(measured[0], &receiver, chunk) -
 			 0.5 * 2 * chunk / RATE_BPS(2 * chunk)) < 1e-12);
-	assert_true(sl_rt_reduce_cpu_s(measured[0], &receiver, chunk) >
-		    1.1 * sl_rt_reduce_cpu_s(measured[1], &receiver, chunk));
+	assert_true(sl_replay_reduce_cpu_s(measured[0], &receiver, chunk) >
+		    1.1 * sl_replay_reduce_cpu_s(measured[1], &receiver, chunk));
 	/* no pair measured within a host of that type: no work charged */
-	assert_true(sl_rt_reduce_cpu_s(env, &receiver, chunk) == 0);
+	assert_true(sl_replay_reduce_cpu_s(env, &receiver, chunk) == 0);
 #undef RATE_BPS
 	sl_sim_env_free(measured[0]);
 	sl_sim_env_free(measured[1]);
@@ -981,28 +981,28 @@ static void a_syncs_copies_and_sums_are_paid_from_the_budget(void **state)
 static void a_rank_running_through_a_periods_end_keeps_its_runtime(void **state)
 {
 	(void)state;
-	struct sl_rt_rank awake, asleep;
+	struct sl_replay_rank awake, asleep;
 	memset(&awake, 0, sizeof(awake));
 	awake.quota_cores = 0.3;
 	awake.period_s = 0.01;
 	awake.period = LONG_MIN;
 	asleep = awake;
 	/* both use 0.1 ms of period 0's 3 ms, then wait */
-	sl_rt_run_work(&awake, 0.0001 / 0.3);
-	sl_rt_run_work(&asleep, 0.0001 / 0.3);
+	sl_replay_run_work(&awake, 0.0001 / 0.3);
+	sl_replay_run_work(&asleep, 0.0001 / 0.3);
 	/* woken about 1 ms before the period's end (at the first test after 9 ms), it runs through
 	 * it with what it has left and carries all of it: 5.9 ms of CPU in one burst (with a 1 ms
 	 * carry it would stop near 14 ms and finish after 20 ms) */
-	sl_rt_wait_idle(&awake, 0.009);
+	sl_replay_wait_idle(&awake, 0.009);
 	double woke = awake.clock;
 	assert_true(woke >= 0.009 && woke < 0.0095);
-	sl_rt_run_work(&awake, 0.0059 / 0.3);
+	sl_replay_run_work(&awake, 0.0059 / 0.3);
 	assert_true(fabs(awake.clock - (woke + 0.0059)) < 1e-6);
 	/* asleep at the period's end with 2.9 ms left: 1 ms of them stays, so 4 ms of CPU from its
 	 * wake after 10.5 ms, throttled to 20 ms, and the last 1.9 ms after it */
-	sl_rt_wait_idle(&asleep, 0.0105);
+	sl_replay_wait_idle(&asleep, 0.0105);
 	assert_true(asleep.clock > 0.01 && asleep.clock + 0.004 < 0.02);
-	sl_rt_run_work(&asleep, 0.0059 / 0.3);
+	sl_replay_run_work(&asleep, 0.0059 / 0.3);
 	assert_true(fabs(asleep.clock - 0.0219) < 1e-6);
 	assert_true(fabs(awake.cpu_s - 0.006) < 1e-9 && fabs(asleep.cpu_s - 0.006) < 1e-9);
 }
@@ -1016,7 +1016,7 @@ static void the_small_all_reduces_sleep_on_through_their_rounds(void **state)
 {
 	(void)state;
 	enum { W = 4 };
-	struct sl_rt_rank st[W];
+	struct sl_replay_rank st[W];
 	struct sl_role roles[W];
 	memset(st, 0, sizeof(st));
 	memset(roles, 0, sizeof(roles));
@@ -1026,9 +1026,9 @@ static void the_small_all_reduces_sleep_on_through_their_rounds(void **state)
 		st[r].period = LONG_MIN;
 	}
 	struct sl_role_table t = {.world_size = W, .roles = roles};
-	struct sl_rt_replay x = {.env = env, .t = &t, .st = st};
+	struct sl_replay x = {.env = env, .t = &t, .st = st};
 	double done[2 * W];
-	double end = sl_rt_world_scalar_allreduces(&x, W, done);
+	double end = sl_replay_world_scalar_allreduces(&x, W, done);
 	double one = 6 * 20e-6 + (20e-6 + 40e-6 + 80e-6 + 160e-6 + 320e-6);
 	assert_true(fabs(end - 2 * one) < 1e-9);
 	for (int r = 0; r < W; r++)

@@ -1,9 +1,9 @@
-/* Distributed checkpoints (dist_checkpoint.h).
+/* Distributed checkpoints (rank_checkpoint.h).
  * Invariants: only rank 0 touches the checkpoint directory while saving (one writer, the atomic
  * rename of checkpoint.c); a save's outcome is agreed by an all-reduce so no rank continues
  * believing a checkpoint exists that does not. A snapshot travels with SNAPSHOT_TAG on the world
  * communicator, which no schedule message uses; the gather completes before the save returns. */
-#include "runtime/dist_checkpoint.h"
+#include "runtime/rank_checkpoint.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -22,7 +22,7 @@
 /* How much nicer than the ranks the persist thread is (nice values run to 19, the lowest). */
 #define PERSIST_NICE 10
 
-int sl_dist_whole_model_init(struct sl_gpt *whole, const struct sl_model_config *model,
+int sl_rank_checkpoint_whole_model_init(struct sl_gpt *whole, const struct sl_model_config *model,
 			     struct sl_err *err)
 {
 	return sl_gpt_init(whole, model, 0, model->num_blocks + 1, 1, 1, 1, 0, NULL, 1, err);
@@ -269,10 +269,10 @@ static struct {
 	pthread_t thread;
 	int in_flight;            /* started and not joined */
 	atomic_int done;          /* the thread has finished writing */
-	int reported;             /* sl_dist_checkpoint_persisted told about it */
+	int reported;             /* sl_rank_checkpoint_persisted told about it */
 	struct sl_gpt *whole;
 	char dir[4096];
-	struct sl_ckpt_state st;  /* st.train: a deep copy owned here */
+	struct sl_checkpoint_state st;  /* st.train: a deep copy owned here */
 	int keep;
 	int rc;
 	struct sl_err err;
@@ -325,7 +325,7 @@ static int join_persist(char *path_out, size_t path_size, struct sl_err *err)
 	return 0;
 }
 
-void sl_dist_checkpoint_wait_local(void)
+void sl_rank_checkpoint_wait_local(void)
 {
 	struct sl_err ignored;
 	join_persist(NULL, 0, &ignored);
@@ -338,14 +338,14 @@ static int sync_forced(void)
 	return e && !strcmp(e, "1");
 }
 
-int sl_dist_checkpoint_finish(struct sl_comm *comm, char *path_out, size_t path_size,
+int sl_rank_checkpoint_finish(struct sl_comm *comm, char *path_out, size_t path_size,
 			      struct sl_err *err)
 {
 	int rc = comm->rank == 0 ? join_persist(path_out, path_size, err) : 0;
 	return agree(comm, rc, "checkpoint persist", err);
 }
 
-int sl_dist_checkpoint_persisted(struct sl_dist_ckpt_report *r)
+int sl_rank_checkpoint_persisted(struct sl_rank_checkpoint_report *r)
 {
 	if (persist.reported || !atomic_load(&persist.done) || persist.rc)
 		return 0;
@@ -363,12 +363,12 @@ int sl_dist_checkpoint_persisted(struct sl_dist_ckpt_report *r)
 
 static int save(struct sl_comm *comm, const struct sl_role_table *table,
 		const struct sl_gpt *local, struct sl_gpt *whole, const char *dir,
-		const struct sl_ckpt_state *st, int keep, int async, char *path_out,
+		const struct sl_checkpoint_state *st, int keep, int async, char *path_out,
 		size_t path_size, struct sl_err *err)
 {
 	/* the previous persist must be on disk before its buffers (staging, whole) are reused */
 	double t0 = sl_now_s();
-	int rc = sl_dist_checkpoint_finish(comm, NULL, 0, err);
+	int rc = sl_rank_checkpoint_finish(comm, NULL, 0, err);
 	if (rc)
 		return rc;
 	double t1 = sl_now_s();
@@ -405,9 +405,9 @@ static int save(struct sl_comm *comm, const struct sl_role_table *table,
 	return agree(comm, rc, "checkpoint save", err);
 }
 
-int sl_dist_checkpoint_save_async(struct sl_comm *comm, const struct sl_role_table *table,
+int sl_rank_checkpoint_save_async(struct sl_comm *comm, const struct sl_role_table *table,
 				  const struct sl_gpt *local, struct sl_gpt *whole, const char *dir,
-				  const struct sl_ckpt_state *st, int keep, char *path_out,
+				  const struct sl_checkpoint_state *st, int keep, char *path_out,
 				  size_t path_size, struct sl_err *err)
 {
 	return save(comm, table, local, whole, dir, st, keep, !sync_forced(), path_out, path_size,
@@ -420,8 +420,8 @@ struct load_outcome {
 	char path[4096];
 };
 
-int sl_dist_checkpoint_load(struct sl_comm *comm, struct sl_gpt *local, const char *dir,
-			    struct sl_ckpt_state *st, char *path_out, size_t path_size,
+int sl_rank_checkpoint_load(struct sl_comm *comm, struct sl_gpt *local, const char *dir,
+			    struct sl_checkpoint_state *st, char *path_out, size_t path_size,
 			    struct sl_err *err)
 {
 	struct load_outcome out;

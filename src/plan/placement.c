@@ -3,7 +3,7 @@
  * Checks run cheapest-to-explain first, so the message names the real cause: a (GPU type, zone)
  * with no host at all, then a TP group wider than any such host, then too few slots of that
  * (type, zone) in total, and only then fragmentation (enough slots, wrongly split). */
-#include "runtime/placement.h"
+#include "plan/placement.h"
 
 #include <stdio.h>
 #include <stdlib.h>

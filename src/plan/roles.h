@@ -19,8 +19,8 @@
  * Ownership: sl_role_table_build() allocates roles, replica_first_rank, microbatches and
  * first_microbatch; sl_role_table_free() releases them.
  */
-#ifndef SL_DIST_ROLES_H
-#define SL_DIST_ROLES_H
+#ifndef SL_PLAN_ROLES_H
+#define SL_PLAN_ROLES_H
 
 #include "plan/plan.h"
 #include "util/err.h"

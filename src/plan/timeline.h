@@ -1,5 +1,5 @@
 /* A timeline: what each rank of a job did when, step by step — the spans of its schedule's
- * instructions (runtime/schedule.h) and of the step's phases after them — as `sailor run
+ * instructions (plan/schedule.h) and of the step's phases after them — as `sailor run
  * --timeline` measures it and `sailor simulate --timeline` models it. Both write one file format,
  * schema sailor.timeline/1, so a run and its prediction can be laid side by side
  * (bench/testbed/timeline_compare.py) and the gap between them found rank by rank, instruction by
@@ -12,11 +12,11 @@
  * model's origin is the start of the step it times.
  *
  * Ownership: a struct sl_timeline owns its spans; sl_timeline_free releases them. */
-#ifndef SL_DIST_TIMELINE_H
-#define SL_DIST_TIMELINE_H
+#ifndef SL_PLAN_TIMELINE_H
+#define SL_PLAN_TIMELINE_H
 
-#include "runtime/roles.h"
-#include "runtime/schedule.h"
+#include "plan/roles.h"
+#include "plan/schedule.h"
 #include "util/err.h"
 
 /* The step's phases after its instruction list; a span's kind is one of these or an

@@ -9,15 +9,15 @@
  * level), then sets the stage's options with sl_search_choose_options; the brute force
  * (exhaustive.c) tries every option set instead, and the oracle test checks the two agree.
  *
- * Under the model of our own runtime (sim/time_runtime.c: plans of devices profiled by `sailor
+ * Under the model of our own runtime (time_replay.c: plans of devices profiled by `sailor
  * profile`) ZeRO-1 is not free: OpenMPI's reduce-scatter and all-gather move about twice what
  * an all-reduce moves over a slow link. There the search also tries each plan's variant without
  * ZeRO-1 (sl_search_choose_options_zero), with the least recomputation that fits then.
  *
  * The options are searched only when the request asks (memory_options) and the cost model has
  * them (sailor); otherwise every plan is built without options, as before they existed. */
-#ifndef SL_SEARCH_MEMORY_OPTIONS_H
-#define SL_SEARCH_MEMORY_OPTIONS_H
+#ifndef SL_SEARCH_MEMORY_DIMENSIONS_H
+#define SL_SEARCH_MEMORY_DIMENSIONS_H
 
 #include "search/search.h"
 

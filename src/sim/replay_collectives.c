@@ -1,9 +1,9 @@
-/* The runtime model's link times and collectives (time_runtime.c): what a message between two
+/* The replay model's link times and collectives (time_replay.c): what a message between two
  * ranks takes, and the collectives the ranks run after their last backward.
  *
  *   grad sync  after the last backward: the stage's gradient all-reduce (per TP rank over the
  *              replicas when the stage has one TP degree, else whole tensors over every rank of
- *              the stage; runtime_sync_groups.c), then the tied token table over the first and
+ *              the stage; replay_sync_groups.c), then the tied token table over the first and
  *              last stages, each a ring all-reduce in buckets of SL_RUNTIME_BUCKET_BYTES that
  *              starts when its last member arrives: 2(m-1) ring steps of 1/m of a bucket, each
  *              paced by the slowest hop of the ring (rank order): a step is the slower of the
@@ -18,8 +18,8 @@
  *   ZeRO-1     its sync is a reduce-scatter and, after the update, an all-gather, in calls of
  *              SL_RT_ZERO_BUCKET_BYTES. MPI's blocking forms move what the all-reduce moved and
  *              are timed as it is; where some rank waits asleep (CPU quota,
- *              runtime_cpu_quota.c), every rank runs the non-blocking forms, timed as OpenMPI's
- *              libnbc runs them (sl_rt_zero_reduce_scatter, sl_rt_zero_allgather): the whole
+ *              replay_cpu_quota.c), every rank runs the non-blocking forms, timed as OpenMPI's
+ *              libnbc runs them (sl_replay_zero_reduce_scatter, sl_replay_zero_allgather): the whole
  *              buffer goes up a binomial tree to the group's first rank and a part back to each
  *              rank, then every rank sends its part to every other one, all at once, on the
  *              hosts' links (both ways at once: both_ways_s).
@@ -31,11 +31,11 @@
  * at or after the collective's end for it; what crosses zones is added to the egress in USD. */
 #include <math.h>
 
-#include "runtime/comm.h"
-#include "sim/runtime_model.h"
+#include "plan/rank_wait.h"
+#include "sim/replay.h"
 
 /* Seconds to move bytes from rank a to rank b (hosts and device types from the table). */
-double sl_rt_link_s(const struct sl_sim_env *env, const struct sl_role *a, int host_a,
+double sl_replay_link_s(const struct sl_sim_env *env, const struct sl_role *a, int host_a,
 		    const struct sl_role *b, int host_b, double bytes)
 {
 	if (bytes <= 0)
@@ -49,7 +49,7 @@ double sl_rt_link_s(const struct sl_sim_env *env, const struct sl_role *a, int h
 /* The work of MPI's copies and sums when rank rb receives bytes to add to its own: half of the
  * two-rank all-reduce of 2 x bytes the network profile measured on one host of rb's type, where
  * the wire is nearly free (none measured: nothing). */
-double sl_rt_reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *rb, double bytes)
+double sl_replay_reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *rb, double bytes)
 {
 	double gbps = sl_network_allreduce_gbps(env->network, rb->zone, rb->gpu, rb->zone, rb->gpu,
 						1, 2 * bytes);
@@ -62,7 +62,7 @@ double sl_rt_reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role *rb
  * receiver sends on to the sender's host ran at 77-88 % of the link's rate, one whose receiver
  * sends to another host of the sender's zone at 97-100 % (bench/RESULTS.md, 2026-11-28 (12);
  * the same class of the receiver's link carries that traffic, but the ring was not slowed). */
-static int ring_loads_reverse(const struct sl_rt_rank *st, const int *members, int m, int i)
+static int ring_loads_reverse(const struct sl_replay_rank *st, const int *members, int m, int i)
 {
 	int a = members[i], b = members[(i + 1) % m];
 	for (int j = 0; j < m; j++) {
@@ -88,7 +88,7 @@ static double both_ways_s(const struct sl_sim_env *env, const struct sl_role *ra
 	return gbps > 0 && bytes > 0 ? (bytes / 1e9) / gbps : 0;
 }
 
-int sl_rt_link_take_whole(struct sl_rt_replay *x, int src, int dst, double bytes, double at_s,
+int sl_replay_link_take_whole(struct sl_replay *x, int src, int dst, double bytes, double at_s,
 			  double *leave_s)
 {
 	const struct sl_sim_env *env = x->env;
@@ -101,7 +101,7 @@ int sl_rt_link_take_whole(struct sl_rt_replay *x, int src, int dst, double bytes
 		return 0;
 	size_t link = (size_t)host_a * env->catalogue.zone_count + to->zone;
 	double *free_at = &x->link_free[link], *tokens = &x->link_tokens[link];
-	double rate = bytes / sl_rt_link_s(env, from, host_a, to, host_b, bytes);
+	double rate = bytes / sl_replay_link_s(env, from, host_a, to, host_b, bytes);
 	double start = fmax(at_s, *free_at);
 	/* the bucket refills at the link's rate up to its burst (a quiet link: full) */
 	double burst = sl_network_burst_bytes(env->network, from->zone, from->gpu, to->zone,
@@ -122,9 +122,9 @@ int sl_rt_link_take_whole(struct sl_rt_replay *x, int src, int dst, double bytes
  * the same time over the same hosts: each host's link carries all their hops, so a hop between
  * hosts gets 1/sharing of its link; a hop within a host is its own ranks' copies and shares
  * nothing. A hop whose chunk is an eager message the link passes whole
- * (sl_rt_link_take_whole) waits only for what the link's bucket owes, and leaves it owing; the
+ * (sl_replay_link_take_whole) waits only for what the link's bucket owes, and leaves it owing; the
  * rings alike share that bucket as they are replayed one after the other. */
-static double ring_allreduce_s(struct sl_rt_replay *x, const int *members, int m, double bytes,
+static double ring_allreduce_s(struct sl_replay *x, const int *members, int m, double bytes,
 			       int sharing, double start_s, double *cpu_s)
 {
 	for (int i = 0; i < m; i++)
@@ -133,7 +133,7 @@ static double ring_allreduce_s(struct sl_rt_replay *x, const int *members, int m
 		return 0;
 	const struct sl_sim_env *env = x->env;
 	const struct sl_role_table *t = x->t;
-	const struct sl_rt_rank *st = x->st;
+	const struct sl_replay_rank *st = x->st;
 	double total = 0;
 	for (double done = 0; done < bytes; done += SL_RUNTIME_BUCKET_BYTES) {
 		double bucket = fmin(SL_RUNTIME_BUCKET_BYTES, bytes - done);
@@ -145,15 +145,15 @@ static double ring_allreduce_s(struct sl_rt_replay *x, const int *members, int m
 				const struct sl_role *ra = &t->roles[a], *rb = &t->roles[b];
 				/* a ring step sends chunk bytes to the next rank and reduces them
 				 * there: the wire (point-to-point fit of the hop) or the work of
-				 * MPI's copies and sums, whichever is slower (sl_rt_reduce_cpu_s) */
+				 * MPI's copies and sums, whichever is slower (sl_replay_reduce_cpu_s) */
 				int between_hosts = st[a].host != st[b].host;
 				double wire, left = at;
-				if (sl_rt_link_take_whole(x, a, b, chunk, at, &left)) {
+				if (sl_replay_link_take_whole(x, a, b, chunk, at, &left)) {
 					/* the other rings alike take their chunks from the same
 					 * bucket when they are replayed: no 1/sharing here */
 					wire = left - at;
 				} else {
-					wire = sl_rt_link_s(env, ra, st[a].host, rb, st[b].host,
+					wire = sl_replay_link_s(env, ra, st[a].host, rb, st[b].host,
 							    chunk);
 					if (between_hosts &&
 					    ring_loads_reverse(st, members, m, i))
@@ -162,7 +162,7 @@ static double ring_allreduce_s(struct sl_rt_replay *x, const int *members, int m
 					if (between_hosts)
 						wire *= sharing;
 				}
-				double cpu = sl_rt_reduce_cpu_s(env, rb, chunk);
+				double cpu = sl_replay_reduce_cpu_s(env, rb, chunk);
 				cpu_s[(i + 1) % m] += cpu;
 				double s = fmax(wire, cpu);
 				if (s > worst)
@@ -180,21 +180,21 @@ static double ring_allreduce_s(struct sl_rt_replay *x, const int *members, int m
  * leaves the sync with what its sums left of the period, which the small all-reduces after it
  * meet; one whose budget cannot pay them ends later). Returns its egress in USD: 2(m-1)/m of
  * the bytes from each member to the next. cpu: m doubles of scratch. */
-double sl_rt_group_allreduce(struct sl_rt_replay *x, const int *members, int m, double bytes,
+double sl_replay_group_allreduce(struct sl_replay *x, const int *members, int m, double bytes,
 			     int sharing, double *cpu)
 {
 	const struct sl_sim_env *env = x->env;
 	const struct sl_role_table *t = x->t;
-	struct sl_rt_rank *st = x->st;
+	struct sl_replay_rank *st = x->st;
 	double start = 0, usd = 0;
 	for (int i = 0; i < m; i++)
 		start = fmax(start, st[members[i]].clock);
 	double dur = ring_allreduce_s(x, members, m, bytes, sharing, start, cpu);
 	for (int i = 0; i < m; i++) {
-		struct sl_rt_rank *r = &st[members[i]];
+		struct sl_replay_rank *r = &st[members[i]];
 		double work = fmin(cpu[i], dur);
-		sl_rt_wait_idle(r, start + dur - work);
-		sl_rt_run_work(r, work);
+		sl_replay_wait_idle(r, start + dur - work);
+		sl_replay_run_work(r, work);
 	}
 	for (int i = 0; m > 1 && i < m; i++) {
 		const struct sl_role *a = &t->roles[members[i]];
@@ -217,14 +217,14 @@ double sl_rt_group_allreduce(struct sl_rt_replay *x, const int *members, int m, 
  * round is done and its left neighbour's message is there, and needs the rank to run: on a
  * CPU-quota device whose budget is spent that waits for its next period, which is where such a
  * collective's time goes on the testbed. The message is eager: on a link whose bucket owes
- * bytes (an eager message before it, sl_rt_link_take_whole) it waits until they are paid.
+ * bytes (an eager message before it, sl_replay_link_take_whole) it waits until they are paid.
  * Each all-reduce is one MPI_Iallreduce that the rank finishes in one sleeping wait (comm_mpi.c's
  * finish): libnbc moves a round on only inside a test, so every round after the first ends at
  * a test after a sleep, and the sleeps go on doubling through the rounds.
  * Returns when the last rank is done; done: 2W doubles of scratch. */
-double sl_rt_world_scalar_allreduces(struct sl_rt_replay *x, int W, double *done)
+double sl_replay_world_scalar_allreduces(struct sl_replay *x, int W, double *done)
 {
-	struct sl_rt_rank *st = x->st;
+	struct sl_replay_rank *st = x->st;
 	double end = 0;
 	for (int r = 0; r < W; r++)
 		end = fmax(end, st[r].clock);
@@ -238,15 +238,15 @@ double sl_rt_world_scalar_allreduces(struct sl_rt_replay *x, int W, double *done
 		double left_prev = done[W - 1];
 		if (round % rounds == 0)
 			for (int r = 0; r < W; r++)
-				sleep_s[r] = SL_COMM_IDLE_SLEEP_FIRST_S;
+				sleep_s[r] = SL_RANK_WAIT_SLEEP_FIRST_S;
 		for (int r = 0; r < W; r++) {
 			int left = (r + W - 1) % W;
 			double there = left_prev;
-			sl_rt_link_take_whole(x, left, r, SCALAR_MESSAGE_BYTES, left_prev, &there);
+			sl_replay_link_take_whole(x, left, r, SCALAR_MESSAGE_BYTES, left_prev, &there);
 			double start = fmax(done[r], there);
 			left_prev = done[r];
-			sl_rt_wait_tests(&st[r], start, &sleep_s[r], round % rounds != 0);
-			sl_rt_run_work(&st[r], sl_rt_has_quota(&st[r]) ? SCALAR_ROUND_CPU_S / st[r].quota_cores
+			sl_replay_wait_tests(&st[r], start, &sleep_s[r], round % rounds != 0);
+			sl_replay_run_work(&st[r], sl_replay_has_quota(&st[r]) ? SCALAR_ROUND_CPU_S / st[r].quota_cores
 							  : SCALAR_ROUND_CPU_S);
 			done[r] = st[r].clock;
 		}
@@ -262,7 +262,7 @@ double sl_rt_world_scalar_allreduces(struct sl_rt_replay *x, int W, double *done
  * after what is already queued there, or through shared memory on one host; both_ways: the
  * collective sends as much from b to a at the same time (both_ways_s). Returns its arrival and
  * counts its egress. */
-static double collective_send(struct sl_rt_replay *x, int a, int b, double bytes,
+static double collective_send(struct sl_replay *x, int a, int b, double bytes,
 			      double start_s, int both_ways)
 {
 	const struct sl_role *from = &x->t->roles[a], *to = &x->t->roles[b];
@@ -274,7 +274,7 @@ static double collective_send(struct sl_rt_replay *x, int a, int b, double bytes
 		x->egress_usd += bytes / 1e9 *
 				 sl_network_egress_usd_per_gb(x->env->network, from->zone, to->zone);
 	}
-	double move = sl_rt_link_s(x->env, from, host_a, to, host_b, bytes);
+	double move = sl_replay_link_s(x->env, from, host_a, to, host_b, bytes);
 	if (both_ways && free_at)
 		/* each message as half of a two-rank all-reduce of twice its size: these calls
 		 * are one exchange each way, not a ring's run of steps */
@@ -292,7 +292,7 @@ static double collective_send(struct sl_rt_replay *x, int a, int b, double bytes
  * then adds it) and sending every other rank its part from there. So the links into rank 0
  * carry a whole buffer per round, where a ring moves 1/m of it per step. ready: m doubles of
  * scratch. */
-void sl_rt_zero_reduce_scatter(struct sl_rt_replay *x, const int *members, int m, double bytes,
+void sl_replay_zero_reduce_scatter(struct sl_replay *x, const int *members, int m, double bytes,
 			       double *ready)
 {
 	if (m <= 1)
@@ -308,9 +308,9 @@ void sl_rt_zero_reduce_scatter(struct sl_rt_replay *x, const int *members, int m
 							    fmax(ready[i], ready[p]), 0);
 				ready[p] = at; /* the sender is through to its part's receive */
 				/* the sum is the receiver's own CPU work, paid from its budget */
-				struct sl_rt_rank *ri = &x->st[members[i]];
-				sl_rt_wait_idle(ri, at);
-				sl_rt_run_work(ri, sl_rt_reduce_cpu_s(x->env, &x->t->roles[members[i]],
+				struct sl_replay_rank *ri = &x->st[members[i]];
+				sl_replay_wait_idle(ri, at);
+				sl_replay_run_work(ri, sl_replay_reduce_cpu_s(x->env, &x->t->roles[members[i]],
 								      call));
 				ready[i] = ri->clock;
 			}
@@ -318,10 +318,10 @@ void sl_rt_zero_reduce_scatter(struct sl_rt_replay *x, const int *members, int m
 		for (int i = 1; i < m; i++) {
 			double at = collective_send(x, members[0], members[i], call / m,
 						    fmax(ready[0], ready[i]), 0);
-			sl_rt_wait_idle(&x->st[members[i]], at);
+			sl_replay_wait_idle(&x->st[members[i]], at);
 			root_done = fmax(root_done, at);
 		}
-		sl_rt_wait_idle(&x->st[members[0]], root_done);
+		sl_replay_wait_idle(&x->st[members[0]], root_done);
 	}
 }
 
@@ -331,7 +331,7 @@ void sl_rt_zero_reduce_scatter(struct sl_rt_replay *x, const int *members, int m
  * its own are done. Taking in the m - 1 parts it receives is the rank's own CPU work (MPI's
  * copies, timed as a reduction's), paid from its budget once its last part is there. from,
  * through: m doubles of scratch each. */
-void sl_rt_zero_allgather(struct sl_rt_replay *x, const int *members, int m, double bytes,
+void sl_replay_zero_allgather(struct sl_replay *x, const int *members, int m, double bytes,
 			  double *from, double *through)
 {
 	if (m <= 1)
@@ -349,9 +349,9 @@ void sl_rt_zero_allgather(struct sl_rt_replay *x, const int *members, int m, dou
 				through[j] = fmax(through[j], at);
 			}
 		for (int i = 0; i < m; i++) {
-			struct sl_rt_rank *r = &x->st[members[i]];
-			sl_rt_wait_idle(r, through[i]);
-			sl_rt_run_work(r, (m - 1) * sl_rt_reduce_cpu_s(x->env, &x->t->roles[members[i]],
+			struct sl_replay_rank *r = &x->st[members[i]];
+			sl_replay_wait_idle(r, through[i]);
+			sl_replay_run_work(r, (m - 1) * sl_replay_reduce_cpu_s(x->env, &x->t->roles[members[i]],
 									part));
 		}
 	}

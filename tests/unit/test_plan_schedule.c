@@ -1,4 +1,4 @@
-/* Unit tests for the pipeline schedule as data (dist/schedule.h): exact 1F1B instruction lists,
+/* Unit tests for the pipeline schedule as data (plan/schedule.h): exact 1F1B instruction lists,
  * the TP peer rule, the checker on a few hundred generated plans, the checker rejecting
  * corrupted schedules, and the unit-cost makespan against the 1F1B closed form. Role tables are
  * made by hand here, so these tests do not depend on the plan or on roles.c. */
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "runtime/schedule.h"
+#include "plan/schedule.h"
 
 /* A role table for P stages x D pipelines; tp[k*D+j] is replica (k, j)'s TP degree, n[j] the
  * micro-batches of pipeline j. Numbering as roles.h: stage-major, then pipeline, then TP rank. */

@@ -2,7 +2,7 @@
  * quadratic fit and the network file.
  * Invariants: the pair list is a function of the cluster file only, so every rank walks the same
  * pairs and sizes in the same order and the collectives (barriers, splits) pair up. */
-#include "profile/netprof.h"
+#include "profiler/netprof.h"
 
 #include <errno.h>
 #include <math.h>
@@ -17,7 +17,7 @@
 
 #include "runtime/launch.h"
 #include "runtime/launch_run.h"
-#include "runtime/roles.h"
+#include "plan/roles.h"
 #include "util/atomic_file.h"
 #include "util/json.h"
 #include "util/clock.h"

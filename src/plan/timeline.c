@@ -2,7 +2,7 @@
  * The file is written by hand, not built as a jansson tree: a run's timeline holds up to
  * SL_TIMELINE_MAX_SPANS spans per rank, and streaming them keeps memory at the spans themselves.
  * Output is deterministic: spans in the order given, times in microseconds with 3 decimals. */
-#include "runtime/timeline.h"
+#include "plan/timeline.h"
 
 #include <stdlib.h>
 

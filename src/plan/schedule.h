@@ -31,14 +31,14 @@
  * + wait before the slot is reused), receives block until the matching send was issued.
  * Messages are matched by (source, destination, tag) with tag = sl_schedule_tag(kind, m).
  *
- * The module depends on neither MPI nor the model: only on the role table (dist/roles.h).
+ * The module depends on neither MPI nor the model: only on the role table (plan/roles.h).
  */
-#ifndef SL_DIST_SCHEDULE_H
-#define SL_DIST_SCHEDULE_H
+#ifndef SL_PLAN_SCHEDULE_H
+#define SL_PLAN_SCHEDULE_H
 
 #include <stddef.h>
 
-#include "runtime/roles.h"
+#include "plan/roles.h"
 #include "util/err.h"
 
 /* Tags are 2*m + kind, so m < 16000 keeps them below 32767, the smallest tag upper bound MPI

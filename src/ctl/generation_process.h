@@ -12,8 +12,8 @@
  * reaped and both pipes are closed. Ownership: the struct owns its descriptors and log files
  * (sl_ctl_gen_close).
  */
-#ifndef SL_CTL_GENERATION_H
-#define SL_CTL_GENERATION_H
+#ifndef SL_CTL_GENERATION_PROCESS_H
+#define SL_CTL_GENERATION_PROCESS_H
 
 #include <stdio.h>
 #include <sys/types.h>

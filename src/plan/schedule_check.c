@@ -7,8 +7,8 @@
  * order ranks are advanced in. Messages live in an open-addressing hash keyed by
  * (source, destination, tag).
  */
-#include "runtime/schedule.h"
-#include "runtime/schedule_rules.h"
+#include "plan/schedule.h"
+#include "plan/schedule_rules.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * counts of the pipelines are the plan's by the one sharing rule (plan/microbatch_share.h) and
  * sum to global_batch / micro_batch exactly (the runtime trains the samples single-process
  * training trains, no more, no fewer). */
-#include "runtime/roles.h"
+#include "plan/roles.h"
 
 #include "plan/microbatch_share.h"
 
@@ -12,7 +12,7 @@
 
 /* Ranks beyond this are refused: the role table is built on every rank, and a job of more
  * ranks than this is not one this runtime has been run at. */
-#define SL_DIST_MAX_RANKS 65536
+#define SL_ROLES_MAX_RANKS 65536
 
 int sl_role_table_build(const struct sl_plan *plan, long long global_batch,
 			struct sl_role_table *table, struct sl_err *err)
@@ -35,9 +35,9 @@ int sl_role_table_build(const struct sl_plan *plan, long long global_batch,
 					  path, i / D, i % D, plan->replicas[i].tp);
 		world += plan->replicas[i].tp;
 	}
-	if (world > SL_DIST_MAX_RANKS)
+	if (world > SL_ROLES_MAX_RANKS)
 		return sl_err_set(err, SL_EINPUT, "plan '%s': needs %lld ranks, more than the %d this "
-				  "runtime supports", path, world, SL_DIST_MAX_RANKS);
+				  "runtime supports", path, world, SL_ROLES_MAX_RANKS);
 	table->world_size = (int)world;
 	table->num_stages = P;
 	table->num_pipelines = D;

@@ -37,8 +37,8 @@
  *
  * Ownership: sl_profiler_run returns a new jansson object the caller json_decref()s.
  */
-#ifndef SL_PROFILE_PROFILER_H
-#define SL_PROFILE_PROFILER_H
+#ifndef SL_PROFILER_PROFILER_H
+#define SL_PROFILER_PROFILER_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -16,16 +16,16 @@
  * Between hosts also the burst probe: the message of the size nearest 256 KiB sent after a
  * quarter second of quiet, `repeats` times; burst_bytes = bytes x (1 - after_idle / back to
  * back), what a link that idled lets through at once (source.pairs[].burst_bytes and
- * .burst_probe; the simulator's token bucket, time_runtime.c); and the eager probe: after the
+ * .burst_probe; the simulator's token bucket, time_replay.c); and the eager probe: after the
  * same quiet a one-byte round trip, then one of a 60 KiB message (under OpenMPI's TCP eager
  * limit: one write, one TCP segment), 7 times; whole_message_bytes = 60 KiB less what the
  * fastest message's extra time moves at the back-to-back rate, the largest eager message the
  * link passes whole when its bucket owes nothing (source.pairs[].whole_message_bytes and
- * .eager_probe; sl_rt_link_take_whole). On ranks that wait asleep (CPU-quota devices), the
+ * .eager_probe; sl_replay_link_take_whole). On ranks that wait asleep (CPU-quota devices), the
  * message probe: each end's thread CPU inside the MPI calls of the point-to-point samples, less
  * what their tests cost when they find nothing (the idle-wait probe, run on one rank at a time
  * before the pairs), per message (source.pairs[].message_cpu: bytes, sender_s, receiver_s; the
- * runtime model charges it, time_runtime.c).
+ * runtime model charges it, time_replay.c).
  *
  * Output (sl_netprof_to_json), loadable as data/network/zone_bandwidths.json (whose loader
  * skips keys that are not zones):
@@ -41,8 +41,8 @@
  *
  * Ownership: sl_netprof_measure allocates *out; sl_netprof_result_free frees it.
  */
-#ifndef SL_PROFILE_NETPROF_H
-#define SL_PROFILE_NETPROF_H
+#ifndef SL_PROFILER_NETPROF_H
+#define SL_PROFILER_NETPROF_H
 
 #include <jansson.h>
 

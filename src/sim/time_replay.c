@@ -2,16 +2,16 @@
  * is profiled by `sailor profile` (profiles of schema sailor.profile/1 measure our runtime's
  * layers; the shipped SOSP'25 profiles measure Megatron-DeepSpeed's, for which time_sailor.c
  * models DeepSpeed's engine). Where the two runtimes differ, this model follows ours. This file
- * holds its entry, sl_sim_runtime, and the replay of the ranks' instruction lists; the rest is
- * in files named for their job, which share runtime_model.h:
+ * holds its entry, sl_sim_replay, and the replay of the ranks' instruction lists; the rest is
+ * in files named for their job, which share replay.h:
  *
- *   runtime_cpu_quota.c    how a rank on a device that is a CPU quota works and waits
- *   runtime_collectives.c  link times; the gradient all-reduces, ZeRO-1's reduce-scatter and
+ *   replay_cpu_quota.c    how a rank on a device that is a CPU quota works and waits
+ *   replay_collectives.c  link times; the gradient all-reduces, ZeRO-1's reduce-scatter and
  *                          all-gather, the world's small all-reduces
- *   runtime_sync_groups.c  which ranks sync a stage's gradients, and how many bytes
- *   runtime_memory.c       peak resident memory of a rank
+ *   replay_sync_groups.c  which ranks sync a stage's gradients, and how many bytes
+ *   replay_memory.c       peak resident memory of a rank
  *
- *   schedule   the very instruction lists the ranks execute (runtime/schedule.h: 1F1B with
+ *   schedule   the very instruction lists the ranks execute (plan/schedule.h: 1F1B with
  *              min(P-k, n) activation slots), run here with times instead of tensors: forward and
  *              backward take the profile's stage times at the rank's (micro-batch, TP); a
  *              receive waits until its message has arrived; sends are non-blocking (MPI_Isend).
@@ -26,7 +26,7 @@
  *              intra-node fit (shared memory).
  *   grad sync  after the last backward: the stage's gradient all-reduce, then the tied token
  *              table over the first and last stages, each a ring all-reduce that starts when its
- *              last member arrives (runtime_collectives.c; the groups: runtime_sync_groups.c).
+ *              last member arrives (replay_collectives.c; the groups: replay_sync_groups.c).
  *   norm       the loss and then the global gradient norm are all-reduces of a few bytes over
  *              the world, ring rounds that need each rank and its neighbour (they end when the
  *              last rank is through), each round after the first ending at a test of the rank's
@@ -37,12 +37,12 @@
  *   options    per stage (plan.h): recompute "full" reruns the stage's blocks' forward in
  *              backward; "selective" reruns the attention core (its share of a block's
  *              forward as profiled, else by FLOPs: sl_sim_stage_recompute_s); what each
- *              keeps: runtime_memory.c. ZeRO-1 over m ranks of the
+ *              keeps: replay_memory.c. ZeRO-1 over m ranks of the
  *              stage's sync group: the update covers 1/m of the stage (its moments:
- *              runtime_memory.c); its sync is a reduce-scatter and, after the update, an
- *              all-gather (runtime_collectives.c).
+ *              replay_memory.c); its sync is a reduce-scatter and, after the update, an
+ *              all-gather (replay_collectives.c).
  *   CPU quota  a device that is a CPU quota computes at full speed for part of every period
- *              and stands still for the rest, and its ranks wait asleep (runtime_cpu_quota.c).
+ *              and stands still for the rest, and its ranks wait asleep (replay_cpu_quota.c).
  *              The periods' phases are nobody's to know: the step time is the mean over
  *              PHASE_DRAWS spreads of them.
  *   spells     a device whose speed wanders (catalogue speed_spells) is slow for part of the
@@ -50,12 +50,12 @@
  *              every replica in or out of a spell (spell_factor), so that the mean over the
  *              draws is the profile's speed for one replica and the slowest of several for a
  *              sync.
- *   memory     peak resident memory of the process, per rank (runtime_memory.c); a stage
+ *   memory     peak resident memory of the process, per rank (replay_memory.c); a stage
  *              reports its rank with the highest share of its device.
  *   timeline   with env->timeline set, the timed step of the first draw is recorded span by
- *              span (runtime/timeline.h), as `sailor run --timeline` records a run.
+ *              span (plan/timeline.h), as `sailor run --timeline` records a run.
  * The ranks' hosts come from the cluster file the simulator was given (the launcher's own
- * placement, runtime/placement.h), else every replica is a host of its own.
+ * placement, plan/placement.h), else every replica is a host of its own.
  *
  * Unlike the rest of sl_simulate this model allocates (the instruction lists of every rank); it
  * is meant for plans of our runtime, tens of ranks, not for the planner's inner loop over
@@ -65,9 +65,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/placement.h"
-#include "runtime/schedule.h"
-#include "sim/runtime_model.h"
+#include "plan/placement.h"
+#include "plan/schedule.h"
+#include "sim/replay.h"
 
 /* OpenMPI's TCP transport sends a message of up to its eager limit at once
  * (SL_RT_TCP_EAGER_BYTES); a larger one goes by rendezvous and moves only while both ends are
@@ -86,7 +86,7 @@
  * asked for: half of it on average, where the profile did not measure the sleeping wait. */
 #define TIMER_SLACK_S 50e-6
 
-int sl_sim_runtime_uses(const struct sl_sim_env *env, const struct sl_plan *plan)
+int sl_sim_replay_uses(const struct sl_sim_env *env, const struct sl_plan *plan)
 {
 	for (long i = 0; i < (long)plan->num_stages * plan->num_pipelines; i++) {
 		const struct sl_profile *p = env->profiles[plan->replicas[i].gpu];
@@ -96,7 +96,7 @@ int sl_sim_runtime_uses(const struct sl_sim_env *env, const struct sl_plan *plan
 	return 1;
 }
 
-int sl_sim_runtime_model_possible(const struct sl_sim_env *env, enum sl_cost_model cm)
+int sl_sim_replay_model_possible(const struct sl_sim_env *env, enum sl_cost_model cm)
 {
 	if (cm != SL_COST_SAILOR)
 		return 0;
@@ -110,7 +110,7 @@ int sl_sim_runtime_model_possible(const struct sl_sim_env *env, enum sl_cost_mod
  * (1): the network profile's message probe for the two devices' types, between hosts or within
  * one (0 where not measured). The sender pays at its Isend, once per receiver; the
  * receiver once the message is there. */
-static double message_cpu_s(const struct sl_rt_replay *x, int src, int dst, int receiver)
+static double message_cpu_s(const struct sl_replay *x, int src, int dst, int receiver)
 {
 	const struct sl_role *from = &x->t->roles[src], *to = &x->t->roles[dst];
 	return sl_network_message_cpu_s(x->env->network, from->gpu, to->gpu,
@@ -118,10 +118,10 @@ static double message_cpu_s(const struct sl_rt_replay *x, int src, int dst, int 
 }
 
 /* The message from rank src to rank dst starts moving at start_s. */
-static void transfer(struct sl_rt_replay *x, int src, int dst, int kind, int m, double start_s)
+static void transfer(struct sl_replay *x, int src, int dst, int kind, int m, double start_s)
 {
 	const struct sl_role *from = &x->t->roles[src], *to = &x->t->roles[dst];
-	struct sl_rt_rank *s = &x->st[src], *d = &x->st[dst];
+	struct sl_replay_rank *s = &x->st[src], *d = &x->st[dst];
 	double start = start_s, *free_at = NULL;
 	x->source[((size_t)dst * 2 + kind) * x->nmax + m] = src; /* (the receiver's CPU needs it) */
 	if (d->host != s->host) {
@@ -130,9 +130,9 @@ static void transfer(struct sl_rt_replay *x, int src, int dst, int kind, int m, 
 		x->egress_usd += x->act_bytes / 1e9 *
 				 sl_network_egress_usd_per_gb(x->env->network, from->zone, to->zone);
 	}
-	double full = sl_rt_link_s(x->env, from, s->host, to, d->host, x->act_bytes);
+	double full = sl_replay_link_s(x->env, from, s->host, to, d->host, x->act_bytes);
 	double end = start + full;
-	if (free_at && sl_rt_link_take_whole(x, src, dst, x->act_bytes, start, &end)) {
+	if (free_at && sl_replay_link_take_whole(x, src, dst, x->act_bytes, start, &end)) {
 		x->arrival[((size_t)dst * 2 + kind) * x->nmax + m] = end;
 		return;
 	}
@@ -140,7 +140,7 @@ static void transfer(struct sl_rt_replay *x, int src, int dst, int kind, int m, 
 		/* A link that idled lets its burst through at once (the network profile's burst
 		 * probe): a token bucket that refills at the link's rate while it is quiet and that
 		 * this message drains first; what an eager message left owing (negative tokens,
-		 * sl_rt_link_take_whole) is paid first. */
+		 * sl_replay_link_take_whole) is paid first. */
 		double *tokens = &x->link_tokens[free_at - x->link_free];
 		double burst = sl_network_burst_bytes(x->env->network, from->zone, from->gpu,
 						      to->zone, to->gpu);
@@ -155,9 +155,9 @@ static void transfer(struct sl_rt_replay *x, int src, int dst, int kind, int m, 
 
 /* Rank r enters an MPI call at its clock: its waiting Isends are offered to their receivers
  * (OpenMPI's rendezvous: the data moves once the receiver has matched it in a receive). */
-static void progress(struct sl_rt_replay *x, int r)
+static void progress(struct sl_replay *x, int r)
 {
-	struct sl_rt_rank *me = &x->st[r];
+	struct sl_replay_rank *me = &x->st[r];
 	for (int i = 0; i < me->pending_count; i++) {
 		size_t at = ((size_t)me->pending[i].dst * 2 + me->pending[i].kind) * x->nmax +
 			    me->pending[i].microbatch;
@@ -167,15 +167,15 @@ static void progress(struct sl_rt_replay *x, int r)
 	me->pending_count = 0;
 }
 
-/* What one call of sl_sim_runtime works on: the plan's ranks with their instruction lists, the
+/* What one call of sl_sim_replay works on: the plan's ranks with their instruction lists, the
  * replay's tables (x) and the collectives' scratch. */
 struct runtime_sim {
 	const struct sl_sim_env *env;
 	const struct sl_plan *plan;
 	struct sl_role_table t;
 	struct sl_schedule *sched; /* [W] each rank's instruction list */
-	struct sl_rt_rank *st;     /* [W] */
-	struct sl_rt_replay x;     /* owns arrival, ready, source, link_free and link_tokens */
+	struct sl_replay_rank *st;     /* [W] */
+	struct sl_replay x;     /* owns arrival, ready, source, link_free and link_tokens */
 	int *members;              /* [W] the world ranks of one group */
 	double *round_done;        /* [2W] doubles: the collectives' scratch */
 	int W, hosts;
@@ -184,7 +184,7 @@ struct runtime_sim {
 	double rec_origin_s;       /* that step's start */
 };
 
-/* A span of rank r in the step being recorded (env->timeline; runtime/timeline.h). */
+/* A span of rank r in the step being recorded (env->timeline; plan/timeline.h). */
 static void record(struct runtime_sim *s, int r, int kind, int microbatch, double start_s,
 		   double end_s, double cpu_s)
 {
@@ -201,7 +201,7 @@ static int check_memory_figures(const struct sl_sim_env *env, const struct sl_pl
 	for (int k = 0; k < P; k++)
 		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			if (!sl_rt_profile_memory(env, r->gpu, b, r->tp))
+			if (!sl_replay_profile_memory(env, r->gpu, b, r->tp))
 				return sl_err_set(err, SL_ENOTFOUND, "profile '%s': no memory figures "
 						  "for mbs %d tp %d: profile it again with `sailor "
 						  "profile`", env->profiles[r->gpu]->path, b, r->tp);
@@ -231,7 +231,7 @@ static int build(struct runtime_sim *s, long long G, struct sl_sim_result *out,
 			nmax = s->t.microbatches[j];
 	out->microbatches = nmax;
 	s->hosts = env->cluster ? env->cluster->host_count : P * D;
-	struct sl_rt_replay *x = &s->x;
+	struct sl_replay *x = &s->x;
 	s->st = calloc((size_t)W, sizeof(*s->st));
 	x->arrival = malloc((size_t)W * 2 * (size_t)nmax * sizeof(double));
 	x->ready = malloc((size_t)W * 2 * (size_t)nmax * sizeof(double));
@@ -261,7 +261,7 @@ static int init_ranks(struct runtime_sim *s, struct sl_sim_result *out, struct s
 	const struct sl_sim_env *env = s->env;
 	const struct sl_plan *plan = s->plan;
 	const int D = plan->num_pipelines, b = plan->micro_batch;
-	struct sl_rt_rank *st = s->st;
+	struct sl_replay_rank *st = s->st;
 	for (int r = 0; r < s->W; r++) {
 		const struct sl_role *ro = &s->t.roles[r];
 		st[r].host = env->cluster ? ro->host : ro->stage * D + ro->pipeline;
@@ -284,7 +284,7 @@ static int init_ranks(struct runtime_sim *s, struct sl_sim_result *out, struct s
 		if (recompute_s > 0)
 			st[r].bwd_s += recompute_s;
 		if (ps->zero && D > 1) /* each rank updates 1/m of the stage */
-			st[r].update_s /= sl_rt_stage_sync_group_size(plan, ro->stage);
+			st[r].update_s /= sl_replay_stage_sync_group_size(plan, ro->stage);
 		const struct sl_gpu_type *gt = &env->catalogue.gpus[ro->gpu];
 		st[r].spell_fraction = gt->spell_fraction;
 		st[r].spell_slowdown = gt->spell_slowdown;
@@ -310,7 +310,7 @@ static int init_ranks(struct runtime_sim *s, struct sl_sim_result *out, struct s
  * of one vCPU and the other's at different times; a rank stays on the vCPU it woke on for many
  * steps (the slower of two identical ranks reached the sync last in 29 of 29 steps,
  * bench/testbed/rank_skew.py). */
-static double spell_factor(const struct sl_rt_rank *rank, int replica, int draw)
+static double spell_factor(const struct sl_replay_rank *rank, int replica, int draw)
 {
 	double f = rank->spell_fraction, slow = rank->spell_slowdown;
 	if (!(f > 0 && slow > 0))
@@ -328,7 +328,7 @@ static double spell_factor(const struct sl_rt_rank *rank, int replica, int draw)
  * draw's phase, in or out of a spell, and every link free. */
 static void start_draw(struct runtime_sim *s, int draw)
 {
-	struct sl_rt_rank *st = s->st;
+	struct sl_replay_rank *st = s->st;
 	for (int r = 0; r < s->W; r++) {
 		double u = 0.6180339887 * (r + 1) + 0.7548776662 * draw;
 		st[r].phase_s = s->quota ? (u - floor(u)) * st[r].period_s : 0;
@@ -355,8 +355,8 @@ static void start_draw(struct runtime_sim *s, int draw)
  * offered its pending Isends (a rank passed over may now have its message). */
 static int next_rank(struct runtime_sim *s, int *progressed)
 {
-	const struct sl_rt_replay *x = &s->x;
-	struct sl_rt_rank *st = s->st;
+	const struct sl_replay *x = &s->x;
+	struct sl_replay_rank *st = s->st;
 	int best = -1;
 	*progressed = 0;
 	for (int r = 0; r < s->W; r++) {
@@ -387,14 +387,14 @@ static int next_rank(struct runtime_sim *s, int *progressed)
 /* Rank r runs its next instruction. */
 static void execute(struct runtime_sim *s, int r)
 {
-	struct sl_rt_replay *x = &s->x;
-	struct sl_rt_rank *st = s->st, *me = &st[r];
+	struct sl_replay *x = &s->x;
+	struct sl_replay_rank *st = s->st, *me = &st[r];
 	const struct sl_instr *in = &s->sched[r].instrs[me->pc++];
 	switch (in->op) {
 	case SL_INSTR_FORWARD:
 	case SL_INSTR_BACKWARD: {
 		double t0 = me->clock, cpu0 = me->cpu_s;
-		sl_rt_run_work(me, (in->op == SL_INSTR_FORWARD ? me->fwd_s : me->bwd_s) *
+		sl_replay_run_work(me, (in->op == SL_INSTR_FORWARD ? me->fwd_s : me->bwd_s) *
 					   me->pass_factor);
 		me->compute_s += me->clock - t0;
 		record(s, r, in->op, in->microbatch, t0, me->clock, me->cpu_s - cpu0);
@@ -409,8 +409,8 @@ static void execute(struct runtime_sim *s, int r)
 				 fmax(x->ready[idx], me->clock));
 		double at = x->arrival[idx];
 		double t0 = me->clock, cpu0 = me->cpu_s;
-		sl_rt_wait_idle(me, at);
-		sl_rt_run_cpu(me, message_cpu_s(x, x->source[idx], r, 1));
+		sl_replay_wait_idle(me, at);
+		sl_replay_run_cpu(me, message_cpu_s(x, x->source[idx], r, 1));
 		me->wait_s += me->clock - t0;
 		record(s, r, in->op, in->microbatch, t0, me->clock, me->cpu_s - cpu0);
 		break;
@@ -422,14 +422,14 @@ static void execute(struct runtime_sim *s, int r)
 		progress(x, r); /* MPI_Isend is an MPI call */
 		for (int p = 0; p < in->peer_count; p++) {
 			int d = in->peers[p];
-			sl_rt_run_cpu(me, message_cpu_s(x, r, d, 0));
+			sl_replay_run_cpu(me, message_cpu_s(x, r, d, 0));
 			if (st[d].host == me->host ||
 			    x->act_bytes + TCP_HEADER_BYTES <= TCP_EAGER_BYTES ||
 			    me->pending_count == SL_RT_PENDING_MAX)
 				transfer(x, r, d, kind, in->microbatch, me->clock);
 			else
 				me->pending[me->pending_count++] =
-					(struct sl_rt_pending_send){d, kind, in->microbatch};
+					(struct sl_replay_pending_send){d, kind, in->microbatch};
 		}
 		record(s, r, in->op, in->microbatch, t0, me->clock, me->cpu_s - cpu0);
 		break;
@@ -444,8 +444,8 @@ static void execute(struct runtime_sim *s, int r)
  * simulated time. */
 static int run_lists(struct runtime_sim *s, struct sl_err *err)
 {
-	struct sl_rt_replay *x = &s->x;
-	struct sl_rt_rank *st = s->st;
+	struct sl_replay *x = &s->x;
+	struct sl_replay_rank *st = s->st;
 	const int W = s->W;
 	for (int r = 0; r < W; r++) {
 		st[r].pc = 0;
@@ -477,19 +477,19 @@ static void sync_gradients(struct runtime_sim *s, struct sl_sim_result *out)
 	const struct sl_sim_env *env = s->env;
 	const struct sl_plan *plan = s->plan;
 	const int P = plan->num_stages, D = plan->num_pipelines;
-	struct sl_rt_replay *x = &s->x;
+	struct sl_replay *x = &s->x;
 	int *members = s->members;
 	for (int k = 0; k < P; k++) {
 		/* one group per TP rank where the stage's replicas share a TP degree: their rings
-		 * run at once over the same hosts (sl_rt_group_allreduce's sharing) */
-		int groups = sl_rt_stage_sync_groups(plan, k);
+		 * run at once over the same hosts (sl_replay_group_allreduce's sharing) */
+		int groups = sl_replay_stage_sync_groups(plan, k);
 		for (int gi = 0; gi < groups; gi++) {
 			double bytes;
-			int m = sl_rt_stage_sync_members(env, plan, &s->t, k, gi, members, &bytes);
-			if (sl_rt_stage_zero(plan, k) && s->quota)
-				sl_rt_zero_reduce_scatter(x, members, m, bytes, s->round_done);
+			int m = sl_replay_stage_sync_members(env, plan, &s->t, k, gi, members, &bytes);
+			if (sl_replay_stage_zero(plan, k) && s->quota)
+				sl_replay_zero_reduce_scatter(x, members, m, bytes, s->round_done);
 			else /* MPI's blocking reduce-scatter and all-gather: a ring's bytes */
-				x->egress_usd += sl_rt_group_allreduce(x, members, m, bytes,
+				x->egress_usd += sl_replay_group_allreduce(x, members, m, bytes,
 								       groups, s->round_done);
 		}
 		out->stages[k].dp_sync_s = 0;
@@ -514,7 +514,7 @@ static void sync_gradients(struct runtime_sim *s, struct sl_sim_result *out)
 			}
 			double bytes = SL_FP32_BYTES * (double)env->model.vocab * env->model.hidden /
 				       (uniform ? t0 : 1);
-			x->egress_usd += sl_rt_group_allreduce(x, members, m, bytes, groups,
+			x->egress_usd += sl_replay_group_allreduce(x, members, m, bytes, groups,
 								       s->round_done);
 		}
 	}
@@ -529,26 +529,26 @@ static double norm_and_update(struct runtime_sim *s)
 {
 	const struct sl_plan *plan = s->plan;
 	const int P = plan->num_stages, W = s->W;
-	struct sl_rt_rank *st = s->st;
+	struct sl_replay_rank *st = s->st;
 	for (int r = 0; r < W; r++)
 		st[r].span_cpu_mark_s = st[r].cpu_s;
-	double norm = sl_rt_world_scalar_allreduces(&s->x, W, s->round_done);
+	double norm = sl_replay_world_scalar_allreduces(&s->x, W, s->round_done);
 	for (int r = 0; r < W; r++) {
-		sl_rt_wait_idle(&st[r], norm);
+		sl_replay_wait_idle(&st[r], norm);
 		record(s, r, SL_TL_SCALARS, -1, st[r].sync_end_s, st[r].clock,
 		       st[r].cpu_s - st[r].span_cpu_mark_s);
 		st[r].span_cpu_mark_s = st[r].cpu_s;
 		st[r].span_start_s = st[r].clock;
-		sl_rt_run_work(&st[r], st[r].update_s);
+		sl_replay_run_work(&st[r], st[r].update_s);
 		st[r].gather_s = st[r].clock;
 	}
 	for (int k = 0; s->quota && k < P; k++)
-		for (int gi = 0; sl_rt_stage_zero(plan, k) && gi < sl_rt_stage_sync_groups(plan, k);
+		for (int gi = 0; sl_replay_stage_zero(plan, k) && gi < sl_replay_stage_sync_groups(plan, k);
 		     gi++) {
 			double bytes;
-			int m = sl_rt_stage_sync_members(s->env, plan, &s->t, k, gi, s->members,
+			int m = sl_replay_stage_sync_members(s->env, plan, &s->t, k, gi, s->members,
 							 &bytes);
-			sl_rt_zero_allgather(&s->x, s->members, m, bytes, s->round_done,
+			sl_replay_zero_allgather(&s->x, s->members, m, bytes, s->round_done,
 					     s->round_done + W);
 		}
 	for (int r = 0; r < W; r++) {
@@ -571,9 +571,9 @@ static double ring_scratch_bytes(const struct runtime_sim *s, const struct sl_ro
 	const struct sl_sim_env *env = s->env;
 	const struct sl_plan *plan = s->plan;
 	const int P = plan->num_stages, D = plan->num_pipelines, k = ro->stage;
-	int uniform = sl_rt_stage_uniform(plan, k);
+	int uniform = sl_replay_stage_uniform(plan, k);
 	double bytes = 0, most = 0;
-	int m = sl_rt_stage_sync_members(env, plan, &s->t, k, uniform ? ro->tp_rank : 0,
+	int m = sl_replay_stage_sync_members(env, plan, &s->t, k, uniform ? ro->tp_rank : 0,
 					 s->members, &bytes);
 	if (m > 1 && !plan->stages[k].zero)
 		most = ceil(fmin(bytes, SL_RUNTIME_BUCKET_BYTES) / SL_FP32_BYTES / m) *
@@ -599,7 +599,7 @@ static double ring_scratch_bytes(const struct runtime_sim *s, const struct sl_ro
 static void stage_figures(const struct runtime_sim *s, struct sl_sim_result *out, double T,
 			  double pipeline_end, int draws)
 {
-	const struct sl_rt_rank *st = s->st;
+	const struct sl_replay_rank *st = s->st;
 	for (int r = 0; r < s->W; r++) {
 		const struct sl_role *ro = &s->t.roles[r];
 		struct sl_sim_stage *sg = &out->stages[ro->stage];
@@ -611,7 +611,7 @@ static void stage_figures(const struct runtime_sim *s, struct sl_sim_result *out
 		sg->dp_sync_s = fmax(sg->dp_sync_s, st[r].sync_end_s - st[r].reduce_arrive_s);
 		sg->bubble_s = fmax(sg->bubble_s,
 				    T - st[r].compute_s - st[r].update_s - st[r].gather_s);
-		if (sl_rt_has_quota(&st[r])) {
+		if (sl_replay_has_quota(&st[r])) {
 			sg->cpu_s = fmax(sg->cpu_s, st[r].cpu_steps_s / draws);
 			sg->wait_tests = fmax(sg->wait_tests, st[r].tests_steps / draws);
 			sg->dp_sync_cpu_s = fmax(sg->dp_sync_cpu_s, st[r].sync_cpu_steps_s / draws);
@@ -659,11 +659,11 @@ static void rank_memories(const struct runtime_sim *s, struct sl_sim_result *out
 		int k = ro->stage;
 		struct sl_sim_memory mem;
 		/* a stage that mixes TP degrees sizes its bucket for its largest whole tensor */
-		int mixed = !sl_rt_stage_uniform(plan, k);
-		double whole = mixed ? sl_rt_largest_whole_tensor_bytes(env, ro->first_layer,
+		int mixed = !sl_replay_stage_uniform(plan, k);
+		double whole = mixed ? sl_replay_largest_whole_tensor_bytes(env, ro->first_layer,
 									ro->last_layer)
 				     : 0;
-		int zgroup = plan->stages[k].zero ? sl_rt_stage_sync_group_size(plan, k) : 1;
+		int zgroup = plan->stages[k].zero ? sl_replay_stage_sync_group_size(plan, k) : 1;
 		/* mixed TP: ZeRO shards the stage's whole tensors (all of them, as moments) */
 		double whole_all = mixed ? 2.0 * SL_FP32_BYTES *
 						   sl_sim_stage_params(env, 1, ro->first_layer,
@@ -677,7 +677,7 @@ static void rank_memories(const struct runtime_sim *s, struct sl_sim_result *out
 			for (int j = 0; j < ro->pipeline; j++)
 				zrank += sl_plan_replica(plan, k, j)->tp;
 		}
-		sl_rt_rank_memory(env, ro, b, s->sched[r].slots, P, whole, plan->stages[k].recompute,
+		sl_replay_rank_memory(env, ro, b, s->sched[r].slots, P, whole, plan->stages[k].recompute,
 				  zgroup, zrank, mixed && zgroup > 1 ? whole_all : 0, s->quota,
 				  ring_scratch_bytes(s, ro), &mem);
 		struct sl_sim_stage *sg = &out->stages[k];
@@ -702,17 +702,17 @@ static void rank_memories(const struct runtime_sim *s, struct sl_sim_result *out
  * evenly and the result is deterministic), and of which replicas are in a speed spell
  * (spell_factor). With such devices every rank runs the collectives as their non-blocking
  * forms (comm.h), which OpenMPI's libnbc serves: ZeRO-1's are timed as it runs them
- * (sl_rt_zero_reduce_scatter, sl_rt_zero_allgather); MPI's blocking ones move a ring's bytes,
+ * (sl_replay_zero_reduce_scatter, sl_replay_zero_allgather); MPI's blocking ones move a ring's bytes,
  * as the all-reduce. */
 static int replay(struct runtime_sim *s, struct sl_sim_result *out, struct sl_err *err)
 {
-	struct sl_rt_rank *st = s->st;
+	struct sl_replay_rank *st = s->st;
 	const int W = s->W;
 	double T = 0, pipeline_end = 0, egress_usd = 0, T_sum = 0;
 	s->quota = 0;
 	int spells = 0; /* some rank's device has speed spells */
 	for (int r = 0; r < W; r++) {
-		s->quota |= sl_rt_has_quota(&st[r]);
+		s->quota |= sl_replay_has_quota(&st[r]);
 		spells |= st[r].spell_fraction > 0 && st[r].spell_slowdown > 0;
 	}
 	const int draws = s->quota || spells ? PHASE_DRAWS : 1;
@@ -761,7 +761,7 @@ static int replay(struct runtime_sim *s, struct sl_sim_result *out, struct sl_er
 	return 0;
 }
 
-int sl_sim_runtime(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
+int sl_sim_replay(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
 		   struct sl_sim_result *out, struct sl_err *err)
 {
 	int rc = check_memory_figures(env, plan, err);

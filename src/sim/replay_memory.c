@@ -1,4 +1,4 @@
-/* The runtime model's memory (time_runtime.c): peak resident memory of the process, per rank.
+/* The replay model's memory (time_replay.c): peak resident memory of the process, per rank.
  *
  * The runtime baseline (what the profile measured on an MPI rank of the device less its
  * tensors: binary, libraries, OpenMPI; else the catalogue's runtime_overhead_bytes) + the
@@ -9,7 +9,7 @@
  * runtime allocates is zeroed, so all of it is resident from the start: the 16 MiB gradient
  * bucket counts even for a rank with nothing to all-reduce. With the non-blocking collectives
  * a rank also holds what it touched of libnbc's scratch: the reduce-scatter's with ZeRO-1, the
- * ring all-reduce's otherwise (ring_scratch_bytes, time_runtime.c); libnbc frees it after each
+ * ring all-reduce's otherwise (ring_scratch_bytes, time_replay.c); libnbc frees it after each
  * call, so the larger of the two counts.
  *
  * Options per stage (plan.h): recompute "full" keeps no block intermediates per slot, only one
@@ -24,9 +24,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "sim/runtime_model.h"
+#include "sim/replay.h"
 
-const struct sl_profile_memory *sl_rt_profile_memory(const struct sl_sim_env *env, int gpu,
+const struct sl_profile_memory *sl_replay_profile_memory(const struct sl_sim_env *env, int gpu,
 						     int mbs, int tp)
 {
 	const struct sl_profile *prof = env->profiles[gpu];
@@ -36,7 +36,7 @@ const struct sl_profile_memory *sl_rt_profile_memory(const struct sl_sim_env *en
 
 /* The largest parameter tensor of layers [first, last] (fp32): the token table when the stage
  * holds the embedding or the head, else a block's MLP matrix (4 h x h). */
-double sl_rt_largest_whole_tensor_bytes(const struct sl_sim_env *env, int first, int last)
+double sl_replay_largest_whole_tensor_bytes(const struct sl_sim_env *env, int first, int last)
 {
 	double h = env->model.hidden;
 	double ffn = env->model.ffn_hidden > 0 ? env->model.ffn_hidden : 4 * h;
@@ -55,13 +55,13 @@ static double attention_core_bytes(const struct sl_sim_env *env, int mbs, int tp
 }
 
 /* Memory of one rank (see the top of the file). */
-void sl_rt_rank_memory(const struct sl_sim_env *env, const struct sl_role *r, int mbs, int slots,
+void sl_replay_rank_memory(const struct sl_sim_env *env, const struct sl_role *r, int mbs, int slots,
 		       int P, double whole_tensor_bytes,
 		       int recompute, int zero_group, int zero_rank, double zero_whole_bytes,
 		       int nonblocking, double ring_scratch_bytes, struct sl_sim_memory *mem)
 {
 	const struct sl_gpu_type *g = &env->catalogue.gpus[r->gpu];
-	const struct sl_profile_memory *pm = sl_rt_profile_memory(env, r->gpu, mbs, r->tp);
+	const struct sl_profile_memory *pm = sl_replay_profile_memory(env, r->gpu, mbs, r->tp);
 	int L = env->num_layers;
 	memset(mem, 0, sizeof(*mem));
 	double storage = 0, act = 0, shared = 0;

@@ -4,7 +4,7 @@
  * Invariants: every rank of a group runs the same sequence of layer calls (the all-reduces
  * inside the layers pair up); a phase's time is taken between two barriers, so it is the
  * slowest rank's. */
-#include "profile/profiler.h"
+#include "profiler/profiler.h"
 
 #include "runtime/comm.h"
 
@@ -513,8 +513,8 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 						: "threads with an in-process all-reduce"));
 	/* On a device that is a CPU quota, a phase's wall time also depends on where its sample
 	 * ends in the quota's periods (up to (1 - cores) x period). The CPU a rank spends is what
-	 * the quota's budget pays for, and the runtime model replays profile times as that CPU at
-	 * the quota's rate (sim/runtime_cpu_quota.c): so there the time kept is the rank's CPU
+	 * the quota's budget pays for, and the replay model replays profile times as that CPU at
+	 * the quota's rate (sim/replay_cpu_quota.c): so there the time kept is the rank's CPU
 	 * time / cores. Measured on the testbed (bench/RESULTS.md) the two agree within 1-3%;
 	 * neither repeats within 2% between bring-ups, for reasons the sample's end is not. */
 	int cpu_basis = o->cpu_quota_cores > 0 && o->cpu_quota_cores < 1 && o->threads == 1;
@@ -676,7 +676,7 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 		}
 	}
 	/* A rank on a CPU quota waits asleep, but each test and wake-up costs CPU its budget pays
-	 * for: measure it here, on the device, for the simulator (time_runtime.c). */
+	 * for: measure it here, on the device, for the simulator (time_replay.c). */
 	if (!rc && o->comm && o->comm->idle_wait == SL_COMM_WAIT_SLEEP && o->comm->rank == 0) {
 		struct sl_comm_idle_cost cost;
 		rc = sl_comm_idle_wait_probe(o->comm, fmax(o->min_sample_s, 0.2), &cost, err);

@@ -18,7 +18,7 @@
 #include "cluster/cluster_file.h"
 #include "runtime/launch.h"
 #include "runtime/launch_run.h"
-#include "runtime/placement.h"
+#include "plan/placement.h"
 
 static struct sl_catalogue cat;
 static int A100, V100, ZA, ZB;
@@ -674,7 +674,7 @@ static int run_cmd(const struct sl_launch_cmd *cmd, const char *out_path)
 	int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	assert_true(fd >= 0);
 	struct sl_err err = {0};
-	int rc = sl_launch_exec(cmd, 120, fd, fd, "test_dist_launch", &err);
+	int rc = sl_launch_exec(cmd, 120, fd, fd, "test_runtime_launch", &err);
 	if (rc)
 		fprintf(stderr, "%s\n", err.msg);
 	close(fd);
