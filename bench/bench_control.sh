@@ -123,7 +123,7 @@ for _ in $(seq 300); do
   s=$(tail -n 1 "$work/r3/steps.jsonl" 2>/dev/null | grep -o '"step":[0-9]*' | grep -o '[0-9]*$' || true)
   [ -n "$s" ] && [ "$s" -ge $(( 50 + RANDOM % 100 )) ] && break; sleep 0.1
 done
-victim=$(for p in $(pgrep -f -- "--data $work/tokens.bin"); do tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=' && echo $p; done | shuf -n 1)
+victim=$(for p in $(pgrep -f -- "--data $work/tokens.bin"); do grep -qz '^OMPI_COMM_WORLD_RANK=' /proc/$p/environ 2>/dev/null && echo $p; done | shuf -n 1)
 kill -9 "$victim" || true
 wait "$ctl" || true
 grep '"event":"failure"' "$work/r3/events.jsonl" | python3 -c '

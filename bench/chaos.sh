@@ -39,7 +39,7 @@ pool() {  # pool A100_COUNT V100_COUNT
   mv "$ep/pool.tmp" "$ep/pool.json"
 }
 random_pool() { local a=$((RANDOM % 5)) v=$((RANDOM % 3)); [ $((a + v)) -eq 0 ] && a=1; pool "$a" "$v"; }
-ranks() { for p in $(pgrep -f -- "$ep/ckpt"); do [ -r "/proc/$p/environ" ] && tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=' && echo "$p"; done; }
+ranks() { for p in $(pgrep -f -- "$ep/ckpt"); do [ -r "/proc/$p/environ" ] && grep -qz '^OMPI_COMM_WORLD_RANK=' "/proc/$p/environ" 2>/dev/null && echo "$p"; done; }
 start_control() {
   "$SAILOR" control "${common[@]}" --global-batch 8 --cluster "$work/cluster.json" --pool "$ep/pool.json" \
     --ckpt-dir "$ep/ckpt" --run-dir "$ep/run" --ckpt-every 10 --hang-timeout 5 --stop-timeout 20 \
@@ -71,7 +71,7 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
         if [ "$kind" = rank_kill ]; then kill -9 "$victim" 2>/dev/null || continue
         else kill -STOP "$victim" 2>/dev/null || continue; fi ;;
       launcher_kill)
-        launcher=$(pgrep -P "$ctl" -f "sailor run" | head -n 1)
+        launcher=$(pgrep -P "$ctl" -f "sailor run" | sed -n 1p)
         [ -n "$launcher" ] || continue
         kill -9 "$launcher" 2>/dev/null || continue ;;
       pool_change) random_pool ;;

@@ -23,7 +23,10 @@ done
 
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  case "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" in
+    *"install ok installed"*) ;;
+    *) missing+=("$p") ;;
+  esac
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -76,7 +76,7 @@
  * it moves before: the TCP transport offers put (btl_tcp_flags), so the rendezvous header goes
  * alone, without the 64 KiB "phase 1" fragment btl_tcp_rndv_eager_limit names (a 128 KiB
  * message over a 50 Mbit/s testbed link took 12.0 ms from the receive whether the receiver
- * entered it at once or 50 or 100 ms after the Isend; bench/RESULTS.md, 2026-11-27 (2)).
+ * entered it at once or 50 or 100 ms after the Isend; docs/design/runtime-model.md).
  * Between ranks of one host the receiver copies the data itself (shared memory). */
 #define TCP_EAGER_BYTES SL_RT_TCP_EAGER_BYTES
 #define TCP_HEADER_BYTES SL_RT_TCP_HEADER_BYTES
@@ -305,11 +305,9 @@ static int init_ranks(struct runtime_sim *s, struct sl_sim_result *out, struct s
  * of those, so that the draws average to the profile's speed (a profile samples the device in
  * and out of spells as a run does). The draws in a spell are a Beatty sequence of the
  * fraction, shifted per replica by a golden-ratio step: every replica has round(fraction x
- * draws) of them, give or take one, and two replicas have theirs in different draws. The
- * probe behind the figures (bench/testbed/machine_speed.sh, pinned to each vCPU) saw the spells
- * of one vCPU and the other's at different times; a rank stays on the vCPU it woke on for many
- * steps (the slower of two identical ranks reached the sync last in 29 of 29 steps,
- * bench/testbed/rank_skew.py). */
+ * draws) of them, give or take one, and two replicas have theirs in different draws: measured,
+ * each vCPU has its spells at its own times, and a rank stays on the vCPU it woke on for many
+ * steps (docs/design/runtime-model.md, speed spells). */
 static double spell_factor(const struct sl_replay_rank *rank, int replica, int draw)
 {
 	double f = rank->spell_fraction, slow = rank->spell_slowdown;
@@ -333,9 +331,8 @@ static void start_draw(struct runtime_sim *s, int draw)
 		double u = 0.6180339887 * (r + 1) + 0.7548776662 * draw;
 		st[r].phase_s = s->quota ? (u - floor(u)) * st[r].period_s : 0;
 		/* a TP group's ranks share their replica's spells: measured, their passes slow and
-		 * speed up together (two TP pairs' CPU per pass step by step in
-		 * bench/testbed/timeline-quad4-2026-11-27 a07 and timeline-pent5-2026-11-27 c05),
-		 * where two data-parallel replicas stay apart for many steps */
+		 * speed up together, where two data-parallel replicas stay apart for many steps
+		 * (docs/design/runtime-model.md, speed spells) */
 		const struct sl_role *ro = &s->t.roles[r];
 		int replica = s->t.replica_first_rank[ro->stage * s->t.num_pipelines + ro->pipeline];
 		st[r].pass_factor = spell_factor(&st[r], replica, draw);
@@ -778,6 +775,9 @@ int sl_sim_replay(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		rc = replay(&s, out, err);
 	if (!rc)
 		rank_memories(&s, out);
+	/* The schedules were built one per rank of s.t: freed while s.t still counts them, before
+	 * a timeline takes the table over (which leaves s.t empty). */
+	sl_schedule_free_all(s.sched, s.t.world_size);
 	if (!rc && env->timeline) { /* the roles go with the spans (sim.h: one call a timeline) */
 		if (env->timeline->recorded)
 			sl_role_table_free(&env->timeline->roles);
@@ -785,8 +785,6 @@ int sl_sim_replay(const struct sl_sim_env *env, const struct sl_plan *plan, long
 		env->timeline->recorded = 1;
 		memset(&s.t, 0, sizeof(s.t));
 	}
-	if (s.sched)
-		sl_schedule_free_all(s.sched, s.t.world_size);
 	sl_role_table_free(&s.t);
 	free(s.st);
 	free(s.x.arrival);

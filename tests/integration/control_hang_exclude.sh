@@ -37,7 +37,7 @@ gen_step_at_least() {  # gen_step_at_least GEN STEPS: generation GEN has run STE
 }
 rank_pid() {  # the pid of world rank $1 of the running generation
   for p in $(pgrep -f -- "--data $work/tokens.bin"); do
-    tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && { echo "$p"; return; }
+    grep -qxz "OMPI_COMM_WORLD_RANK=$1" "/proc/$p/environ" 2>/dev/null && { echo "$p"; return; }
   done
 }
 freeze_rank1() {  # freeze_rank1 GEN: SIGSTOP rank 1 of generation GEN once it has trained 15 steps
@@ -53,24 +53,24 @@ freeze_rank1() {  # freeze_rank1 GEN: SIGSTOP rank 1 of generation GEN once it h
 freeze_rank1 1
 wait_for 20 at_least failure 1 || fail "no failure within 20 s of freezing a rank"
 noticed=$(python3 -c "import time; print(f'{time.time() - $frozen_at:.1f}')")
-f1=$(grep '"event":"failure"' "$work/run/events.jsonl" | head -n 1)
+f1=$(grep -m 1 '"event":"failure"' "$work/run/events.jsonl")
 echo "$f1" | cut -c 1-300
-echo "$f1" | grep -q '"reason":"no output (hang)"' || fail "the failure is not a hang"
+grep -q '"reason":"no output (hang)"' <<<"$f1" || fail "the failure is not a hang"
 host=$(echo "$f1" | grep -o '"host":"[^"]*"' | cut -d'"' -f4)
 [ -n "$host" ] || fail "the hang names no host"
-echo "$f1" | grep -q '"rank":1,' || fail "the hang does not name rank 1"
+grep -q '"rank":1,' <<<"$f1" || fail "the hang does not name rank 1"
 python3 -c "import sys; sys.exit(0 if $noticed <= $HANG + 6 else 1)" || fail "noticed after $noticed s (hang timeout $HANG s)"
 echo "noticed and stopped $noticed s after the freeze (hang timeout $HANG s)"
 resume=$(echo "$f1" | grep -o '"resume_step":[0-9]*' | cut -d: -f2)
 wait_for 20 at_least generation_start 2 || fail "no second generation"
-grep '"event":"generation_start"' "$work/run/events.jsonl" | sed -n 2p | grep -q "\"resume_step\":$resume," \
+grep -q "\"resume_step\":$resume," <<<"$(grep '"event":"generation_start"' "$work/run/events.jsonl" | sed -n 2p)" \
   || fail "generation 2 does not resume from the newest checkpoint (step $resume)"
 [ -f "$work/ckpt/step-$(printf %08d "$resume").ckpt" ] || fail "checkpoint of step $resume missing"
 
 # 2. the same host hangs again: it is left out, and training goes on without it
 freeze_rank1 2
 wait_for 20 at_least host_excluded 1 || fail "host '$host' was not left out after its second hang"
-grep '"event":"host_excluded"' "$work/run/events.jsonl" | grep -q "\"host\":\"$host\"" || fail "the host left out is not '$host'"
+grep '"event":"host_excluded"' "$work/run/events.jsonl" | grep "\"host\":\"$host\"" >/dev/null || fail "the host left out is not '$host'"
 wait_for 20 at_least generation_start 3 || fail "no third generation"
 grep -q "\"$host\"" "$work/run/gen-3/cluster.json" && fail "generation 3's cluster file still has '$host'"
 grep -q '"name"' "$work/run/gen-3/cluster.json" || fail "generation 3's cluster file has no host"
@@ -80,7 +80,7 @@ echo "host '$host' left out; generation 3 trains on $(grep -o '"name": "[^"]*"' 
 # 3. the pool offers more A100s than before: the host is back
 pool 4
 wait_for 20 at_least host_readmitted 1 || fail "no host_readmitted after the pool grew"
-grep '"event":"host_readmitted"' "$work/run/events.jsonl" | grep -q "\"host\":\"$host\"" || fail "the host readmitted is not '$host'"
+grep '"event":"host_readmitted"' "$work/run/events.jsonl" | grep "\"host\":\"$host\"" >/dev/null || fail "the host readmitted is not '$host'"
 
 # 4. SIGTERM: the controller stops, nothing is left
 kill -TERM "$ctl"

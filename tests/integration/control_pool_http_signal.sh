@@ -23,7 +23,7 @@ step_at_least() { local s; s=$(tail -n 1 "$work/run/steps.jsonl" 2>/dev/null | g
 wait_for 30 step_at_least 20 || { echo "FAIL: no step 20 within 30 s"; cat "$work/err"; exit 1; }
 port=$(grep -o '"event":"http".*"port":[0-9]*' "$work/run/events.jsonl" | grep -o '[0-9]*$')
 curl -sf "http://127.0.0.1:$port/status" > "$work/status.json"
-cat "$work/status.json" | head -30
+sed -n 1,30p "$work/status.json"
 grep -q '"schema": "sailor.control.status/1"' "$work/status.json" || { echo "FAIL: /status lacks its schema"; exit 1; }
 grep -q '"generation": 1' "$work/status.json" || { echo "FAIL: /status does not say generation 1"; exit 1; }
 grep -q '"measured_it_s"' "$work/status.json" && grep -q '"usd_spent"' "$work/status.json" || { echo "FAIL: /status lacks it/s or dollars"; exit 1; }
@@ -37,7 +37,7 @@ pool 2
 wait_for 40 grep -q '"event":"reconfigured"' "$work/run/events.jsonl" || { echo "FAIL: no reconfiguration after the pool file changed"; cat "$work/err"; exit 1; }
 grep '"event":"reconfigured"' "$work/run/events.jsonl"
 # /status is republished every 0.25 s by the controller's loop, the event log written at once
-status_gen2() { curl -sf "http://127.0.0.1:$port/status" | grep -q '"generation": 2'; }
+status_gen2() { grep -q '"generation": 2' <<<"$(curl -sf "http://127.0.0.1:$port/status")"; }
 wait_for 5 status_gen2 || { echo "FAIL: /status does not show generation 2"; exit 1; }
 kill -TERM "$ctl"
 timeout 40 tail --pid="$ctl" -f /dev/null || { echo "FAIL: the controller did not stop within 40 s of SIGTERM"; exit 1; }

@@ -42,7 +42,7 @@ for _ in $(seq 900); do   # at most 90 s
   fi
   if [ -n "${kill_at:-}" ] && [ -n "$last" ] && [ "$last" -ge "$kill_at" ]; then
     mapfile -t ranks < <(for p in $(pgrep -f -- "--data $work/tokens.bin"); do
-      tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=' && echo "$p"; done)
+      grep -qz '^OMPI_COMM_WORLD_RANK=' "/proc/$p/environ" 2>/dev/null && echo "$p"; done)
     if [ "${#ranks[@]}" -gt 0 ]; then
       victim=${ranks[$(( RANDOM % ${#ranks[@]} ))]}
       echo "killing pid $victim (one of ${#ranks[@]} ranks) after step $last"

@@ -20,7 +20,7 @@ for _ in $(seq 600); do   # at most 60 s
   sleep 0.1
 done
 [ -n "${last:-}" ] && [ "$last" -ge "$target_step" ] || { echo "FAIL: the run did not reach step $target_step"; cat "$work/err"; exit 1; }
-mpirun_pid=$(pgrep -P "$launcher" | head -n 1)
+mpirun_pid=$(pgrep -P "$launcher" | sed -n 1p)
 mapfile -t workers < <(pgrep -P "$mpirun_pid")
 [ "${#workers[@]}" -eq 5 ] || { echo "FAIL: expected 5 ranks under mpirun, found ${#workers[@]}"; exit 1; }
 victim=${workers[$(( RANDOM % 5 ))]}

@@ -20,7 +20,7 @@ expect() {
 	elif [ -n "$(squeue -h -p $TB)" ]; then
 		echo "FAIL $name: jobs left in squeue"; failures=$((failures + 1))
 	else
-		echo "ok   $name: $(grep -E -- "$pattern" "$work/case.err" | head -n 1 | cut -c 1-160)"
+		echo "ok   $name: $(grep -m 1 -E -- "$pattern" "$work/case.err" | cut -c 1-160)"
 	fi
 }
 plan=("$SAILOR" plan --model gpt2-tiny --global-batch 8)
@@ -62,14 +62,14 @@ expect "control: every node drained" 1 "no plan is possible on the nodes Slurm o
 	timeout 60 "${control[@]}" --slurm --partition $TB "${PLAN_ENV[@]}"
 for n in fa0 fa1 sb0; do scontrol update nodename=$n state=resume; done
 # a resumed node is NOT_RESPONDING until slurmctld's next ping (a few seconds): not usable yet
-idle() { [ "$(sinfo -h -N -p $TB -t idle -o '%N' | sort -u | wc -l)" -eq 3 ] && ! sinfo -h -N -p $TB -o '%T' | grep -q '\*'; }
+idle() { [ "$(sinfo -h -N -p $TB -t idle -o '%N' | sort -u | wc -l)" -eq 3 ] && ! grep -q '\*' <<<"$(sinfo -h -N -p $TB -o '%T')"; }
 wait_for 60 idle
 # a plan beyond what the nodes can do
 expect "plan: no plan reaches the throughput asked" 1 "no plan reaches 1e\+06 it/s" \
 	timeout 60 "${plan[@]}" --slurm --partition $TB "${PLAN_ENV[@]}" --min-throughput 1e6
 
 expect "plan: --partition without --slurm" 2 "--partition applies to --slurm only" \
-	"${plan[@]}" --pool data/examples/pool.json --partition $TB
+	"${plan[@]}" --pool data/examples/pool-a100-v100.json --partition $TB
 expect "control: --slurm with --cluster" 2 "give no --cluster, --pool or --trace with it" \
 	"${control[@]}" --slurm --cluster "$work/x.json"
 [ ! -e "$work/run/gen-1" ] || { echo "FAIL: a generation was started"; failures=$((failures + 1)); }

@@ -58,7 +58,7 @@ grep -q "\"event\":\"pool_change\".*changed: $node [A-Z+]* -> [A-Z]*+DRAIN" "$wo
 [ "$(ev done)" -eq 1 ] || { echo "FAIL: no done event"; exit 1; }
 resumed_plan=$(grep '"event":"pool_change"' "$work/run/events.jsonl" | tail -n 1 | grep -c "\"gpus\":6" || true)
 [ "$resumed_plan" -eq 1 ] || { echo "FAIL: after the resume the pool is not back to 6 GPUs"; exit 1; }
-grep -A1 '"event":"pool_change"' "$work/run/events.jsonl" | tail -n 1 | grep -q '"event":"plan"' ||
+grep -q '"event":"plan"' <<<"$(grep -A1 '"event":"pool_change"' "$work/run/events.jsonl" | tail -n 1)" ||
   { echo "FAIL: no re-plan after the resume"; exit 1; }
 stops=$(grep '"event":"generation_end"' "$work/run/events.jsonl" | grep -c '"outcome":"stopped"' || true)
 [ "$stops" -ge 1 ] || { echo "FAIL: the drain did not checkpoint-and-stop a generation"; exit 1; }

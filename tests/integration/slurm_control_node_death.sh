@@ -34,7 +34,7 @@ left=$(pgrep -f -- "--data $work/tokens.bin" || true)
 [ -z "$left" ] || { echo "FAIL: processes left: $left"; exit 1; }
 failure=$(grep -m 1 '"event":"failure"' "$work/run/events.jsonl" || true)
 [ -n "$failure" ] || { echo "FAIL: the node's death is not in the event log as a failure"; exit 1; }
-echo "$failure" | grep -q "\"host\":\"$node\"" || { echo "FAIL: the failure does not name node $node: $failure"; exit 1; }
+grep -q "\"host\":\"$node\"" <<<"$failure" || { echo "FAIL: the failure does not name node $node: $failure"; exit 1; }
 lost=$(echo "$failure" | grep -o '"lost_steps":[0-9]*' | grep -o '[0-9]*$')
 echo "work lost: $lost steps (checkpoint every $K)"
 [ "$lost" -le "$K" ] || { echo "FAIL: lost $lost steps, more than one checkpoint interval"; exit 1; }

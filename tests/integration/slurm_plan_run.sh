@@ -20,7 +20,7 @@ check "status: three idle nodes" '[ "$(grep -c "slurm node .*: idle  features cp
 check "status: sb0 is cpu-slow in us-central1-b" 'grep -q "slurm node sb0: idle  features cpu-slow,us-central1-b" "$work/status"'
 
 # a step on sb0 runs there: host name, address, its slot's cgroup
-timeout 30 srun -p $TB -w sb0 -n 2 sh -c 'echo "$(hostname) $(ip -4 -o addr show dev eth0 | awk "{print \$4}") $SLURM_LOCALID $(grep -E ":cpu(,cpuacct)?:" /proc/self/cgroup | head -n 1)"' >"$work/where" 2>&1
+timeout 30 srun -p $TB -w sb0 -n 2 sh -c 'echo "$(hostname) $(ip -4 -o addr show dev eth0 | awk "{print \$4}") $SLURM_LOCALID $(grep -m 1 -E ":cpu(,cpuacct)?:" /proc/self/cgroup)"' >"$work/where" 2>&1
 check "step on sb0: its name and address" '[ "$(grep -c "^sb0 10.92.2.2/16 " "$work/where")" -eq 2 ]'
 check "step on sb0: each task in its slot's cgroup" 'grep -q " 0 .*sailor-testbed/slrun/sb0/slot0$" "$work/where" && grep -q " 1 .*sailor-testbed/slrun/sb0/slot1$" "$work/where"'
 
@@ -65,7 +65,7 @@ check "nothing left in squeue" '[ -z "$(squeue -h -p $TB)" ]'
 pids=$(cat "$work/state/$TB/slurm/run/slurmctld.pid" "$work/state/$TB/slurm/munge/munged.pid")
 timeout 60 scripts/testbed down "$desc" >/dev/null
 check "down: slurmctld and munged gone" 'for p in $pids; do ! kill -0 $p 2>/dev/null || exit 1; done'
-check "down: no namespace left" '! ip netns list | grep -q "^sailor-$TB-"'
+check "down: no namespace left" '! grep -q "^sailor-$TB-" <<<"$(ip netns list)"'
 check "down: state removed" '[ ! -e "$work/state/$TB" ]'
 check "down again is harmless" 'timeout 30 scripts/testbed down "$desc" >/dev/null'
 [ "$failures" -eq 0 ] && echo "all checks passed"

@@ -45,8 +45,8 @@ if scripts/testbed up "$work/broken.json" 2>"$work/err"; then echo "FAIL broken 
 else grep -q "not valid JSON" "$work/err" && echo "ok   broken: $(cat "$work/err")" || { echo "FAIL broken: $(cat "$work/err")"; failures=$((failures + 1)); }; fi
 # usage errors exit 2
 scripts/testbed frobnicate x.json 2>/dev/null; [ $? -eq 2 ] || { echo "FAIL unknown command: not exit 2"; failures=$((failures + 1)); }
-scripts/testbed --help | grep -q 'sailor.testbed/1' || { echo "FAIL --help does not describe the format"; failures=$((failures + 1)); }
-if command -v ip >/dev/null && ip netns list 2>/dev/null | grep -q '^sailor-tbbad-'; then
+grep -q 'sailor.testbed/1' <<<"$(scripts/testbed --help)" || { echo "FAIL --help does not describe the format"; failures=$((failures + 1)); }
+if command -v ip >/dev/null && grep -q '^sailor-tbbad-' <<<"$(ip netns list 2>/dev/null)"; then
   echo "FAIL a namespace of the refused testbed exists"; failures=$((failures + 1))
 fi
 finish

@@ -28,8 +28,8 @@ sailor_netns >"$work/netns-before"
 accepted=0 refused=0
 fail_mutant() { # file, why
 	echo "FAIL $1 ($(grep -F "$1" "$work/m/verdicts" | cut -f3)): $2"
-	sed 's/^/    stderr: /' "$work/err" | head -n 5
-	sed 's/^/    stdout: /' "$work/out" | head -n 3
+	sed -n '1,5s/^/    stderr: /p' "$work/err"
+	sed -n '1,3s/^/    stdout: /p' "$work/out"
 	failures=$((failures + 1))
 }
 while IFS=$'\t' read -r name want what; do

@@ -4,7 +4,7 @@
 # reaches ranks inside the namespaces through the agent (each rank sees its host's address and
 # runs in its class's cgroup); `down` removes everything; an `up` that fails half-way leaves
 # nothing behind. Needs root, network namespaces, tc, cgroups, jq and mpirun: skips (77) if not.
-set -u  # no pipefail: "cmd | grep -q" may end cmd early with SIGPIPE
+set -u
 cd "$(dirname "$0")/../.."
 source tests/lib/common.sh
 need_testbed
@@ -27,11 +27,11 @@ timeout 60 scripts/testbed up "$desc" -o "$work/cluster.json" 2>"$work/err" || u
 case $up_status in 0 | 124 | 137) at_exit 'scripts/testbed down "$desc" >/dev/null 2>&1' ;; esac
 [ "$up_status" -eq 0 ] || { cat "$work/err"; exit 1; }
 check "three namespaces" '[ "$(ip netns list | grep -c "^sailor-tbud-")" -eq 3 ]'
-check "w0 has 10.78.2.2" 'ip -n sailor-tbud-w0 -o -4 addr show dev eth0 | grep -q " 10.78.2.2/16"'
-check "a0 shapes traffic to us-west1-b at 20 Mbit" 'ip netns exec sailor-tbud-a0 tc class show dev eth0 | grep -q "1:11 .*rate 20Mbit"'
+check "w0 has 10.78.2.2" 'grep -q " 10.78.2.2/16" <<<"$(ip -n sailor-tbud-w0 -o -4 addr show dev eth0)"'
+check "a0 shapes traffic to us-west1-b at 20 Mbit" 'grep -q "1:11 .*rate 20Mbit" <<<"$(ip netns exec sailor-tbud-a0 tc class show dev eth0)"'
 check "status says up" 'scripts/testbed status "$desc" >"$work/status" && grep -q "w0  10.78.2.2" "$work/status"'
 check "cluster file" 'jq -e ".schema == \"sailor.cluster/1\" and (.hosts | length) == 3 and .hosts[2].gpu == \"cpu-slow\" and .hosts[2].zone == \"us-west1-b\" and (.launch.agent | test(\"agent$\"))" "$work/cluster.json" >/dev/null'
-check "up again is harmless" 'scripts/testbed up "$desc" 2>/dev/null | grep -q "already up" && [ "$(ip netns list | grep -c "^sailor-tbud-")" -eq 3 ]'
+check "up again is harmless" 'grep -q "already up" <<<"$(scripts/testbed up "$desc" 2>/dev/null)" && [ "$(ip netns list | grep -c "^sailor-tbud-")" -eq 3 ]'
 
 # mpirun through the agent: one rank on a0 and one on w0
 printf '10.78.1.2 slots=1\n10.78.2.2 slots=1\n' >"$work/hostfile"
@@ -39,18 +39,18 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 agent=$(jq -r .launch.agent "$work/cluster.json")
 mapfile -t margs < <(jq -r '.launch.mpirun_args[]' "$work/cluster.json")
 timeout 30 mpirun -np 2 --hostfile "$work/hostfile" --map-by node --bind-to none --mca plm_rsh_agent "$agent" \
-  "${margs[@]}" sh -c 'echo "rank $OMPI_COMM_WORLD_RANK $(ip -o -4 addr show dev eth0 | awk "{print \$4}") $(grep -E ":cpu(,cpuacct)?:|^0::" /proc/self/cgroup | head -n 1)"' \
+  "${margs[@]}" sh -c 'echo "rank $OMPI_COMM_WORLD_RANK $(ip -o -4 addr show dev eth0 | awk "{print \$4}") $(grep -m 1 -E ":cpu(,cpuacct)?:|^0::" /proc/self/cgroup)"' \
   >"$work/ranks" 2>&1 || echo "mpirun failed" >&2
 cat "$work/ranks"
 check "rank on a0 runs in its namespace and on its own device (slot cgroup)" 'grep -Eq "^rank [01] 10.78.1.2/16 .*sailor-testbed/tbud/a0/slot0" "$work/ranks"'
 check "rank on w0 runs in its namespace and on its own device (slot cgroup)" 'grep -Eq "^rank [01] 10.78.2.2/16 .*sailor-testbed/tbud/w0/slot0" "$work/ranks"'
 check "a device of class cpu-slow has its quota" 'q=$(cat /sys/fs/cgroup/cpu/sailor-testbed/tbud/w0/slot0/cpu.cfs_quota_us 2>/dev/null || cut -d" " -f1 /sys/fs/cgroup/sailor-testbed/tbud/w0/slot0/cpu.max); [ "$q" -gt 0 ]'
-check "exec runs a command in the host's namespace with N devices" 'scripts/testbed exec "$desc" a0 --devices 2 -- sh -c "ip -o -4 addr show dev eth0; cat /proc/self/cgroup" | grep -q "sailor-testbed/tbud/a0/devices2"'
+check "exec runs a command in the host's namespace with N devices" 'grep -q "sailor-testbed/tbud/a0/devices2" <<<"$(scripts/testbed exec "$desc" a0 --devices 2 -- sh -c "ip -o -4 addr show dev eth0; cat /proc/self/cgroup")"'
 check "exec refuses more devices than the host has" '! scripts/testbed exec "$desc" a0 --devices 9 -- true 2>"$work/exec-err" && grep -q "has 2 devices" "$work/exec-err"'
 
 timeout 60 scripts/testbed down "$desc" >/dev/null
-check "down removes the namespaces" '! ip netns list | grep -q "^sailor-tbud-"'
-check "down removes the bridge and veths" '! ip -o link show | grep -Eq "sltbud(br|h[0-9])"'
+check "down removes the namespaces" '! grep -q "^sailor-tbud-" <<<"$(ip netns list)"'
+check "down removes the bridge and veths" '! grep -Eq "sltbud(br|h[0-9])" <<<"$(ip -o link show)"'
 check "down removes the cgroups" '[ ! -d /sys/fs/cgroup/cpu/sailor-testbed/tbud ] && [ ! -d /sys/fs/cgroup/sailor-testbed/tbud ]'
 check "status says down (exit 1)" '! scripts/testbed status "$desc" >/dev/null'
 check "down again is harmless" 'scripts/testbed down "$desc" >/dev/null'
@@ -59,7 +59,7 @@ check "down again is harmless" 'scripts/testbed down "$desc" >/dev/null'
 ip link add sltbudh1 type veth peer name sltbudx1
 timeout 60 scripts/testbed up "$desc" >/dev/null 2>"$work/err"; rc=$?
 check "failed up exits 1" '[ $rc -eq 1 ] && grep -q "up failed (the command above); removing what it created" "$work/err"'
-check "failed up leaves no namespace" '! ip netns list | grep -q "^sailor-tbud-"'
-check "failed up leaves no bridge" '! ip -o link show | grep -q "sltbudbr"'
+check "failed up leaves no namespace" '! grep -q "^sailor-tbud-" <<<"$(ip netns list)"'
+check "failed up leaves no bridge" '! grep -q "sltbudbr" <<<"$(ip -o link show)"'
 ip link del sltbudh1 2>/dev/null || true; ip link del sltbudx1 2>/dev/null || true
 finish
