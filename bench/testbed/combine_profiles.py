@@ -8,9 +8,9 @@ their mean, memory and calls per sample those of the first round; source.repeats
 rounds and source.rounds lists when each ran. Only entries every round has are kept.
 
 Why: a class profiled in one stretch of a minute or two takes all its samples from that stretch,
-and a slow spell of the machine then moves the whole class (bench/RESULTS.md, 2026-11-27 (6):
-7 % of profiles more than 10 % off their class's median); taken in turns, the spell falls on a
-few of each class's samples, which the median drops.
+and a slow spell of the machine then moves the whole class (7 % of profiles more than 10 % off
+their class's median; docs/design/testbed.md, what was found); taken in turns, the spell falls
+on a few of each class's samples, which the median drops.
 
 usage: bench/testbed/combine_profiles.py OUT.json ROUND1.json ROUND2.json ...  (at least 3)"""
 import json

@@ -16,7 +16,7 @@ of n (Monte Carlo, fixed seed), against the error the sets show.
 
 A bring-up is one of
   - a validation directory: plan files with "measured" and env/{profiles,gpus.json,network.json,
-    cluster.json} beside them (data/validation/testbed-*, bench/testbed/speed-*, timeline-*);
+    cluster.json} beside them (data/validation/testbed-* and their bring-ups/*);
   - a loop run directory (bench/testbed/loop.sh's OUT/runN, with its loop-result.json):
     plans/, runs/NAME.rK.out (NAME.out: a loop of one round), profiles/, network.json,
     cluster.json; its device types come from --gpus.

@@ -20,8 +20,9 @@
 #        GLOBAL_BATCH (32), MODEL (gpt2-tiny), SEQ (the model's seq_len), MBS (1,2,4), SKIP_PROFILE=DIR (reuse
 #        profiles DIR/profiles and DIR/network.json from an earlier loop), ACROSS_CLASSES (1: the
 #        classes' profile repeats taken in rounds over every class, profile_testbed.sh; 0: each
-#        class in one stretch, as every loop up to span3 run 8 did)
+#        class in one stretch)
 set -euo pipefail
+case ${1:-} in -h | --help) sed -n '2,22p' "$0"; exit 0 ;; -*) sed -n '2,22p' "$0" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$here"
 out=${1:-$(mktemp -d /tmp/sailor-loop-XXXXXX)}
@@ -52,8 +53,8 @@ if [ -n "${SKIP_PROFILE:-}" ]; then
 	cp "$SKIP_PROFILE/network.json" "$out/network.json"
 else
 	# in rounds over the classes: a slow spell of the machine during one class's stretch moved
-	# that class alone and flipped the ranking of plans that use it (span3 run 8: the 3/8-core
-	# class 1.19-1.29 x run 7's, its plans predicted 13-16 % slow; bench/RESULTS.md)
+	# that class alone and flipped the ranking of plans that use it (docs/design/testbed.md,
+	# what was found)
 	ACROSS_CLASSES=${ACROSS_CLASSES:-1} MODEL="$MODEL" SEQ="$SEQ" MBS="$MBS" bench/testbed/profile_testbed.sh "$out/cluster.json" "$GPUS" "$out"
 fi
 env_args=(--gpus "$GPUS" --profiles "$out/profiles" --network "$out/network.json"

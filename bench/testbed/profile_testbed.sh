@@ -12,7 +12,7 @@
 #        the layers only, no OUT_DIR/network.json), BUSY_CORES (0; 1: while the layers are
 #        profiled, every core runs a SCHED_IDLE spin loop, which takes only time no one else
 #        wants: a core whose device's quota stopped the ranks does not go idle, as in a run,
-#        whose other ranks keep the cores busy; bench/RESULTS.md, 2026-11-27 (7))
+#        whose other ranks keep the cores busy; docs/design/testbed.md, what was found)
 set -euo pipefail
 [ $# -eq 3 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 cluster=$1 gpus=$2 out=$3
@@ -32,7 +32,7 @@ profile_one() {
 	local host=$1 gpu=$2 tp=$3 repeats=$4 dir=$5 cores sample_ms
 	# a sample of at least 50 ms of the device's CPU (its quota's bursts; 200 ms of wall at
 	# the least) and 7 repeats: on a tenth of a core this narrowed how far two bring-ups'
-	# profiles were apart (median 6.6 -> 4.6 %, max 26 -> 16 %; bench/RESULTS.md)
+	# profiles were apart (median 6.6 -> 4.6 %, max 26 -> 16 %; docs/design/testbed.md)
 	cores=$(jq -r --arg g "$gpu" '[.gpus[] | select(.name == $g) | .cpu_quota.cores // 1][0] // 1' "$gpus")
 	sample_ms=$(awk -v c="$cores" 'BEGIN { m = 50 / c; if (m < 200) m = 200; printf "%d", m }')
 	echo "profile_testbed: $gpu (host $host) at TP $tp, samples of $sample_ms ms, $repeats repeats" >&2

@@ -23,7 +23,7 @@ PHASES = ("grad-sync", "loss-and-norm", "update")
 
 
 def fail(message):
-    # named after the script that runs, so that one that imports load() (rank_skew.py) says so
+    # named after the script that runs, so that a script that imports load() says so
     sys.exit(os.path.basename(sys.argv[0]) + ": " + message)
 
 

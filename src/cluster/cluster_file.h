@@ -4,7 +4,7 @@
  *   {"schema": "sailor.cluster/1",
  *    "hosts": [{"name": "node-a", "address": "10.10.1.2", "gpu": "A100-40",
  *               "zone": "us-central1-a", "slots": 4}, ...],
- *    "launch": {"agent": "scripts/netns-agent", "mpirun_args": ["--mca", "btl", "self,tcp"]}}
+ *    "launch": {"agent": "/run/sailor-testbed/tb/agent", "mpirun_args": ["--mca", "btl", "self,tcp"]}}
  *
  * "name" identifies a host in messages and in placement; "address" (default: the name) is what
  * mpirun uses to reach it and what the generated hostfile and rankfile contain. "slots" is the

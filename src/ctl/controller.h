@@ -2,7 +2,7 @@
  *
  * It plans on the pool in force (search.h, on the GPUs the pool offers that the cluster file has
  * hosts for, minus hosts left out after repeated failures), starts a generation (`sailor run` of
- * that plan, generation.h), and watches it, the pool (pool_watch.h) and its own signals:
+ * that plan, generation_process.h), and watches it, the pool (pool_watch.h) and its own signals:
  *   pool change   re-plan; the same plan: keep running; another plan: SIGTERM the generation (it
  *                 checkpoints at its next step boundary and stops), start the next one resuming
  *                 from that checkpoint under the new plan; no plan: stop and wait for a change.

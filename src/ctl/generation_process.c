@@ -1,4 +1,4 @@
-/* Generations of the controller (generation.h). */
+/* Generations of the controller (generation_process.h). */
 #include "ctl/generation_process.h"
 
 #include <dirent.h>

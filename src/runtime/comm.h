@@ -18,7 +18,7 @@
  * the backend's message in err. After a failed collective the job cannot continue; the caller
  * reports and calls abort(), which ends every rank.
  *
- * Ownership: sl_comm_init() sets up the backend and the world group; sl_comm_split() returns a
+ * Ownership: sl_comm_mpi_init() sets up the backend and the world group; sl_comm_split() returns a
  * group the caller frees with sl_comm_group_free() before sl_comm_finalize().
  */
 #ifndef SL_RUNTIME_COMM_H

@@ -45,7 +45,7 @@ double sl_sosp25_ar_time_buckets(double nbytes, int n, const struct sl_link_fit 
 
 /* How far an NCCL send between nodes can run ahead of its receive: the bytes it can stage.
  * Send/recv between nodes moves its message in chunks of NCCL_P2P_NET_CHUNKSIZE (128 KiB,
- * src/init.cc), NCCL_STEPS (8, src/include/device.h) of them in flight per channel, over
+ * src/init.cc), NCCL_STEPS (8, include/device.h) of them in flight per channel, over
  * NCCL_NCHANNELS_PER_NET_PEER channels per peer (2, src/graph/paths.cc; NCCL 2.x before it
  * became automatic): 2 MiB. A message that fits is copied into those slots by the sender's
  * kernel, which then finishes; the proxy threads move it over the network into the receiver's

@@ -9,15 +9,15 @@
 # one-host ZeRO and selective-recompute DP plans 11-13% fast, mix4's pipelines onto 1/7-core
 # devices 12-20% slow, and most sets' means are 4-9% (README, what is still off). The message
 # probe (2026-11-27) tightened geo3's and memopts' bounds and loosened quad4's and mix4's: the
-# CPU it charges is what the runs spend (bench/RESULTS.md, timelines), but it moved plans the
+# CPU it charges is what the runs spend (docs/design/runtime-model.md), but it moved plans the
 # model already had slow further that way. Rings that load a link both ways at the rate of their
 # whole call (fifth session) tightened geo3's and tri3's; the attention core's measured share of
 # a block (sixth session: selective recomputation) memopts'; pent5's network file with the 60 KiB
 # eager probe (seventh session: its 50 KiB activations pass its links whole) pent5's. span3's
 # bounds are its figures as measured (5.3 / 16.3 % time, 2.3 / 7.0 % memory), a little above.
 # Speed spells (thirteenth session: a sync waits for the slowest replica of a draw) loosened
-# geo3's, memopts', quad4's and pent5's: over all 46 bring-ups of the six testbeds in the
-# repository the mean |error| of a bring-up fell on every testbed (5.76 -> 5.30 %), but these
+# geo3's, memopts', quad4's and pent5's: over 46 bring-ups of the six testbeds (bench/RESULTS.md)
+# the mean |error| of a bring-up fell on every testbed (5.76 -> 5.30 %), but these
 # seven moved both ways (memopts' m02, four cpu-fast ranks with ZeRO-1, +5.4 -> +10.1 %).
 set -u
 cd "$(dirname "$0")/../.."
