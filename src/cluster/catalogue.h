@@ -50,7 +50,7 @@ struct sl_gpu_type {
 	double cpu_quota_period_s;
 	/* A device whose speed wanders (gpus.json "speed_spells": {"fraction", "slowdown"}): for
 	 * `fraction` of the time its layers run `slowdown` slower than at its usual speed, in spells
-	 * longer than a step (the testbed's vCPUs: bench/testbed/machine_speed.sh). One device is
+	 * longer than a step (the testbed's vCPUs: docs/design/runtime-model.md, speed spells). One device is
 	 * as fast as its profile on average; a sync of several waits for the slowest of them
 	 * (time_replay.c). 0: a steady device. */
 	double spell_fraction;

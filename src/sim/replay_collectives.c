@@ -60,7 +60,7 @@ double sl_replay_reduce_cpu_s(const struct sl_sim_env *env, const struct sl_role
  * the other way: another hop of the ring that sends from the receiving host back to the
  * sending host. Only that pair counts: in the runtime's rings on the testbed, a slow hop whose
  * receiver sends on to the sender's host ran at 77-88 % of the link's rate, one whose receiver
- * sends to another host of the sender's zone at 97-100 % (bench/RESULTS.md, 2026-11-28 (12);
+ * sends to another host of the sender's zone at 97-100 % (docs/design/runtime-model.md;
  * the same class of the receiver's link carries that traffic, but the ring was not slowed). */
 static int ring_loads_reverse(const struct sl_replay_rank *st, const int *members, int m, int i)
 {

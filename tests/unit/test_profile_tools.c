@@ -159,7 +159,7 @@ static void gpu_overlay_adds_types_and_rejects_bad_files(void **state)
 	int tenth = sl_catalogue_gpu_index(&cat, "cpu-tenth");
 	assert_true(tenth > shipped);
 	assert_true(cat.gpus[tenth].cpu_quota_cores == 0.1);
-	/* the testbed's vCPUs' spells (bench/testbed/speed_spells.py) */
+	/* the testbed's vCPUs' spells (docs/design/runtime-model.md, speed spells) */
 	assert_true(cat.gpus[tenth].spell_fraction == 0.19 && cat.gpus[tenth].spell_slowdown == 0.14);
 	/* mix4's classes ship in a file of their own: the catalogue takes 8 beside the shipped */
 	assert_int_equal(sl_catalogue_set_overlay("data/testbed/gpus-cpu-mix4.json", &err), 0);
