@@ -1,5 +1,5 @@
 /* Fuzz target: the GPU catalogue (data/gpus.json) through sl_catalogue_load, with the shipped
- * egress prices beside it (the catalogue reads its zones from there). */
+ * zone files beside it (the catalogue reads its zones and prices from there). */
 #include "cluster/catalogue.h"
 #include "fuzz_util.h"
 
@@ -8,7 +8,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int linked;
 	fuzz_setup();
 	if (!linked) {
-		fuzz_link_data("cat/network/egress_usd_per_gb.json", "network/egress_usd_per_gb.json");
+		fuzz_link_data("cat/zones", "zones");
 		linked = 1;
 	}
 	fuzz_write("cat/gpus.json", data, size);

@@ -3,6 +3,7 @@
 
 #include "cluster/catalogue.h"
 #include "cluster/network.h"
+#include "cluster/zone_files.h"
 #include "cluster/cluster_file.h"
 
 #include <errno.h>
@@ -146,14 +147,51 @@ int sl_cli_parse_double(const struct sl_cli_command *command, const char *option
 	return 0;
 }
 
+/* Whether path starts (after blanks) with '{': a JSON file, not a trace CSV. */
+static int json_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int c = EOF;
+	while (f && (c = fgetc(f)) != EOF && (c == ' ' || c == '\n' || c == '\r' || c == '\t'))
+		;
+	if (f)
+		fclose(f);
+	return c == '{';
+}
+
+int sl_cli_zones_add(const struct sl_cli_command *command, struct sl_cli_zones *zones,
+		     const char *file)
+{
+	if (zones->count == SL_CLI_MAX_ZONE_FILES)
+		return sl_cli_usage_error(command, "--zones: at most %d files",
+					  SL_CLI_MAX_ZONE_FILES);
+	zones->files[zones->count++] = file;
+	return 0;
+}
+
+int sl_cli_use_zones(const struct sl_cli_zones *zones, const char *pool, const char *cluster,
+		     struct sl_err *err)
+{
+	int rc = 0;
+	for (int i = 0; zones && i < zones->count && !rc; i++)
+		rc = sl_zone_files_add_overlay(zones->files[i], err);
+	if (!rc && pool && json_file(pool))
+		rc = sl_zone_files_add_member(pool, "pool", err);
+	if (!rc && cluster && json_file(cluster))
+		rc = sl_zone_files_add_member(cluster, "cluster", err);
+	return rc;
+}
+
 int sl_cli_load_environment_files(const char *network, const char *cluster_path,
+				  const struct sl_cli_zones *zones, const char *pool,
 				  struct sl_cluster *cluster, int *have, struct sl_err *err)
 {
 	*have = 0;
-	if (!network && !cluster_path)
-		return 0;
+	int rc = sl_cli_use_zones(zones, pool, cluster_path, err);
+	if (rc || (!network && !cluster_path))
+		return rc;
 	struct sl_catalogue cat;
-	int rc = sl_catalogue_load(NULL, &cat, err);
+	rc = sl_catalogue_load(NULL, &cat, err);
 	if (!rc && network)
 		rc = sl_network_set_overlay(network, &cat, err);
 	if (!rc && cluster_path) {

@@ -58,11 +58,33 @@ enum { SL_CLI_END = -1, SL_CLI_ERROR = -2, SL_CLI_HELP = -3 };
 #define SL_CLI_CLUSTER_HELP \
 	"hosts the ranks run on (sailor.cluster/1): our runtime's model places them as `sailor run` does"
 
+/* --zones, which plan, simulate, validate, control and run share (cluster/zone_files.h). */
+#define SL_CLI_ZONES_HELP \
+	"more zones, prices and links (sailor.zones/1) over data/zones/*.json; repeatable"
+#define SL_CLI_MAX_ZONE_FILES 8
+
 struct sl_cluster;
 struct sl_err;
-/* Applies --network (NULL: none) and loads --cluster (NULL: none; else *cluster is filled and
- * *have set) against the catalogue as --gpus left it. */
+struct sl_cli_command;
+/* The --zones files of a command line, in order. */
+struct sl_cli_zones {
+	const char *files[SL_CLI_MAX_ZONE_FILES];
+	int count;
+};
+/* Records one --zones FILE; returns 2 (a usage error, said) past SL_CLI_MAX_ZONE_FILES. */
+int sl_cli_zones_add(const struct sl_cli_command *command, struct sl_cli_zones *zones,
+		     const char *file);
+/* Adds the command's zones to the zone catalogue: the --zones files (in order), then the
+ * "zones" of its pool and cluster files (NULL: none; a file that is not JSON has none). After
+ * --gpus, whatever the order of the options, so that a zone file may price its types. */
+int sl_cli_use_zones(const struct sl_cli_zones *zones, const char *pool, const char *cluster,
+		     struct sl_err *err);
+
+/* Adds the zones (sl_cli_use_zones: zones and the "zones" of the pool and cluster files, each
+ * may be NULL), applies --network (NULL: none) and loads --cluster (NULL: none; else *cluster is
+ * filled and *have set) against the catalogue as --gpus and the zones left it. */
 int sl_cli_load_environment_files(const char *network, const char *cluster_path,
+				  const struct sl_cli_zones *zones, const char *pool,
 				  struct sl_cluster *cluster, int *have, struct sl_err *err);
 
 struct sl_cli_parser {

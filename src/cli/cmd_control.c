@@ -21,8 +21,11 @@ enum {
 	OPT_THREADS, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT, OPT_COST_MODEL,
 	OPT_MAX_STAGES, OPT_PROFILES, OPT_HTTP, OPT_JSON, OPT_STOP_TIMEOUT, OPT_HANG_TIMEOUT,
 	OPT_EXCLUDE_AFTER, OPT_MAX_FAILURES, OPT_SYNC_CKPT, OPT_SLURM, OPT_PARTITION, OPT_GPUS,
-	OPT_NETWORK,
+	OPT_NETWORK, OPT_ZONES,
 };
+
+/* --zones of the command line, added after the options (sl_cli_use_zones) */
+static struct sl_cli_zones zones;
 
 static const struct sl_cli_option options[] = {
 	[OPT_MODEL] = {"model", 'm', "NAME|FILE", "model to train (data/models/<name>.json or a file)", NULL},
@@ -56,6 +59,7 @@ static const struct sl_cli_option options[] = {
 	[OPT_PARTITION] = {"partition", 0, "P", "with --slurm: the nodes of this partition only", "every node"},
 	[OPT_GPUS] = {"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
 	[OPT_NETWORK] = {"network", 0, "FILE", SL_CLI_NETWORK_HELP, "none"},
+	[OPT_ZONES] = {"zones", 0, "FILE", SL_CLI_ZONES_HELP " (the generations get them too)", "none"},
 };
 
 const struct sl_cli_command sl_cmd_control = {
@@ -104,6 +108,7 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 		case OPT_SYNC_CKPT: o->sync_checkpoints = 1; break;
 		case OPT_SLURM: o->slurm = 1; break;
 		case OPT_PARTITION: o->partition = parser.arg; break;
+		case OPT_ZONES: if (sl_cli_zones_add(cmd, &zones, parser.arg)) return 2; break;
 		case OPT_GPUS:
 			if (sl_catalogue_set_overlay(parser.arg, &err)) {
 				sl_cli_error(&sl_cmd_control, "%s", err.msg);
@@ -113,7 +118,8 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 		case OPT_NETWORK: {
 			struct sl_cluster none;
 			int have = 0;
-			if (sl_cli_load_environment_files(parser.arg, NULL, &none, &have, &err)) {
+			if (sl_cli_load_environment_files(parser.arg, NULL, NULL, NULL, &none, &have,
+							  &err)) {
 				sl_cli_error(&sl_cmd_control, "%s", err.msg);
 				return 1;
 			}
@@ -234,7 +240,9 @@ static int run_control(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	struct sl_err err = {0};
-	rc = sl_ctl_run(&o, &err);
+	rc = sl_cli_use_zones(&zones, o.pool, o.cluster, &err);
+	if (!rc)
+		rc = sl_ctl_run(&o, &err);
 	if (rc) {
 		if (rc == SL_EUSAGE)
 			return sl_cli_usage_error(&sl_cmd_control, "%s", err.msg);

@@ -20,7 +20,7 @@ enum {
 	OPT_MODEL, OPT_POOL, OPT_TRACE, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT,
 	OPT_GLOBAL_BATCH, OPT_TOP, OPT_PARETO, OPT_COST_MODEL, OPT_MAX_STAGES, OPT_UNEVEN, OPT_JSON,
 	OPT_OUTPUT, OPT_PROFILES, OPT_GPUS, OPT_NETWORK, OPT_CLUSTER,
-	OPT_MEMORY_OPTIONS, OPT_SLURM, OPT_PARTITION,
+	OPT_MEMORY_OPTIONS, OPT_SLURM, OPT_PARTITION, OPT_ZONES,
 };
 
 static const struct sl_cli_option plan_options[] = {
@@ -45,6 +45,7 @@ static const struct sl_cli_option plan_options[] = {
 	[OPT_MEMORY_OPTIONS] = {"memory-options", 0, "on|off", "also search, per stage, activation recomputation and ZeRO-1 (sailor cost model; off: plans without them, the search as before)", "on"},
 	[OPT_SLURM] = {"slurm", 0, NULL, "the pool is what Slurm offers: the GPUs (Gres=gpu:N) of nodes neither drained nor down, by the GPU type and zone their Features name (SLURM_CONF is honoured)", NULL},
 	[OPT_PARTITION] = {"partition", 0, "P", "with --slurm: only the nodes of this partition", "every node"},
+	[OPT_ZONES] = {"zones", 0, "FILE", SL_CLI_ZONES_HELP, "none"},
 };
 
 const struct sl_cli_command sl_cmd_plan = {
@@ -72,6 +73,7 @@ struct plan_args {
 	int json;
 	int slurm;               /* the pool from Slurm */
 	const char *partition;
+	struct sl_cli_zones zones;
 };
 
 static void print_replica_groups(const struct sl_sim_env *env, const struct sl_plan *plan, int k)
@@ -154,7 +156,7 @@ static json_t *candidate_json(const struct sl_sim_env *env, const struct sl_sear
 {
 	json_t *obj = json_object();
 	json_object_set_new(obj, "plan", sl_plan_to_json(&c->plan, &env->catalogue));
-	json_object_set_new(obj, "estimate", sl_sim_result_to_json(env, &c->plan, &c->result));
+	json_object_set_new(obj, "estimate", sl_sim_estimate_json(env, &c->plan, &c->result));
 	return obj;
 }
 
@@ -253,7 +255,7 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 		json_object_set_new(s, "shapes_pruned_by_gpus", json_integer(out.stats.gpu_pruned_shapes));
 		if (out.count) {
 			json_object_set_new(s, "plan", sl_plan_to_json(&out.best[0].plan, &env->catalogue));
-			json_object_set_new(s, "estimate", sl_sim_result_to_json(env, &out.best[0].plan,
+			json_object_set_new(s, "estimate", sl_sim_estimate_json(env, &out.best[0].plan,
 										  &out.best[0].result));
 		} else {
 			json_object_set_new(s, "plan", json_null());
@@ -322,6 +324,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_PROFILES: a->profiles = parser.arg; break;
 		case OPT_NETWORK: a->network = parser.arg; break;
 		case OPT_CLUSTER: a->cluster = parser.arg; break;
+		case OPT_ZONES: if (sl_cli_zones_add(&sl_cmd_plan, &a->zones, parser.arg)) return 2; break;
 		case OPT_GPUS:
 			if (sl_catalogue_set_overlay(parser.arg, &err)) {
 				sl_cli_error(&sl_cmd_plan, "%s", err.msg);
@@ -408,8 +411,8 @@ static int run_plan(int argc, char **argv)
 	/* static: the environment borrows it until the process ends */
 	static struct sl_cluster cluster;
 	int have_cluster = 0;
-	if ((rc = sl_cli_load_environment_files(a.network, a.cluster, &cluster, &have_cluster,
-						&err)) ||
+	if ((rc = sl_cli_load_environment_files(a.network, a.cluster, &a.zones, a.pool, &cluster,
+						&have_cluster, &err)) ||
 	    (rc = sl_sim_env_load_overlaid(a.model, NULL, a.profiles, &env, &err))) {
 		sl_cli_error(&sl_cmd_plan, "%s", err.msg);
 		return sl_err_exit_status(rc);
@@ -428,7 +431,7 @@ static int run_plan(int argc, char **argv)
 		if (!rc && a.slurm)
 			fprintf(stderr, "sailor plan: slurm %s\n", nodes);
 	} else {
-		rc = sl_trace_load_csv(a.trace, &env->catalogue, &trace, &err);
+		rc = sl_trace_load(a.trace, &env->catalogue, &trace, &err);
 	}
 	if (!rc && trace.step_count == 0)
 		rc = sl_err_set(&err, SL_EINPUT, "trace '%s': no step has any GPU", a.trace);

@@ -41,7 +41,7 @@
 static int run_run(int argc, char **argv);
 
 enum {
-	OPT_PLAN = SL_TOPT_COUNT, OPT_CLUSTER, OPT_THREADS_PER_RANK, OPT_DRY_RUN, OPT_GPUS,
+	OPT_PLAN = SL_TOPT_COUNT, OPT_CLUSTER, OPT_THREADS_PER_RANK, OPT_DRY_RUN, OPT_GPUS, OPT_ZONES,
 	OPT_EVENTS_FILE, OPT_SLURM, OPT_PARTITION, OPT_TIMELINE
 };
 
@@ -57,6 +57,7 @@ static const struct sl_cli_option options[] = {
 	/* a setting of the process (catalogue.h): the launcher's checks and every rank, which
 	 * runs this same command line, load the catalogue with it */
 	[OPT_GPUS] = {"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
+	[OPT_ZONES] = {"zones", 0, "FILE", SL_CLI_ZONES_HELP, "none"},
 	[OPT_EVENTS_FILE] = {"events-file", 0, "FILE", "rank 0 also appends each step line it "
 			     "prints, as JSON, to FILE (on its host; flushed per line)", "none"},
 	[OPT_SLURM] = {"slurm", 0, NULL, "start the ranks with srun --mpi=pmix as one Slurm job on "
@@ -622,6 +623,7 @@ static int run_run(int argc, char **argv)
 	sl_cli_parser_init(&parser, &sl_cmd_run, argc, argv);
 	long long seed = (long long)o.train.seed;
 	int dry_run = 0;
+	struct sl_cli_zones zones = {0};
 	for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
 		if (idx == SL_CLI_ERROR)
 			return 2;
@@ -649,6 +651,8 @@ static int run_run(int argc, char **argv)
 			o.partition = parser.arg;
 		else if (idx == OPT_TIMELINE)
 			o.timeline = parser.arg;
+		else if (idx == OPT_ZONES)
+			rc = sl_cli_zones_add(&sl_cmd_run, &zones, parser.arg);
 		else if (idx == OPT_GPUS) {
 			struct sl_err err = {0};
 			if (sl_catalogue_set_overlay(parser.arg, &err)) {
@@ -671,6 +675,9 @@ static int run_run(int argc, char **argv)
 	int rc = sl_cli_train_options_check(&sl_cmd_run, &o.train, 0);
 	if (rc)
 		return rc;
+	struct sl_err err = {0};
+	if (sl_cli_use_zones(&zones, NULL, o.cluster, &err))
+		return sl_cli_error(&sl_cmd_run, "%s", err.msg);
 	int size = 0, rank = 0;
 	if (sl_launch_in_mpi_job(&size, &rank) && !dry_run)
 		return work(&o, argc, argv, rank);

@@ -25,6 +25,7 @@ static const struct sl_cli_option options[] = {
 	{"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
 	{"network", 0, "FILE", SL_CLI_NETWORK_HELP, "none"},
 	{"cluster", 0, "FILE", SL_CLI_CLUSTER_HELP, "none"},
+	{"zones", 0, "FILE", SL_CLI_ZONES_HELP, "none"},
 	{"json", 0, NULL, "print one JSON object (schema sailor.simulation/1) on stdout", NULL},
 	{"timeline", 0, "FILE", "write the runtime model's step, rank by rank and instruction by "
 				"instruction, to FILE (schema sailor.timeline/1, as `sailor run "
@@ -36,7 +37,7 @@ const struct sl_cli_command sl_cmd_simulate = {
 	.name = "simulate",
 	.synopsis = "--model M --plan FILE [--global-batch G] [--cost-model sailor|sosp25]\n"
 		    "           [--profiles DIR] [--gpus FILE] [--network FILE] [--cluster FILE]\n"
-		    "           [--json] [--timeline FILE]",
+		    "           [--zones FILE] [--json] [--timeline FILE]",
 	.summary = "iteration time, peak memory and $ per iteration of a plan",
 	.description =
 		"Simulates one training iteration of the plan: per stage compute, point-to-point,\n"
@@ -49,6 +50,24 @@ const struct sl_cli_command sl_cmd_simulate = {
 	.option_count = sizeof(options) / sizeof(options[0]),
 	.run = run_simulate,
 };
+
+/* --zones of the command line (sl_cli_load_environment_files adds them) */
+static struct sl_cli_zones zones;
+
+/* What simulate prints on success: the estimate as JSON, or as the readable breakdown and the
+ * links' sources. */
+static void print_estimate(const struct sl_sim_env *env, const struct sl_plan *plan,
+			   const struct sl_sim_result *res, int json)
+{
+	if (json) {
+		json_t *o = sl_sim_estimate_json(env, plan, res);
+		sl_json_print(stdout, o);
+		json_decref(o);
+	} else {
+		sl_sim_result_print(stdout, env, plan, res);
+		sl_sim_links_print(stdout, env, plan);
+	}
+}
 
 static int fail(struct sl_err *err)
 {
@@ -95,6 +114,8 @@ static int run_simulate(int argc, char **argv)
 			network = parser.arg;
 		} else if (!strcmp(name, "cluster")) {
 			cluster_path = parser.arg;
+		} else if (!strcmp(name, "zones") && sl_cli_zones_add(&sl_cmd_simulate, &zones, parser.arg)) {
+			return 2;
 		} else if (!strcmp(name, "json")) {
 			json = 1;
 		} else if (!strcmp(name, "timeline")) {
@@ -107,7 +128,8 @@ static int run_simulate(int argc, char **argv)
 	if (!plan_path)
 		return sl_cli_usage_error(&sl_cmd_simulate, "--plan FILE is required");
 
-	if (sl_cli_load_environment_files(network, cluster_path, &cluster, &have_cluster, &err))
+	if (sl_cli_load_environment_files(network, cluster_path, &zones, NULL, &cluster,
+					  &have_cluster, &err))
 		return fail(&err);
 	struct sl_catalogue cat;
 	if (sl_catalogue_load(NULL, &cat, &err))
@@ -165,13 +187,7 @@ static int run_simulate(int argc, char **argv)
 			sl_cluster_free(&cluster);
 		return fail(&err);
 	}
-	if (json) {
-		json_t *o = sl_sim_result_to_json(env, &plan, &res);
-		sl_json_print(stdout, o);
-		json_decref(o);
-	} else {
-		sl_sim_result_print(stdout, env, &plan, &res);
-	}
+	print_estimate(env, &plan, &res, json);
 	sl_plan_free(&plan);
 	sl_sim_env_free(env);
 	if (have_cluster)

@@ -18,13 +18,14 @@ static const struct sl_cli_option options[] = {
 	{"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
 	{"network", 0, "FILE", SL_CLI_NETWORK_HELP, "none"},
 	{"cluster", 0, "FILE", SL_CLI_CLUSTER_HELP, "none"},
+	{"zones", 0, "FILE", SL_CLI_ZONES_HELP, "none"},
 	{"json", 0, NULL, "print one JSON object (schema sailor.validation/1) on stdout", NULL},
 };
 
 const struct sl_cli_command sl_cmd_validate = {
 	.name = "validate",
 	.synopsis = "--model M DIR [--cost-model sailor|sosp25] [--profiles DIR] [--gpus FILE]\n"
-		    "           [--json]",
+		    "           [--network FILE] [--cluster FILE] [--zones FILE] [--json]",
 	.summary = "compare the simulator with measured runs (files with real and max_mem)",
 	.description = "DIR holds plan files that carry the measured iteration time (\"real\", s)\n"
 		       "and peak GPU memory (\"max_mem\", bytes), like the SOSP'25 validation files.",
@@ -32,6 +33,37 @@ const struct sl_cli_command sl_cmd_validate = {
 	.option_count = sizeof(options) / sizeof(options[0]),
 	.run = run_validate,
 };
+
+/* The readable report: each run's measured and simulated time and memory, then the errors. */
+static void print_text(const struct sl_sim_env *env, const struct sl_validation *vp,
+		       enum sl_cost_model cm, const char *dir)
+{
+	const char *overlay = sl_sim_env_profile_overlay(env);
+	printf("model %s, cost model %s%s%s, %d measured runs in %s\n\n", env->model.name,
+	       sl_cost_model_name(cm), overlay ? ", profiles " : "", overlay ? overlay : "",
+	       vp->run_count, dir);
+	printf("%-32s %2s %3s %4s %5s %9s %9s %8s %9s %9s %8s\n", "run", "P", "D", "mbs", "G",
+	       "real s", "sim s", "error", "real GB", "sim GB", "error");
+	for (int i = 0; i < vp->run_count; i++) {
+		const struct sl_validation_run *r = &vp->runs[i];
+		printf("%-32s %2d %3d %4d %5lld %9.4f %9.4f %+7.1f%% %9.2f %9.2f %+7.1f%%\n", r->file,
+		       r->stages, r->pipelines, r->micro_batch, r->global_batch, r->real_s, r->sim_s,
+		       100 * r->time_error, r->real_mem_bytes / 1e9, r->sim_mem_bytes / 1e9,
+		       100 * r->memory_error);
+	}
+	printf("\n%-22s %8s %8s %8s\n", "|relative error|", "mean", "median", "max");
+	printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "iteration time", 100 * vp->time.mean_abs,
+	       100 * vp->time.median_abs, 100 * vp->time.max_abs);
+	printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "peak memory", 100 * vp->memory.mean_abs,
+	       100 * vp->memory.median_abs, 100 * vp->memory.max_abs);
+	if (vp->skipped)
+		printf("(%d plan files without a measured real and max_mem (missing or 0) "
+		       "skipped)\n", vp->skipped);
+}
+
+/* --zones of the command line (sl_cli_load_environment_files adds them) */
+static struct sl_cli_zones zones;
+static const struct sl_cli_command *const cmd = &sl_cmd_validate;
 
 static int run_validate(int argc, char **argv)
 {
@@ -72,6 +104,8 @@ static int run_validate(int argc, char **argv)
 				network = parser.arg;
 			else if (!strcmp(name, "cluster"))
 				cluster_path = parser.arg;
+			else if (!strcmp(name, "zones") && sl_cli_zones_add(cmd, &zones, parser.arg))
+				return 2;
 			else if (!strcmp(name, "json"))
 				json = 1;
 		}
@@ -98,7 +132,8 @@ static int run_validate(int argc, char **argv)
 		return sl_cli_usage_error(&sl_cmd_validate, "expected a folder of measured runs");
 	struct sl_sim_env *env = NULL;
 	struct sl_validation v;
-	int rc = sl_cli_load_environment_files(network, cluster_path, &cluster, &have_cluster, &err);
+	int rc = sl_cli_load_environment_files(network, cluster_path, &zones, NULL, &cluster,
+					       &have_cluster, &err);
 	if (!rc)
 		rc = sl_sim_env_load_overlaid(model, NULL, profiles, &env, &err);
 	if (!rc && have_cluster)
@@ -117,27 +152,7 @@ static int run_validate(int argc, char **argv)
 		sl_json_print(stdout, o);
 		json_decref(o);
 	} else {
-		const char *overlay = sl_sim_env_profile_overlay(env);
-		printf("model %s, cost model %s%s%s, %d measured runs in %s\n\n", env->model.name,
-		       sl_cost_model_name(cm), overlay ? ", profiles " : "", overlay ? overlay : "",
-		       v.run_count, dir);
-		printf("%-32s %2s %3s %4s %5s %9s %9s %8s %9s %9s %8s\n", "run", "P", "D", "mbs", "G",
-		       "real s", "sim s", "error", "real GB", "sim GB", "error");
-		for (int i = 0; i < v.run_count; i++) {
-			const struct sl_validation_run *r = &v.runs[i];
-			printf("%-32s %2d %3d %4d %5lld %9.4f %9.4f %+7.1f%% %9.2f %9.2f %+7.1f%%\n", r->file,
-			       r->stages, r->pipelines, r->micro_batch, r->global_batch, r->real_s, r->sim_s,
-			       100 * r->time_error, r->real_mem_bytes / 1e9, r->sim_mem_bytes / 1e9,
-			       100 * r->memory_error);
-		}
-		printf("\n%-22s %8s %8s %8s\n", "|relative error|", "mean", "median", "max");
-		printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "iteration time", 100 * v.time.mean_abs,
-		       100 * v.time.median_abs, 100 * v.time.max_abs);
-		printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "peak memory", 100 * v.memory.mean_abs,
-		       100 * v.memory.median_abs, 100 * v.memory.max_abs);
-		if (v.skipped)
-			printf("(%d plan files without a measured real and max_mem (missing or 0) "
-			       "skipped)\n", v.skipped);
+		print_text(env, &v, cm, dir);
 	}
 	sl_validation_free(&v);
 	sl_sim_env_free(env);

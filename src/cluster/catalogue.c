@@ -1,14 +1,17 @@
-/* GPU catalogue and zones: loading data/gpus.json, the --gpus overlay and the zone list (see
+/* GPU catalogue and zones: loading data/gpus.json, the --gpus overlay and the zone catalogue (see
  * catalogue.h). Invariants: names unique across shipped and overlay types; indices stable (file
  * order for GPUs, the overlay's after the shipped ones; sorted names for zones). */
 #include "cluster/catalogue.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/zone_files.h"
 #include "util/json.h"
 #include "util/limits.h"
+#include "util/nearest_names.h"
 #include "util/paths.h"
 
 int sl_catalogue_gpu_index(const struct sl_catalogue *cat, const char *name)
@@ -58,21 +61,13 @@ const char *sl_catalogue_gpu_names(const struct sl_catalogue *cat, char *buf, si
 
 const char *sl_catalogue_zone_names(const struct sl_catalogue *cat, char *buf, size_t size)
 {
-	return join_names(buf, size, cat->zone_count, zone_name, cat);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Region of a zone: the name without its last "-<suffix>" ("us-central1-a" -> "us-central1"). */
-static void region_of(const char *zone, char *out, size_t size)
-{
-	snprintf(out, size, "%s", zone);
-	char *dash = strrchr(out, '-');
-	if (dash && dash != out)
-		*dash = '\0';
+	join_names(buf, size, cat->zone_count, zone_name, cat);
+	/* hundreds of zones do not fit a message: say how many there are and where */
+	size_t len = strlen(buf);
+	if (len + 1 >= size && size > 64)
+		snprintf(buf + size - 64, 64, ", ... (%d zones in all, data/zones/*.json)",
+			 cat->zone_count);
+	return buf;
 }
 
 /* Fields a sailor.gpus/1 file may hold: a typo ("usd_per_hr") would otherwise leave a default
@@ -305,50 +300,69 @@ const char *sl_catalogue_overlay(void)
 	return overlay_path[0] ? overlay_path : NULL;
 }
 
-static int load_zones(const char *path, struct sl_catalogue *cat, struct sl_err *err)
+static int cmp_zone_entry(const void *a, const void *b)
 {
-	json_t *root = sl_json_load_file(path, "egress prices", err);
-	if (!root)
-		return err ? err->code : SL_EINPUT;
-	int rc = 0;
-	size_t n = json_is_object(root) ? json_object_size(root) : 0;
-	if (n == 0 || n > SL_MAX_ZONES)
-		rc = sl_err_set(err, SL_EINPUT, "egress prices '%s': expected an object of 1 to %d zones",
-				path, SL_MAX_ZONES);
-	const char *names[SL_MAX_ZONES];
-	size_t k = 0;
-	const char *key;
-	json_t *value;
-	if (!rc)
-		json_object_foreach(root, key, value)
-		{
-			if (strlen(key) == 0 || strlen(key) >= SL_ZONE_NAME_MAX) {
-				rc = sl_err_set(err, SL_EINPUT, "egress prices '%s': zone name '%s' too long",
-						path, key);
-				break;
-			}
-			names[k++] = key;
-		}
-	if (!rc) {
-		qsort(names, k, sizeof(names[0]), cmp_str);
-		cat->zone_count = (int)k;
-		cat->region_count = 0;
-		for (size_t i = 0; i < k; i++) {
-			snprintf(cat->zones[i].name, sizeof(cat->zones[i].name), "%s", names[i]);
-			char region[SL_ZONE_NAME_MAX];
-			region_of(names[i], region, sizeof(region));
-			int r = -1;
-			for (int j = 0; j < cat->region_count; j++)
-				if (!strcmp(cat->regions[j], region))
-					r = j;
-			if (r < 0) {
-				r = cat->region_count++;
-				memcpy(cat->regions[r], region, sizeof(region));
-			}
-			cat->zones[i].region = r;
-		}
+	return strcmp((*(const struct sl_zone_entry *const *)a)->name,
+		      (*(const struct sl_zone_entry *const *)b)->name);
+}
+
+/* The zones and regions of the zone files, zones sorted by name, and each region's GPU prices
+ * mapped onto the GPU types loaded before. */
+static int load_zones(const char *data_dir, struct sl_catalogue *cat, struct sl_err *err)
+{
+	struct sl_zone_files *zf = NULL;
+	int rc = sl_zone_files_load(data_dir, &zf, err);
+	if (rc)
+		return rc;
+	const struct sl_zone_entry **sorted = malloc(sizeof(*sorted) * (size_t)(zf->zone_count + 1));
+	if (!sorted) {
+		sl_zone_files_free(zf);
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	}
-	json_decref(root);
+	for (int i = 0; i < zf->zone_count; i++)
+		sorted[i] = &zf->zones[i];
+	qsort(sorted, (size_t)zf->zone_count, sizeof(sorted[0]), cmp_zone_entry);
+	int region_of[SL_MAX_REGIONS];
+	for (int i = 0; i < zf->region_count; i++)
+		region_of[i] = -1;
+	cat->zone_count = zf->zone_count;
+	cat->region_count = 0;
+	for (int i = 0; i < zf->zone_count && !rc; i++) {
+		snprintf(cat->zones[i].name, sizeof(cat->zones[i].name), "%s", sorted[i]->name);
+		int fr = sorted[i]->region;
+		if (region_of[fr] < 0) {
+			const struct sl_zone_region *in = &zf->regions[fr];
+			struct sl_region *r = &cat->regions[region_of[fr] = cat->region_count++];
+			memset(r, 0, sizeof(*r));
+			snprintf(r->name, sizeof(r->name), "%s", in->name);
+			snprintf(r->provider, sizeof(r->provider), "%s", in->provider);
+			snprintf(r->city, sizeof(r->city), "%s", in->city);
+			r->continent = in->continent;
+			r->lat_deg = in->lat_deg;
+			r->lon_deg = in->lon_deg;
+			for (int g = 0; g < SL_MAX_GPU_TYPES; g++)
+				r->gpu_usd_per_hour[g] = r->gpu_spot_usd_per_hour[g] = -1;
+			for (int p = 0; p < in->price_count && !rc; p++) {
+				const struct sl_zone_price *pr = &in->prices[p];
+				int g = sl_catalogue_gpu_index(cat, pr->gpu);
+				char names[512];
+				if (g < 0)
+					rc = sl_err_set(err, SL_ENOTFOUND, "%s: %s: unknown GPU type (known: "
+							"%s)", zf->files[pr->file], pr->ctx,
+							sl_catalogue_gpu_names(cat, names, sizeof(names)));
+				else {
+					r->gpu_usd_per_hour[g] = pr->on_demand_usd_per_hour;
+					r->gpu_spot_usd_per_hour[g] = pr->spot_usd_per_hour;
+				}
+			}
+		}
+		cat->zones[i].region = region_of[fr];
+	}
+	free(sorted);
+	sl_zone_files_free(zf);
+	if (!rc && cat->zone_count == 0)
+		rc = sl_err_set(err, SL_EINPUT, "the zone catalogue has no zones: data/zones/*.json "
+				"and the --zones files name none");
 	return rc;
 }
 
@@ -364,6 +378,46 @@ int sl_catalogue_load(const char *data_dir, struct sl_catalogue *out, struct sl_
 		rc = load_gpus(overlay_path, out, err);
 	if (rc)
 		return rc;
-	snprintf(path, sizeof(path), "%s/network/egress_usd_per_gb.json", data_dir);
-	return load_zones(path, out, err);
+	return load_zones(data_dir, out, err);
+}
+
+static const char *zone_name_of(const void *cat, int i)
+{
+	return zone_name(cat, i);
+}
+
+const char *sl_catalogue_zone_suggest(const struct sl_catalogue *cat, const char *name, char *buf,
+				      size_t size)
+{
+	return sl_nearest_names_list(name, zone_name_of, cat, cat->zone_count, 3, buf, size);
+}
+
+int sl_catalogue_gpu_price_listed(const struct sl_catalogue *cat, int gpu, int zone)
+{
+	if (zone < 0 || zone >= cat->zone_count || gpu < 0 || gpu >= cat->gpu_count)
+		return 0;
+	return cat->regions[cat->zones[zone].region].gpu_usd_per_hour[gpu] >= 0;
+}
+
+double sl_catalogue_gpu_usd_per_hour(const struct sl_catalogue *cat, int gpu, int zone)
+{
+	if (sl_catalogue_gpu_price_listed(cat, gpu, zone))
+		return cat->regions[cat->zones[zone].region].gpu_usd_per_hour[gpu];
+	return cat->gpus[gpu].usd_per_hour;
+}
+
+const struct sl_region *sl_catalogue_zone_region_info(const struct sl_catalogue *cat, int zone)
+{
+	return &cat->regions[cat->zones[zone].region];
+}
+
+double sl_catalogue_zone_distance_km(const struct sl_catalogue *cat, int za, int zb)
+{
+	const struct sl_region *a = sl_catalogue_zone_region_info(cat, za);
+	const struct sl_region *b = sl_catalogue_zone_region_info(cat, zb);
+	const double rad = M_PI / 180.0;
+	double dlat = (b->lat_deg - a->lat_deg) * rad, dlon = (b->lon_deg - a->lon_deg) * rad;
+	double h = sin(dlat / 2) * sin(dlat / 2) +
+		   cos(a->lat_deg * rad) * cos(b->lat_deg * rad) * sin(dlon / 2) * sin(dlon / 2);
+	return 2.0 * 6371.0 * asin(sqrt(fmin(1.0, h)));
 }

@@ -93,8 +93,9 @@ static int parse_host(const json_t *e, const char *ctx, const struct sl_catalogu
 		return sl_err_set(err, SL_ENOTFOUND, "%s.gpu: unknown GPU type '%s'; known types: %s",
 				  ctx, gpu, sl_catalogue_gpu_names(cat, names, sizeof(names)));
 	if (host->zone < 0)
-		return sl_err_set(err, SL_ENOTFOUND, "%s.zone: unknown zone '%s'; known zones: %s", ctx,
-				  zone, sl_catalogue_zone_names(cat, names, sizeof(names)));
+		return sl_err_set(err, SL_ENOTFOUND, "%s.zone: unknown zone '%s'; nearest zones: %s "
+				  "(every zone in data/zones/*.json, more with the file's \"zones\")", ctx,
+				  zone, sl_catalogue_zone_suggest(cat, zone, names, sizeof(names)));
 	if (slots < 1 || slots > SL_CLUSTER_MAX_SLOTS)
 		return sl_err_set(err, SL_EINPUT, "%s.slots: %lld is out of range; give the number of "
 				  "GPUs (ranks) the host takes, 1 to %d", ctx, slots,
@@ -189,9 +190,10 @@ static int parse(const json_t *root, const struct sl_catalogue *cat, struct sl_c
 	json_t *value;
 	json_object_foreach((json_t *)root, key, value) {
 		if (strcmp(key, "schema") && strcmp(key, "hosts") && strcmp(key, "launch") &&
-		    strcmp(key, "note"))
+		    strcmp(key, "note") && strcmp(key, "zones"))
 			return sl_err_set(err, SL_EINPUT, "unknown top-level field '%s'; a cluster file "
-					  "has schema, hosts, launch (and an optional note)", key);
+					  "has schema, hosts, launch (and an optional note and zones)",
+					  key);
 	}
 	json_t *hosts = NULL;
 	int rc = sl_json_get_array(root, "", "hosts", &hosts, err);

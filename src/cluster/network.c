@@ -1,6 +1,7 @@
-/* Network fits and egress prices (see network.h). At load time every (zone, GPU, count) pair of
- * endpoints is resolved to a fit, measured or stand-in, so lookups are table reads.
- * Invariants: net->links has (Z·G·C)² resolved entries; egress has Z² prices. */
+/* Network fits and egress prices (see network.h). The fits between measured zones resolve by the
+ * SOSP'25 rules over a table of the measured zones; every zone pair a caller asks for is resolved
+ * once, into a block of its fits and its egress price (network_state.h).
+ * Invariants: measured has (M·G·C)² entries; a published pair block never changes. */
 #include "cluster/network.h"
 
 #include <math.h>
@@ -8,37 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/network_state.h"
 #include "util/json.h"
 #include "util/limits.h"
+#include "util/log.h"
 #include "util/paths.h"
-
-struct sl_network {
-	int zones, gpus;
-	struct sl_link_fit *measured;   /* [end(src)][end(dst)], max_bps < 0 = absent */
-	struct sl_link_fit *links;      /* resolved */
-	struct sl_link_fit intra[SL_MAX_GPU_TYPES][SL_NET_COUNTS];
-	int intra_present[SL_MAX_GPU_TYPES][SL_NET_COUNTS];
-	double *egress;                /* [src zone][dst zone], USD per GB */
-	int gpu_measured[SL_MAX_GPU_TYPES]; /* the file has some link for this GPU type */
-	int stand_in[SL_MAX_GPU_TYPES];
-	const struct sl_link_fit *wan[SL_MAX_ZONES][SL_MAX_ZONES]; /* slowest measured, either way */
-	const struct sl_link_fit *wan_any;                          /* slowest inter-zone overall */
-	/* two-rank all-reduce fits measured by `sailor profile --network` (overlay only) */
-	struct measured_allreduce {
-		int za, ga, zb, gb, same_host;
-		struct sl_link_fit fit;
-		double burst_bytes; /* the pair's burst probe (0: none) */
-		double whole_message_bytes; /* the pair's eager probe (0: none) */
-		double largest_bytes; /* the largest size the fit was measured at (0: not known) */
-		/* the pair's message probe: CPU per message at each end (sizes 0: none), and the
-		 * pair's fastest point-to-point rate (its waits' test counts go with it) */
-		int message_sizes;
-		double p2p_max_bps;
-		double message_bytes[SL_NET_MESSAGE_CPU_SIZES];
-		double message_cpu_s[2][SL_NET_MESSAGE_CPU_SIZES]; /* [sender, receiver] */
-	} allreduce[SL_NET_MAX_ALLREDUCE];
-	int allreduce_count;
-};
 
 static const int count_values[SL_NET_COUNTS] = {1, 2, 4, 8};
 
@@ -64,15 +39,11 @@ static int count_index_exact(const char *text)
 	return -1;
 }
 
-static size_t end_index(const struct sl_network *net, int zone, int gpu, int ci)
-{
-	return ((size_t)zone * (size_t)net->gpus + (size_t)gpu) * SL_NET_COUNTS + (size_t)ci;
-}
-
+/* Index into measured of a link between (M zone, gpu, count) ends. */
 static size_t link_index(const struct sl_network *net, int sz, int sg, int sc, int rz, int rg, int rc)
 {
-	size_t ends = (size_t)net->zones * (size_t)net->gpus * SL_NET_COUNTS;
-	return end_index(net, sz, sg, sc) * ends + end_index(net, rz, rg, rc);
+	size_t ends = (size_t)net->mzones * (size_t)net->gpus * SL_NET_COUNTS;
+	return sl_network_end(net, sz, sg, sc) * ends + sl_network_end(net, rz, rg, rc);
 }
 
 static const struct sl_link_fit *measured(const struct sl_network *net, int sz, int sg, int sc,
@@ -128,13 +99,14 @@ static const struct sl_link_fit *slower(const struct sl_link_fit *a, const struc
 	return b->max_bps < a->max_bps ? b : a;
 }
 
-/* Slowest measured link between two different zones (either direction), or over all zone pairs
- * when za < 0. Computed once per zone pair at load time. */
+/* Slowest measured link between two different measured zones (either direction), or over all
+ * zone pairs when za < 0. Computed once per zone pair at load time. Zone arguments of the
+ * functions from here to resolve() are indices of measured zones (M). */
 static const struct sl_link_fit *slowest_between(const struct sl_network *net, int za, int zb)
 {
 	const struct sl_link_fit *best = NULL;
-	for (int sz = 0; sz < net->zones; sz++)
-		for (int rz = 0; rz < net->zones; rz++) {
+	for (int sz = 0; sz < net->mzones; sz++)
+		for (int rz = 0; rz < net->mzones; rz++) {
 			if (sz == rz)
 				continue;
 			if (za >= 0 && !((sz == za && rz == zb) || (sz == zb && rz == za)))
@@ -162,7 +134,7 @@ static const struct sl_link_fit *same_zone(const struct sl_network *net, int z, 
 		if (f)
 			return f;
 	}
-	for (int other = 0; other < net->zones; other++) {
+	for (int other = 0; other < net->mzones; other++) {
 		f = with_counts(net, other, sg, sc, other, rg, rc, &exact);
 		if (!f && sg != rg)
 			f = slower(with_counts(net, other, sg, sc, other, sg, sc, &exact),
@@ -189,7 +161,8 @@ static struct sl_link_fit resolve(const struct sl_network *net, int sz, int sg0,
 		f = slower(with_counts(net, sz, sg, sc, rz, sg, sc, &exact),
 			   with_counts(net, sz, rg, rc, rz, rg, rc, &exact));
 	if (!f && sz != rz) {
-		const struct sl_link_fit *wan = net->wan[sz][rz] ? net->wan[sz][rz] : net->wan_any;
+		const struct sl_link_fit *wan = net->wan[sz * net->mzones + rz] ? net->wan[sz * net->mzones + rz]
+									   : net->wan_any;
 		f = slower(same_zone(net, sz, sg, sc, rg, rc), wan);
 	}
 	if (!f)
@@ -202,12 +175,14 @@ static struct sl_link_fit resolve(const struct sl_network *net, int sz, int sg0,
 		memset(&out, 0, sizeof(out));
 		out.a0 = 1.0;
 		out.max_bps = 1e9;
+		out.source = SL_LINK_SOSP25_FIT;
 	}
 	out.derived = 1;
 	return out;
 }
 
-static int parse_fit(const json_t *v, const char *ctx, struct sl_link_fit *out, struct sl_err *err)
+int sl_network_parse_fit(const json_t *v, const char *ctx, struct sl_link_fit *out,
+			 struct sl_err *err)
 {
 	json_t *coeffs = json_array_get(v, 0), *maxv = json_array_get(v, 1);
 	if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_array(coeffs) ||
@@ -230,30 +205,19 @@ static int parse_fit(const json_t *v, const char *ctx, struct sl_link_fit *out, 
 	out->a0 = c[2];
 	out->max_bps = json_number_value(maxv);
 	out->derived = 0;
+	out->latency_s = 0;
+	out->source = SL_LINK_SOSP25_FIT;
 	if (out->max_bps < 0 || out->max_bps > SL_MAX_BANDWIDTH_BPS)
 		return sl_err_set(err, SL_EINPUT, "%s[1]: %g is out of range: give 0 to %g bytes/s",
 				  ctx, out->max_bps, SL_MAX_BANDWIDTH_BPS);
 	return 0;
 }
 
-static int links_from_json(struct sl_network *net, json_t *root, const char *path,
-			   const struct sl_catalogue *cat, struct sl_err *err);
-
-static int load_links(struct sl_network *net, const char *path, const struct sl_catalogue *cat,
-		      struct sl_err *err)
-{
-	json_t *root = sl_json_load_file(path, "network fits", err);
-	if (!root)
-		return err ? err->code : SL_EINPUT;
-	int rc = links_from_json(net, root, path, cat, err);
-	json_decref(root);
-	return rc;
-}
-
 /* Reads the fits of root (zone_bandwidths.json's form; keys that are not zones are skipped). */
-static int links_from_json(struct sl_network *net, json_t *root, const char *path,
-			   const struct sl_catalogue *cat, struct sl_err *err)
+int sl_network_links_from_json(struct sl_network *net, json_t *root, const char *path,
+			       int source, struct sl_err *err)
 {
+	const struct sl_catalogue *cat = net->cat;
 	int rc = 0;
 	const char *szn, *sgn, *scn, *rzn, *rgn, *rcn;
 	json_t *a, *b, *c, *d, *e, *v;
@@ -262,6 +226,7 @@ static int links_from_json(struct sl_network *net, json_t *root, const char *pat
 	json_object_foreach(root, szn, a)
 	{
 		int sz = sl_catalogue_zone_index(cat, szn);
+		sz = sz < 0 ? -1 : net->mzone_of[sz];
 		if (rc || sz < 0 || !json_is_object(a))
 			continue;
 		json_object_foreach(a, sgn, b)
@@ -277,6 +242,7 @@ static int links_from_json(struct sl_network *net, json_t *root, const char *pat
 				json_object_foreach(c, rzn, d)
 				{
 					int rz = sl_catalogue_zone_index(cat, rzn);
+					rz = rz < 0 ? -1 : net->mzone_of[rz];
 					if (rc || rz < 0 || !json_is_object(d))
 						continue;
 					json_object_foreach(d, rgn, e)
@@ -292,9 +258,10 @@ static int links_from_json(struct sl_network *net, json_t *root, const char *pat
 							char ctx[256];
 							snprintf(ctx, sizeof(ctx), "%s.%s.%s.%s.%s.%s", szn, sgn,
 								 scn, rzn, rgn, rcn);
-							rc = parse_fit(v, ctx, &net->measured[link_index(
-										       net, sz, sg, sc, rz, rg, rcount)],
-								       err);
+							struct sl_link_fit *to = &net->measured[link_index(
+								net, sz, sg, sc, rz, rg, rcount)];
+							rc = sl_network_parse_fit(v, ctx, to, err);
+							to->source = source;
 							net->gpu_measured[sg] = net->gpu_measured[rg] = 1;
 						}
 					}
@@ -307,23 +274,10 @@ static int links_from_json(struct sl_network *net, json_t *root, const char *pat
 	return rc;
 }
 
-static int intra_from_json(struct sl_network *net, json_t *root, const char *path,
-			   const struct sl_catalogue *cat, struct sl_err *err);
-
-static int load_intra(struct sl_network *net, const char *path, const struct sl_catalogue *cat,
-		      struct sl_err *err)
+int sl_network_intra_from_json(struct sl_network *net, json_t *root, const char *path,
+			       struct sl_err *err)
 {
-	json_t *root = sl_json_load_file(path, "intra-node fits", err);
-	if (!root)
-		return err ? err->code : SL_EINPUT;
-	int rc = intra_from_json(net, root, path, cat, err);
-	json_decref(root);
-	return rc;
-}
-
-static int intra_from_json(struct sl_network *net, json_t *root, const char *path,
-			   const struct sl_catalogue *cat, struct sl_err *err)
-{
+	const struct sl_catalogue *cat = net->cat;
 	int rc = 0;
 	const char *gn, *cn;
 	json_t *a, *v;
@@ -339,7 +293,7 @@ static int intra_from_json(struct sl_network *net, json_t *root, const char *pat
 				continue;
 			char ctx[128];
 			snprintf(ctx, sizeof(ctx), "%s.%s", gn, cn);
-			rc = parse_fit(v, ctx, &net->intra[g][ci], err);
+			rc = sl_network_parse_fit(v, ctx, &net->intra[g][ci], err);
 			net->intra_present[g][ci] = 1;
 		}
 	}
@@ -348,223 +302,142 @@ static int intra_from_json(struct sl_network *net, json_t *root, const char *pat
 	return rc;
 }
 
-static int load_egress(struct sl_network *net, const char *path, const struct sl_catalogue *cat,
-		       struct sl_err *err)
+/* Marks the zones the keys of a fits file name (its senders and their receivers) as measured. */
+static void mark_zones(const struct sl_catalogue *cat, json_t *root, char *in_m)
 {
-	json_t *root = sl_json_load_file(path, "egress prices", err);
-	if (!root)
-		return err ? err->code : SL_EINPUT;
-	int rc = 0;
-	for (int s = 0; !rc && s < cat->zone_count; s++) {
-		json_t *row = NULL;
-		rc = sl_json_get_object(root, "", cat->zones[s].name, &row, err);
-		for (int d = 0; !rc && d < cat->zone_count; d++) {
-			double price = 0;
-			rc = sl_json_get_number(row, cat->zones[s].name, cat->zones[d].name, &price, err);
-			if (!rc && (price < 0 || price > SL_MAX_USD_PER_GB))
-				rc = sl_err_set(err, SL_EINPUT, "%s.%s: %g is out of range: give 0 to "
-						"%g $/GB", cat->zones[s].name, cat->zones[d].name,
-						price, SL_MAX_USD_PER_GB);
-			net->egress[s * cat->zone_count + d] = price;
+	const char *szn, *sgn, *scn, *rzn;
+	json_t *a, *b, *c, *d;
+	json_object_foreach(root, szn, a)
+	{
+		int sz = sl_catalogue_zone_index(cat, szn);
+		if (sz >= 0)
+			in_m[sz] = 1;
+		if (!json_is_object(a))
+			continue;
+		json_object_foreach(a, sgn, b)
+		{
+			if (!json_is_object(b))
+				continue;
+			json_object_foreach(b, scn, c)
+			{
+				if (!json_is_object(c))
+					continue;
+				json_object_foreach(c, rzn, d)
+				{
+					int rz = sl_catalogue_zone_index(cat, rzn);
+					if (rz >= 0)
+						in_m[rz] = 1;
+				}
+			}
 		}
 	}
-	json_decref(root);
-	if (rc)
-		sl_err_prefix(err, "egress prices '%s'", path);
-	return rc;
 }
 
-static char overlay_path[4096];
-
-/* A pair's message probe (source.pairs[i].message_cpu, netprof.h): optional, as files from before
- * it have none, but never guessed: sizes ascending, CPU from 0 to 1 s, one per size. */
-static int message_cpu_from_json(struct measured_allreduce *m, const json_t *pr, size_t i,
-				 struct sl_err *err)
+/* The measured zones: those the shipped fits and the overlay name, in catalogue order. */
+static int measured_zones(struct sl_network *net, json_t *shipped, json_t *overlay)
 {
-	const json_t *mc = json_object_get(pr, "message_cpu");
-	m->message_sizes = 0;
-	if (!mc)
-		return 0;
-	const json_t *bytes = json_object_get(mc, "bytes");
-	const json_t *side[2] = {json_object_get(mc, "sender_s"), json_object_get(mc, "receiver_s")};
-	size_t n = json_array_size(bytes);
-	int ok = json_is_object(mc) && n >= 1 && n <= SL_NET_MESSAGE_CPU_SIZES &&
-		 json_array_size(side[0]) == n && json_array_size(side[1]) == n;
-	for (size_t k = 0; ok && k < n; k++) {
-		const json_t *b = json_array_get(bytes, k);
-		m->message_bytes[k] = json_is_number(b) ? json_number_value(b) : -1;
-		ok = m->message_bytes[k] > (k ? m->message_bytes[k - 1] : 0) &&
-		     m->message_bytes[k] <= 1e12;
-		for (int e = 0; e < 2 && ok; e++) {
-			const json_t *c = json_array_get(side[e], k);
-			m->message_cpu_s[e][k] = json_is_number(c) ? json_number_value(c) : -1;
-			ok = m->message_cpu_s[e][k] >= 0 && m->message_cpu_s[e][k] <= 1;
-		}
+	char *in_m = calloc((size_t)net->zones, 1);
+	net->mzone = calloc((size_t)net->zones + 1, sizeof(int));
+	net->mzone_of = calloc((size_t)net->zones + 1, sizeof(int));
+	if (!in_m || !net->mzone || !net->mzone_of) {
+		free(in_m);
+		return SL_ENOMEM;
 	}
-	if (!ok)
-		return sl_err_set(err, SL_EINPUT, "--network '%s': source.pairs[%zu].message_cpu: "
-				  "expected \"bytes\" (1 to %d sizes, ascending) and \"sender_s\" "
-				  "and \"receiver_s\" (seconds from 0 to 1, one per size), as `sailor "
-				  "profile --network` writes them; remove it or profile the network again",
-				  overlay_path, i, SL_NET_MESSAGE_CPU_SIZES);
-	m->message_sizes = (int)n;
-	const json_t *rates = json_object_get(pr, "p2p_bps");
-	m->p2p_max_bps = 0;
-	for (size_t k = 0; k < json_array_size(rates); k++)
-		m->p2p_max_bps = fmax(m->p2p_max_bps, json_number_value(json_array_get(rates, k)));
+	mark_zones(net->cat, shipped, in_m);
+	if (overlay)
+		mark_zones(net->cat, overlay, in_m);
+	net->mzones = 0;
+	for (int z = 0; z < net->zones; z++) {
+		net->mzone_of[z] = in_m[z] ? net->mzones : -1;
+		if (in_m[z])
+			net->mzone[net->mzones++] = z;
+	}
+	free(in_m);
 	return 0;
 }
 
-/* The overlay's links and intra-node fits over the shipped ones (sl_network_set_overlay). */
-static int load_overlay(struct sl_network *net, const struct sl_catalogue *cat, struct sl_err *err)
+/* The class model's reference (link_model.h): per count, the mean of the measured fits of the
+ * reference GPU type between the zones of the reference regions, both ways, at exactly that
+ * count; a count without one takes the nearest below. Only the shipped fits count. */
+static void reference_fits(struct sl_network *net)
 {
-	json_t *root = sl_json_load_file(overlay_path, "network fits", err);
-	if (!root)
-		return err ? err->code : SL_EINPUT;
-	int rc = 0;
-	const char *schema = json_string_value(json_object_get(root, "schema"));
-	if (!schema || strcmp(schema, SL_NETWORK_SCHEMA))
-		rc = sl_err_set(err, SL_EINPUT, "--network '%s': schema: expected \"%s\" (a file "
-				"written by `sailor profile --network`)", overlay_path, SL_NETWORK_SCHEMA);
-	if (!rc)
-		rc = links_from_json(net, root, overlay_path, cat, err);
-	/* the all-reduce fits of the measured pairs (source.pairs[], netprof.h) */
-	json_t *pairs = json_object_get(json_object_get(root, "source"), "pairs");
-	for (size_t i = 0; !rc && json_is_array(pairs) && i < json_array_size(pairs); i++) {
-		json_t *pr = json_array_get(pairs, i);
-		const char *kind = json_string_value(json_object_get(pr, "kind"));
-		int za = sl_catalogue_zone_index(cat, json_string_value(json_object_get(pr, "sender_zone")) ?: "");
-		int ga = sl_catalogue_gpu_index(cat, json_string_value(json_object_get(pr, "sender_gpu")) ?: "");
-		int zb = sl_catalogue_zone_index(cat, json_string_value(json_object_get(pr, "receiver_zone")) ?: "");
-		int gb = sl_catalogue_gpu_index(cat, json_string_value(json_object_get(pr, "receiver_gpu")) ?: "");
-		json_t *fit = json_object_get(pr, "allreduce_fit");
-		if (!kind || za < 0 || ga < 0 || zb < 0 || gb < 0 || !fit ||
-		    net->allreduce_count == SL_NET_MAX_ALLREDUCE)
-			continue;
-		char ctx[64];
-		snprintf(ctx, sizeof(ctx), "source.pairs[%zu].allreduce_fit", i);
-		struct measured_allreduce *m = &net->allreduce[net->allreduce_count];
-		rc = parse_fit(fit, ctx, &m->fit, err);
-		if (rc) {
-			sl_err_prefix(err, "--network '%s'", overlay_path);
-			break;
+	const char *gpu_name, *ra, *rb;
+	sl_link_model_reference(net->model, &gpu_name, &ra, &rb);
+	int g = sl_catalogue_gpu_index(net->cat, gpu_name);
+	for (int ci = 0; ci < SL_NET_COUNTS && g >= 0; ci++) {
+		struct sl_link_fit sum = {0};
+		int n = 0;
+		for (int i = 0; i < net->mzones; i++)
+			for (int j = 0; j < net->mzones; j++) {
+				const char *x = sl_catalogue_zone_region_info(net->cat, net->mzone[i])->name;
+				const char *y = sl_catalogue_zone_region_info(net->cat, net->mzone[j])->name;
+				if (!((!strcmp(x, ra) && !strcmp(y, rb)) || (!strcmp(x, rb) && !strcmp(y, ra))))
+					continue;
+				const struct sl_link_fit *f = measured(net, i, g, ci, j, g, ci);
+				if (!f)
+					continue;
+				sum.a2 += f->a2, sum.a1 += f->a1, sum.a0 += f->a0, sum.max_bps += f->max_bps;
+				n++;
+			}
+		if (n > 0) {
+			net->reference[ci] = (struct sl_link_fit){sum.a2 / n, sum.a1 / n, sum.a0 / n,
+								  sum.max_bps / n, 1, 0,
+								  SL_LINK_SOSP25_FIT};
+		} else if (ci > 0) {
+			net->reference[ci] = net->reference[ci - 1];
+		} else {
+			return;
 		}
-		m->za = za, m->ga = ga, m->zb = zb, m->gb = gb;
-		/* the sizes it was measured at: optional (hand-made files), but never guessed */
-		m->largest_bytes = 0;
-		json_t *sizes = json_object_get(pr, "bytes");
-		int sizes_ok = !sizes || (json_is_array(sizes) && json_array_size(sizes) > 0);
-		for (size_t k = 0; sizes_ok && k < json_array_size(sizes); k++) {
-			json_t *v = json_array_get(sizes, k);
-			double b = json_is_number(v) ? json_number_value(v) : -1;
-			sizes_ok = b > 0 && b <= 1e12;
-			m->largest_bytes = fmax(m->largest_bytes, b);
-		}
-		if (!sizes_ok) {
-			rc = sl_err_set(err, SL_EINPUT,
-					"--network '%s': source.pairs[%zu].bytes: expected a list of "
-					"message sizes from 1 to 1e12 bytes (what `sailor profile "
-					"--network` measured at); remove it or profile the network again",
-					overlay_path, i);
-			break;
-		}
-		/* optional (files from before the burst probe have none), but never guessed */
-		json_t *burst = json_object_get(pr, "burst_bytes");
-		double b = json_is_number(burst) ? json_number_value(burst) : -1;
-		if (burst && !(b >= 0 && b <= 1e12)) {
-			rc = sl_err_set(err, SL_EINPUT, "--network '%s': source.pairs[%zu].burst_bytes: "
-					"expected bytes from 0 to 1e12 (what `sailor profile --network` "
-					"measures); remove it or profile the network again",
-					overlay_path, i);
-			break;
-		}
-		m->burst_bytes = burst ? b : 0;
-		json_t *whole = json_object_get(pr, "whole_message_bytes");
-		double w = json_is_number(whole) ? json_number_value(whole) : -1;
-		if (whole && !(w >= 0 && w <= 1e12)) {
-			rc = sl_err_set(err, SL_EINPUT,
-					"--network '%s': source.pairs[%zu].whole_message_bytes: "
-					"expected bytes from 0 to 1e12 (what `sailor profile "
-					"--network` measures); remove it or profile the network "
-					"again",
-					overlay_path, i);
-			break;
-		}
-		m->whole_message_bytes = whole ? w : 0;
-		m->same_host = !strcmp(kind, "within a host");
-		if ((rc = message_cpu_from_json(m, pr, i, err)))
-			break;
-		net->allreduce_count++;
 	}
-	json_t *intra = json_object_get(root, "intra_node");
-	if (!rc && intra) {
-		if (!json_is_object(intra))
-			rc = sl_err_set(err, SL_EINPUT, "--network '%s': intra_node: expected an object",
-					overlay_path);
-		else
-			rc = intra_from_json(net, intra, overlay_path, cat, err);
-	}
-	json_decref(root);
-	return rc;
+	net->have_reference = g >= 0;
 }
 
-int sl_network_set_overlay(const char *path, const struct sl_catalogue *cat, struct sl_err *err)
+/* Loads the shipped fits (and the overlay's) into the measured table. */
+static int load_fits(struct sl_network *net, const char *data_dir, struct sl_err *err)
 {
-	if (!path || !path[0]) {
-		overlay_path[0] = 0;
-		return 0;
-	}
-	if (strlen(path) >= sizeof(overlay_path))
-		return sl_err_set(err, SL_EINPUT, "--network: path too long");
-	char saved[sizeof(overlay_path)];
-	memcpy(saved, overlay_path, sizeof(saved));
-	snprintf(overlay_path, sizeof(overlay_path), "%s", path);
-	struct sl_network *net = NULL;
-	int rc = sl_network_load(NULL, cat, &net, err);
-	sl_network_free(net);
-	if (rc)
-		memcpy(overlay_path, saved, sizeof(saved));
-	return rc;
-}
-
-int sl_network_load(const char *data_dir, const struct sl_catalogue *cat,
-		    struct sl_network **out, struct sl_err *err)
-{
-	if (!data_dir)
-		data_dir = sl_data_dir();
-	*out = NULL;
-	struct sl_network *net = calloc(1, sizeof(*net));
-	if (!net)
-		return sl_err_set(err, SL_ENOMEM, "out of memory");
-	net->zones = cat->zone_count;
-	net->gpus = cat->gpu_count;
-	size_t ends = (size_t)net->zones * (size_t)net->gpus * SL_NET_COUNTS;
-	net->measured = malloc(ends * ends * sizeof(*net->measured));
-	net->links = malloc(ends * ends * sizeof(*net->links));
-	net->egress = calloc((size_t)net->zones * (size_t)net->zones, sizeof(*net->egress));
-	if (!net->measured || !net->links || !net->egress) {
-		sl_network_free(net);
-		return sl_err_set(err, SL_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < ends * ends; i++)
-		net->measured[i].max_bps = -1;
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/network/zone_bandwidths.json", data_dir);
-	int rc = load_links(net, path, cat, err);
+	json_t *shipped = sl_json_load_file(path, "network fits", err);
+	if (!shipped)
+		return err ? err->code : SL_EINPUT;
+	int rc = 0;
+	json_t *overlay = sl_network_overlay_open(err, &rc);
+	if (!rc && !json_is_object(shipped))
+		rc = sl_err_set(err, SL_EINPUT, "network fits '%s': top level: expected an object",
+				path);
+	if (!rc && measured_zones(net, shipped, overlay))
+		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	size_t ends = (size_t)net->mzones * (size_t)net->gpus * SL_NET_COUNTS;
+	if (!rc) {
+		net->measured = malloc((ends * ends + 1) * sizeof(*net->measured));
+		net->wan = calloc((size_t)net->mzones * (size_t)net->mzones + 1, sizeof(*net->wan));
+		if (!net->measured || !net->wan)
+			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; !rc && i < ends * ends; i++)
+		net->measured[i].max_bps = -1;
+	if (!rc)
+		rc = sl_network_links_from_json(net, shipped, path, SL_LINK_SOSP25_FIT, err);
+	if (!rc)
+		reference_fits(net);
 	if (!rc) {
 		snprintf(path, sizeof(path), "%s/network/intra_node_bandwidths.json", data_dir);
-		rc = load_intra(net, path, cat, err);
+		json_t *intra = sl_json_load_file(path, "intra-node fits", err);
+		rc = intra ? sl_network_intra_from_json(net, intra, path, err)
+			   : (err ? err->code : SL_EINPUT);
+		json_decref(intra);
 	}
-	if (!rc) {
-		snprintf(path, sizeof(path), "%s/network/egress_usd_per_gb.json", data_dir);
-		rc = load_egress(net, path, cat, err);
-	}
-	if (!rc && overlay_path[0])
-		rc = load_overlay(net, cat, err);
-	if (rc) {
-		sl_network_free(net);
-		return rc;
-	}
+	if (!rc && overlay)
+		rc = sl_network_overlay_apply(net, overlay, err);
+	json_decref(shipped);
+	json_decref(overlay);
+	return rc;
+}
+
+/* What follows the fits: stand-in types, intra-node stand-ins, the slowest inter-zone links. */
+static void settle(struct sl_network *net)
+{
+	const struct sl_catalogue *cat = net->cat;
 	for (int g = 0; g < net->gpus; g++) {
 		int alt = cat->gpus[g].network_as;
 		net->stand_in[g] = (!net->gpu_measured[g] && alt >= 0 && net->gpu_measured[alt]) ? alt : g;
@@ -586,21 +459,43 @@ int sl_network_load(const char *data_dir, const struct sl_catalogue *cat,
 					}
 			}
 			if (!found) { /* nothing measured: NVLink-less PCIe-class 10 GB/s, flagged */
-				net->intra[g][ci] = (struct sl_link_fit){0, 0, 10.0, 1e10, 1};
+				net->intra[g][ci] = (struct sl_link_fit){0, 0, 10.0, 1e10, 1, 0, SL_LINK_SOSP25_FIT};
 			}
 		}
-	for (int za = 0; za < net->zones; za++)
-		for (int zb = 0; zb < net->zones; zb++)
-			net->wan[za][zb] = za == zb ? NULL : slowest_between(net, za, zb);
+	for (int za = 0; za < net->mzones; za++)
+		for (int zb = 0; zb < net->mzones; zb++)
+			net->wan[za * net->mzones + zb] = za == zb ? NULL : slowest_between(net, za, zb);
 	net->wan_any = slowest_between(net, -1, -1);
-	for (int sz = 0; sz < net->zones; sz++)
-		for (int sg = 0; sg < net->gpus; sg++)
-			for (int sc = 0; sc < SL_NET_COUNTS; sc++)
-				for (int rz = 0; rz < net->zones; rz++)
-					for (int rg = 0; rg < net->gpus; rg++)
-						for (int rcn = 0; rcn < SL_NET_COUNTS; rcn++)
-							net->links[link_index(net, sz, sg, sc, rz, rg, rcn)] =
-								resolve(net, sz, sg, sc, rz, rg, rcn);
+}
+
+int sl_network_load(const char *data_dir, const struct sl_catalogue *cat,
+		    struct sl_network **out, struct sl_err *err)
+{
+	if (!data_dir)
+		data_dir = sl_data_dir();
+	*out = NULL;
+	struct sl_network *net = calloc(1, sizeof(*net));
+	if (!net || !(net->cat = malloc(sizeof(*net->cat)))) {
+		free(net);
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	memcpy(net->cat, cat, sizeof(*cat));
+	pthread_mutex_init(&net->lock, NULL);
+	net->zones = cat->zone_count;
+	net->gpus = cat->gpu_count;
+	net->rows = calloc((size_t)net->zones + 1, sizeof(*net->rows));
+	int rc = net->rows ? 0 : sl_err_set(err, SL_ENOMEM, "out of memory");
+	if (!rc)
+		rc = sl_link_model_load(data_dir, cat, &net->model, err);
+	if (!rc)
+		rc = sl_egress_load(data_dir, cat, &net->egress, err);
+	if (!rc)
+		rc = load_fits(net, data_dir, err);
+	if (rc) {
+		sl_network_free(net);
+		return rc;
+	}
+	settle(net);
 	*out = net;
 	return 0;
 }
@@ -609,17 +504,155 @@ void sl_network_free(struct sl_network *net)
 {
 	if (!net)
 		return;
+	for (int za = 0; net->rows && za < net->zones; za++) {
+		_Atomic(struct pair_block *) *row = atomic_load(&net->rows[za]);
+		for (int zb = 0; row && zb < net->zones; zb++)
+			free(atomic_load(&row[zb]));
+		free((void *)row);
+	}
+	free((void *)net->rows);
+	pthread_mutex_destroy(&net->lock);
+	sl_link_model_free(net->model);
+	sl_egress_free(net->egress);
+	free(net->mzone);
+	free(net->mzone_of);
 	free(net->measured);
-	free(net->links);
-	free(net->egress);
+	free((void *)net->wan);
+	free(net->cat);
 	free(net);
+}
+/* ---- zone pairs: resolved when first asked for ---- */
+
+/* The same-zone link of these (stand-in) types, as any measured zone measured it: rule 5. */
+static struct sl_link_fit any_same_zone(const struct sl_network *net, int sg, int sc, int rg,
+					int rc)
+{
+	for (int m = 0; m < net->mzones; m++) {
+		const struct sl_link_fit *f = same_zone(net, m, sg, sc, rg, rc);
+		if (f)
+			return *f;
+	}
+	return (struct sl_link_fit){0, 0, 1.0, 1e9, 1, 0, SL_LINK_SOSP25_FIT};
+}
+
+/* Two zones of one region neither of which was measured: the types' link between the first two
+ * measured zones of one region (rule 6), else their same-zone link. */
+static struct sl_link_fit same_region(const struct sl_network *net, int sg0, int sc, int rg0,
+				      int rc)
+{
+	for (int i = 0; i < net->mzones; i++)
+		for (int j = 0; j < net->mzones; j++)
+			if (i != j && net->cat->zones[net->mzone[i]].region ==
+					      net->cat->zones[net->mzone[j]].region)
+				return resolve(net, i, sg0, sc, j, rg0, rc);
+	return any_same_zone(net, net->stand_in[sg0], sc, net->stand_in[rg0], rc);
+}
+
+/* The slower of a path's fit and the types' same-zone link, with the path's latency and source:
+ * a node's own network caps what any path can carry. */
+static struct sl_link_fit capped(const struct sl_network *net, struct sl_link_fit path, int sg0,
+				 int sc, int rg0, int rc)
+{
+	struct sl_link_fit node = any_same_zone(net, net->stand_in[sg0], sc, net->stand_in[rg0], rc);
+	struct sl_link_fit out = node.max_bps < path.max_bps ? node : path;
+	out.latency_s = path.latency_s;
+	out.source = path.source;
+	out.derived = 1;
+	return out;
+}
+
+/* One link of the pair (za, zb), catalogue zones: the rules of network.h in order. */
+static struct sl_link_fit resolve_any(const struct sl_network *net, int za, int sg, int sc, int zb,
+				      int rg, int rc)
+{
+	int ma = net->mzone_of[za], mb = net->mzone_of[zb];
+	struct sl_link_fit user;
+	int has_user = sl_link_model_user_link(net->model, net->cat, za, zb, &user, NULL);
+	if (ma >= 0 && mb >= 0) {
+		struct sl_link_fit f = resolve(net, ma, sg, sc, mb, rg, rc);
+		/* a link measured exactly with `sailor profile --network` beats the user's word */
+		if (!has_user || (f.source == SL_LINK_PROFILED && !f.derived))
+			return f;
+	}
+	if (has_user) {
+		user.source = SL_LINK_ZONES_FILE;
+		return capped(net, user, sg, sc, rg, rc);
+	}
+	enum sl_link_class c = sl_link_model_class_of(net->cat, za, zb);
+	struct sl_link_fit out;
+	if (c == SL_LINK_CLASS_SAME_ZONE) {
+		out = any_same_zone(net, net->stand_in[sg], sc, net->stand_in[rg], rc);
+	} else if (c == SL_LINK_CLASS_SAME_REGION) {
+		out = same_region(net, sg, sc, rg, rc);
+	} else {
+		struct sl_link_fit ref = net->have_reference
+						 ? net->reference[sc < rc ? sc : rc]
+						 : (struct sl_link_fit){0, 0, 1.0, 1e9, 1, 0, 0};
+		sl_link_model_class_fit(net->model, net->cat, za, zb, &ref, &out);
+		out = capped(net, out, sg, sc, rg, rc);
+	}
+	out.source = SL_LINK_MODEL + (int)c;
+	out.derived = 1;
+	return out;
+}
+
+static struct pair_block *build_block(const struct sl_network *net, int za, int zb)
+{
+	size_t ends = (size_t)net->gpus * SL_NET_COUNTS;
+	struct pair_block *b = malloc(sizeof(*b) + ends * ends * sizeof(b->fits[0]));
+	if (!b)
+		return NULL;
+	for (int sg = 0; sg < net->gpus; sg++)
+		for (int sc = 0; sc < SL_NET_COUNTS; sc++)
+			for (int rg = 0; rg < net->gpus; rg++)
+				for (int rc = 0; rc < SL_NET_COUNTS; rc++)
+					b->fits[((size_t)sg * SL_NET_COUNTS + (size_t)sc) * ends +
+						(size_t)rg * SL_NET_COUNTS + (size_t)rc] =
+						resolve_any(net, za, sg, sc, zb, rg, rc);
+	b->egress_usd_per_gb = sl_egress_usd_per_gb(net->egress, net->cat, za, zb,
+						    b->egress_source, sizeof(b->egress_source));
+	return b;
+}
+
+/* The block of (za, zb), built under the lock the first time (a cache: the table is logically
+ * const). Out of memory here has no caller to tell: it ends the process with a message. */
+static const struct pair_block *pair(const struct sl_network *net, int za, int zb)
+{
+	struct sl_network *n = (struct sl_network *)net;
+	_Atomic(struct pair_block *) *row = atomic_load_explicit(&n->rows[za], memory_order_acquire);
+	struct pair_block *b = row ? atomic_load_explicit(&row[zb], memory_order_acquire) : NULL;
+	if (b)
+		return b;
+	pthread_mutex_lock(&n->lock);
+	row = atomic_load_explicit(&n->rows[za], memory_order_relaxed);
+	if (!row) {
+		row = calloc((size_t)n->zones, sizeof(*row));
+		if (row)
+			atomic_store_explicit(&n->rows[za], row, memory_order_release);
+	}
+	b = row ? atomic_load_explicit(&row[zb], memory_order_relaxed) : NULL;
+	if (row && !b) {
+		b = build_block(n, za, zb);
+		if (b)
+			atomic_store_explicit(&row[zb], b, memory_order_release);
+	}
+	pthread_mutex_unlock(&n->lock);
+	if (!b) {
+		sl_log_warn("out of memory for the links between zones %s and %s",
+			     net->cat->zones[za].name, net->cat->zones[zb].name);
+		abort();
+	}
+	return b;
 }
 
 const struct sl_link_fit *sl_network_fit(const struct sl_network *net, int src_zone, int src_gpu,
 					int src_count, int dst_zone, int dst_gpu, int dst_count)
 {
-	return &net->links[link_index(net, src_zone, src_gpu, sl_link_count_index(src_count), dst_zone,
-				      dst_gpu, sl_link_count_index(dst_count))];
+	size_t ends = (size_t)net->gpus * SL_NET_COUNTS;
+	const struct pair_block *b = pair(net, src_zone, dst_zone);
+	return &b->fits[((size_t)src_gpu * SL_NET_COUNTS + (size_t)sl_link_count_index(src_count)) *
+				ends +
+			(size_t)dst_gpu * SL_NET_COUNTS + (size_t)sl_link_count_index(dst_count)];
 }
 
 const struct sl_link_fit *sl_network_intra_fit(const struct sl_network *net, int gpu, int count)
@@ -627,72 +660,44 @@ const struct sl_link_fit *sl_network_intra_fit(const struct sl_network *net, int
 	return &net->intra[gpu][sl_link_count_index(count < 2 ? 2 : count)];
 }
 
-/* The measured pair between (zone a, type a) and (zone b, type b), either way round, on two hosts
- * or (same_host) one; NULL when the overlay has none. */
-static const struct measured_allreduce *measured_pair(const struct sl_network *net, int za, int ga,
-						      int zb, int gb, int same_host)
+double sl_network_egress_usd_per_gb(const struct sl_network *net, int src_zone, int dst_zone)
 {
-	for (int i = 0; i < net->allreduce_count; i++) {
-		const struct measured_allreduce *m = &net->allreduce[i];
-		if (m->same_host == !!same_host &&
-		    ((m->za == za && m->ga == ga && m->zb == zb && m->gb == gb) ||
-		     (m->za == zb && m->ga == gb && m->zb == za && m->gb == ga)))
-			return m;
+	return pair(net, src_zone, dst_zone)->egress_usd_per_gb;
+}
+
+const char *sl_network_egress_source(const struct sl_network *net, int src_zone, int dst_zone)
+{
+	return pair(net, src_zone, dst_zone)->egress_source;
+}
+
+const char *sl_network_link_origin(const struct sl_network *net, int src_zone, int dst_zone)
+{
+	struct sl_link_fit f;
+	const char *origin = NULL;
+	return sl_link_model_user_link(net->model, net->cat, src_zone, dst_zone, &f, &origin) ? origin
+													       : NULL;
+}
+
+const char *sl_network_source_name(const struct sl_link_fit *fit)
+{
+	static const char *const classes[SL_LINK_CLASSES] = {
+		"class same-zone",
+		"class same-region",
+		"class same-continent",
+		"class across-continents",
+		"class across-providers-same-continent",
+		"class across-providers-across-continents"};
+	if (fit->source >= SL_LINK_MODEL && fit->source < SL_LINK_MODEL + SL_LINK_CLASSES)
+		return classes[fit->source - SL_LINK_MODEL];
+	switch (fit->source) {
+	case SL_LINK_SOSP25_FIT:
+		return fit->derived ? "SOSP'25 fit (stand-in)" : "SOSP'25 fit";
+	case SL_LINK_PROFILED:
+		return fit->derived ? "profiled (--network, stand-in)" : "profiled (--network)";
+	case SL_LINK_ZONES_FILE:
+		return "zones file";
 	}
-	return NULL;
-}
-
-double sl_network_allreduce_gbps(const struct sl_network *net, int za, int ga, int zb, int gb,
-				 int same_host, double bytes)
-{
-	const struct measured_allreduce *m = measured_pair(net, za, ga, zb, gb, same_host);
-	if (!m || !(bytes > 0))
-		return 0;
-	/* past the largest size measured, that size's rate: measured on to 16 MiB over the
-	 * testbed's 8-10 Mbit/s links the rate levels off (pent5: 85 to 82 % of point to point
-	 * from 4 to 16 MiB), where the fit, quadratic in log size, falls ever faster */
-	double at = m->largest_bytes > 0 ? fmin(bytes, m->largest_bytes) : bytes;
-	return sl_link_fit_gbps_positive(&m->fit, at);
-}
-
-double sl_network_burst_bytes(const struct sl_network *net, int za, int ga, int zb, int gb)
-{
-	const struct measured_allreduce *m = measured_pair(net, za, ga, zb, gb, 0);
-	return m ? m->burst_bytes : 0;
-}
-
-double sl_network_message_cpu_s(const struct sl_network *net, int ga, int gb, int same_host,
-				 double bytes, int receiver)
-{
-	/* the end's own type at that end, over the fastest link; else at the other end */
-	int type = receiver ? gb : ga;
-	const struct measured_allreduce *m = NULL;
-	for (int pass = 0; pass < 2 && !m; pass++)
-		for (int i = 0; i < net->allreduce_count; i++) {
-			const struct measured_allreduce *c = &net->allreduce[i];
-			int at_end = receiver ? c->gb == type : c->ga == type;
-			int at_other = receiver ? c->ga == type : c->gb == type;
-			if (c->message_sizes > 0 && c->same_host == !!same_host &&
-			    (pass == 0 ? at_end : at_other) && (!m || c->p2p_max_bps > m->p2p_max_bps))
-				m = c;
-		}
-	if (!m || bytes <= 0)
-		return 0;
-	const double *x = m->message_bytes, *y = m->message_cpu_s[receiver ? 1 : 0];
-	int n = m->message_sizes, k = 0;
-	if (bytes >= x[n - 1]) /* beyond the largest: in proportion to it */
-		return y[n - 1] * bytes / x[n - 1];
-	while (x[k] < bytes)
-		k++;
-	double x0 = k ? x[k - 1] : 0, y0 = k ? y[k - 1] : 0; /* below the smallest: from 0 */
-	return y0 + (y[k] - y0) * (bytes - x0) / (x[k] - x0);
-}
-
-double sl_network_whole_message_bytes(const struct sl_network *net, int za, int ga, int zb,
-				      int gb)
-{
-	const struct measured_allreduce *m = measured_pair(net, za, ga, zb, gb, 0);
-	return m ? m->whole_message_bytes : 0;
+	return "?";
 }
 
 double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes)
@@ -719,10 +724,5 @@ double sl_link_send_time_s(const struct sl_link_fit *fit, double bytes)
 		if (!(gbps > 0))
 			gbps = 1.0;
 	}
-	return (bytes / 1e9) / gbps;
-}
-
-double sl_network_egress_usd_per_gb(const struct sl_network *net, int src_zone, int dst_zone)
-{
-	return net->egress[src_zone * net->zones + dst_zone];
+	return fit->latency_s + (bytes / 1e9) / gbps;
 }

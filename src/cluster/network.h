@@ -17,16 +17,31 @@
  *      types and (b) the slowest measured link of any GPU types between the two zones (the
  *      inter-zone path then decides); if neither zone pair has any measurement, the slowest
  *      inter-zone link in the file.
+ * Those rules hold between the zones the fits measured (the SOSP'25 artifact's five and any of a
+ * --network file). A pair with another zone takes, after the links the user measured (`sailor
+ * profile --network`) and the links of the zone files (cluster/zone_files.h), the class model of
+ * cluster/link_model.h:
+ *   5. the same zone: the same-zone link of the types measured in any zone (a zone's network is
+ *      its GPU nodes'; step 4(a));
+ *   6. two zones of one region: the link of the types between two zones of a measured region
+ *      (us-central1), with the stand-ins of 1-4;
+ *   7. other regions and providers: the class's link (the reference fit at that count, scaled,
+ *      with the class's latency), or the same-zone link of the types where that is slower (a
+ *      node's own network caps what any path can carry), with the class's latency.
+ * A user's link (zone files) is the slower of its flat bandwidth and the types' same-zone link,
+ * with its latency. Each resolved fit says where it came from (source, sl_network_source_name).
  * Intra-node fits (data/network/intra_node_bandwidths.json, {gpu: {count: [coeffs, max]}}) are
  * looked up the same way by (gpu, count) with the nearest count.
  *
- * Egress prices (data/network/egress_usd_per_gb.json): USD per GB (1e9 bytes) sent from one zone
- * to another; 0 within a zone. A zone pair missing from the file is an error at load time.
+ * Egress prices: cluster/egress.h (the SOSP'25 artifact's data/network/egress_usd_per_gb.json
+ * between its zones, the clouds' price lists elsewhere).
  *
  * Names: `sl_network_*` is the whole table (load, lookups, prices); `sl_link_*` one link's fit.
  *
- * Ownership: sl_network_load allocates; sl_network_free frees. Lookups allocate nothing and are
- * O(1) table reads (the whole table is resolved at load time).
+ * Ownership: sl_network_load allocates; sl_network_free frees. The fits and the egress price of
+ * a zone pair are resolved when the pair is first asked for (thread-safe), so a catalogue of
+ * hundreds of zones costs only the pairs a pool or plan uses; later lookups of the pair are
+ * table reads and allocate nothing.
  */
 #ifndef SL_CLUSTER_NETWORK_H
 #define SL_CLUSTER_NETWORK_H
@@ -36,10 +51,23 @@
 
 #define SL_NET_COUNTS 4 /* counts 1, 2, 4, 8 */
 
+/* Where a fit came from (sl_network_source_name). */
+enum sl_link_source {
+	SL_LINK_SOSP25_FIT,       /* data/network/zone_bandwidths.json (stand-in: derived) */
+	SL_LINK_PROFILED,         /* `sailor profile --network`, given with --network */
+	SL_LINK_ZONES_FILE,       /* a link of a zone file */
+	SL_LINK_MODEL             /* the class model (cluster/link_model.h): + its link class */
+};
+
 struct sl_link_fit {
 	double a2, a1, a0;  /* bandwidth in GB/s = a2 x^2 + a1 x + a0, x = log2(bytes/1e6) */
 	double max_bps;     /* largest measured bandwidth, bytes/s */
 	int derived;        /* 0 measured for exactly this link, 1 a stand-in (see above) */
+	/* one-way time every message spends beyond what the fit's bandwidth gives, s: 0 for the
+	 * measured fits (their latency is in them), the class's extra delay for class links, the
+	 * user's for a zone file's link */
+	double latency_s;
+	int source;         /* enum sl_link_source */
 };
 
 struct sl_network; /* opaque */
@@ -77,8 +105,9 @@ double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes);
  * measured), the fit's constant term (its value at 1 MB), else 1 GB/s: a rate to divide by. */
 double sl_link_fit_gbps_positive(const struct sl_link_fit *fit, double bytes);
 
-/* Seconds to send bytes over a fit: (bytes/1e9) / gbps; 0 for bytes <= 0. A non-positive fit
- * value (tiny messages) is clamped to the fit's value at 1 MB so the result stays finite. */
+/* Seconds to send bytes over a fit: latency_s + (bytes/1e9) / gbps; 0 for bytes <= 0. A
+ * non-positive fit value (tiny messages) is clamped to the fit's value at 1 MB so the result
+ * stays finite. */
 double sl_link_send_time_s(const struct sl_link_fit *fit, double bytes);
 
 /* Bytes the link between (zone a, type a) and (zone b, type b) hosts delivers at once after it
@@ -118,7 +147,16 @@ double sl_network_message_cpu_s(const struct sl_network *net, int ga, int gb, in
 double sl_network_allreduce_gbps(const struct sl_network *net, int za, int ga, int zb, int gb,
 				 int same_host, double bytes);
 
-/* Egress price from zone a to zone b, USD per GB (1e9 bytes). */
+/* Egress price from zone a to zone b, USD per GB (1e9 bytes) (cluster/egress.h). */
 double sl_network_egress_usd_per_gb(const struct sl_network *net, int src_zone, int dst_zone);
+/* Where that price comes from ("SOSP'25 artifact", "gcp list: between zones", ...). */
+const char *sl_network_egress_source(const struct sl_network *net, int src_zone, int dst_zone);
+
+/* Words for a fit's source: "SOSP'25 fit", "SOSP'25 fit (stand-in)", "profiled (--network)",
+ * "zones file", "class same-continent", ... For a zone file's link, the file
+ * (sl_network_link_origin). */
+const char *sl_network_source_name(const struct sl_link_fit *fit);
+/* The zone file of a zone pair's user link, or NULL. */
+const char *sl_network_link_origin(const struct sl_network *net, int src_zone, int dst_zone);
 
 #endif

@@ -38,8 +38,9 @@ int sl_pool_from_json(const json_t *root, const char *path, const struct sl_cata
 			rc = sl_err_set(err, SL_ENOTFOUND, "%s.gpu: unknown GPU type '%s' (known: %s)", ctx,
 					gpu, sl_catalogue_gpu_names(cat, names, sizeof(names)));
 		else if (z < 0)
-			rc = sl_err_set(err, SL_ENOTFOUND, "%s.zone: unknown zone '%s' (known: %s)", ctx,
-					zone, sl_catalogue_zone_names(cat, names, sizeof(names)));
+			rc = sl_err_set(err, SL_ENOTFOUND, "%s.zone: unknown zone '%s' (nearest: %s; "
+					"every zone in data/zones/*.json, more with --zones)", ctx,
+					zone, sl_catalogue_zone_suggest(cat, zone, names, sizeof(names)));
 		else if (count < 0 || count > SL_MAX_POOL_COUNT)
 			rc = sl_err_set(err, SL_EINPUT, "%s.count: must be 0 to %d, got %lld", ctx,
 					SL_MAX_POOL_COUNT, count);
@@ -252,7 +253,7 @@ int sl_pool_trace_load(const char *path, const struct sl_catalogue *cat,
 		;
 	fclose(f);
 	if (c != '{')
-		return sl_trace_load_csv(path, cat, out, err);
+		return sl_trace_load(path, cat, out, err);
 	out->steps = calloc(1, sizeof(*out->steps));
 	if (!out->steps)
 		return sl_err_set(err, SL_ENOMEM, "pool '%s': out of memory", path);
@@ -273,6 +274,20 @@ void sl_pool_trace_free(struct sl_pool_trace *trace)
 	free(trace->steps);
 	trace->steps = NULL;
 	trace->step_count = 0;
+}
+
+int sl_pool_zones(const struct sl_pool *pool, int *zones, int max)
+{
+	int n = 0;
+	for (int z = 0; z < SL_MAX_ZONES; z++) {
+		int any = 0;
+		for (int g = 0; g < SL_MAX_GPU_TYPES && !any; g++)
+			any = pool->counts[g][z] > 0;
+		if (any && n < max)
+			zones[n] = z;
+		n += any;
+	}
+	return n;
 }
 
 long long sl_pool_total(const struct sl_pool *pool)
@@ -309,4 +324,40 @@ json_t *sl_pool_to_json(const struct sl_pool *pool, const struct sl_catalogue *c
 		}
 	json_object_set_new(root, "gpus", gpus);
 	return root;
+}
+
+int sl_trace_check_zones(const char *path, const struct sl_catalogue *cat, struct sl_err *err)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0; /* the loader says why */
+	char *line = NULL;
+	size_t cap = 0;
+	int lineno = 0, rc = 0;
+	while (getline(&line, &cap, f) >= 0) {
+		lineno++;
+		if (line[strspn(line, " \r\n")] != '\0')
+			break;
+	}
+	fclose(f);
+	char *fields[TRACE_MAX_COLUMNS];
+	int n = line ? split_csv(line, fields, TRACE_MAX_COLUMNS) : 0;
+	for (int c = 2; c < n && !rc && !strcmp(fields[1], "Timestamp"); c++) {
+		char *us = strchr(fields[c], '_');
+		if (!us || sl_catalogue_zone_index(cat, us + 1) >= 0)
+			continue;
+		char names[256];
+		rc = sl_err_set(err, SL_ENOTFOUND, "trace '%s': line %d: column %d: unknown zone '%s' "
+				"(nearest: %s)", path, lineno, c + 1, us + 1,
+				sl_catalogue_zone_suggest(cat, us + 1, names, sizeof(names)));
+	}
+	free(line);
+	return rc;
+}
+
+int sl_trace_load(const char *path, const struct sl_catalogue *cat, struct sl_pool_trace *out,
+		  struct sl_err *err)
+{
+	int rc = sl_trace_check_zones(path, cat, err);
+	return rc ? rc : sl_trace_load_csv(path, cat, out, err);
 }

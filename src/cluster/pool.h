@@ -41,6 +41,16 @@ int sl_pool_load(const char *path, const struct sl_catalogue *cat, struct sl_poo
 int sl_pool_from_json(const json_t *root, const char *path, const struct sl_catalogue *cat,
 		      struct sl_pool *out, struct sl_err *err);
 
+/* Checks the zones a trace CSV's header names before sl_trace_load_csv reads it: an unknown one
+ * gets "trace 'p': line L: column C: unknown zone 'x' (nearest: ...)", its nearest names by edit
+ * distance among the catalogue's hundreds. Anything else is left to the loader. */
+int sl_trace_check_zones(const char *path, const struct sl_catalogue *cat, struct sl_err *err);
+
+/* sl_trace_check_zones, then sl_trace_load_csv: a trace CSV as `plan --trace` and `control
+ * --trace` read it. */
+int sl_trace_load(const char *path, const struct sl_catalogue *cat, struct sl_pool_trace *out,
+		  struct sl_err *err);
+
 /* Loads a trace CSV (above). Errors name the file, line and column name. */
 int sl_trace_load_csv(const char *path, const struct sl_catalogue *cat, struct sl_pool_trace *out,
 		      struct sl_err *err);
@@ -51,6 +61,10 @@ int sl_pool_trace_load(const char *path, const struct sl_catalogue *cat,
 		       struct sl_pool_trace *out, struct sl_err *err);
 
 void sl_pool_trace_free(struct sl_pool_trace *trace);
+
+/* The zones where the pool has GPUs, ascending: writes at most max of them into zones and
+ * returns how many there are (which may be more than max). */
+int sl_pool_zones(const struct sl_pool *pool, int *zones, int max);
 
 /* Total GPUs in the pool; GPUs of one type over all zones. */
 long long sl_pool_total(const struct sl_pool *pool);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ctl/ctl_state.h"
+#include "cluster/zone_files.h"
 #include "ctl/restart.h"
 #include "train/checkpoint.h"
 #include "util/clock.h"
@@ -71,6 +72,27 @@ static int forget_steps_after(struct ctl *c, long long resume, struct sl_err *er
 	return rc;
 }
 
+/* The process settings a generation's ranks need as this controller has them: --gpus, and the
+ * zone files it planned with (each written to the generation's folder: an overlay may have come
+ * from the pool file, which the ranks never read). Appends to argv at *n. */
+static int settings_args(const char *dir, char **argv, int *n, struct sl_err *err)
+{
+	static char paths[SL_ZONE_FILES_MAX][PATH_MAX + 32];
+	if (sl_catalogue_overlay()) { /* --gpus: the ranks plan-check with the same types */
+		argv[(*n)++] = "--gpus";
+		argv[(*n)++] = (char *)sl_catalogue_overlay();
+	}
+	for (int i = 0; i < sl_zone_files_overlay_count(); i++) {
+		snprintf(paths[i], sizeof(paths[i]), "%s/zones-%d.json", dir, i);
+		int rc = sl_zone_files_overlay_save(i, paths[i], err);
+		if (rc)
+			return rc;
+		argv[(*n)++] = "--zones";
+		argv[(*n)++] = paths[i];
+	}
+	return 0;
+}
+
 int sl_ctl_start_generation(struct ctl *c, struct sl_err *err)
 {
 	int index = ++c->gen_count;
@@ -123,7 +145,8 @@ int sl_ctl_start_generation(struct ctl *c, struct sl_err *err)
 			       every, "--threads-per-rank", threads, "--json", "--events-file",
 			       c->gen_steps_path};
 	int nfixed = (int)(sizeof(fixed) / sizeof(fixed[0]));
-	char **argv = calloc((size_t)(nfixed + 16 + c->o->extra_count), sizeof(char *));
+	char **argv = calloc((size_t)(nfixed + 16 + 2 * SL_ZONE_FILES_MAX + c->o->extra_count),
+			     sizeof(char *));
 	if (!argv)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	int n = 0;
@@ -146,15 +169,14 @@ int sl_ctl_start_generation(struct ctl *c, struct sl_err *err)
 		argv[n++] = "--partition";
 		argv[n++] = (char *)c->o->partition;
 	}
-	if (sl_catalogue_overlay()) { /* --gpus: the ranks plan-check with the same types */
-		argv[n++] = "--gpus";
-		argv[n++] = (char *)sl_catalogue_overlay();
-	}
+	rc = settings_args(dir, argv, &n, err);
 	for (int i = 0; i < c->o->extra_count; i++)
 		argv[n++] = c->o->extra[i];
 	argv[n] = NULL;
 	char *env[] = {"SAILOR_SYNC_CHECKPOINTS=1", NULL};
-	rc = sl_ctl_gen_start(&c->gen, index, argv, c->o->sync_checkpoints ? env : NULL, dir, err);
+	if (!rc)
+		rc = sl_ctl_gen_start(&c->gen, index, argv, c->o->sync_checkpoints ? env : NULL, dir,
+				      err);
 	free(argv);
 	if (rc)
 		return rc;

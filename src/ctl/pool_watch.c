@@ -30,7 +30,7 @@ int sl_ctl_pool_watch_init(struct sl_ctl_pool_watch *w, const char *pool_path,
 		w->size = st.st_size;
 		return sl_pool_load(pool_path, cat, &w->current, err);
 	}
-	int rc = sl_trace_load_csv(trace_path, cat, &w->trace, err);
+	int rc = sl_trace_load(trace_path, cat, &w->trace, err);
 	if (rc)
 		return rc;
 	/* a trace with no GPU anywhere would have the controller wait for ever */

@@ -131,8 +131,9 @@ static int resolve_gpu_zone(const struct sl_catalogue *cat, const char *ctx, con
 				  gpu_field, gpu, sl_catalogue_gpu_names(cat, names, sizeof(names)));
 	*z = sl_catalogue_zone_index(cat, zone);
 	if (*z < 0)
-		return sl_err_set(err, SL_ENOTFOUND, "%s%s: unknown zone '%s' (known: %s)", ctx,
-				  zone_field, zone, sl_catalogue_zone_names(cat, names, sizeof(names)));
+		return sl_err_set(err, SL_ENOTFOUND, "%s%s: unknown zone '%s' (nearest: %s; every "
+				  "zone in data/zones/*.json, more with --zones)", ctx, zone_field, zone,
+				  sl_catalogue_zone_suggest(cat, zone, names, sizeof(names)));
 	return 0;
 }
 

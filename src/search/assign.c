@@ -30,10 +30,11 @@ static int prefer(const struct sl_assign_input *in, int k, int a, int b)
 int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *res)
 {
 	int P = in->num_stages, D = in->num_pipelines;
-	int zone_left[SL_MAX_GPU_TYPES][SL_MAX_ZONES];
+	/* by position in the fill order, as avail */
+	int zone_left[SL_MAX_GPU_TYPES][SL_MAX_SEARCH_ZONES];
 	memcpy(zone_left, in->avail, sizeof(zone_left));
-	static_assert(SL_MAX_GPU_TYPES * SL_MAX_ZONES <= 4096, "count table stays small");
-	int count[SL_MAX_GPU_TYPES][SL_MAX_ZONES];
+	static_assert(SL_MAX_GPU_TYPES * SL_MAX_SEARCH_ZONES <= 4096, "count table stays small");
+	int count[SL_MAX_GPU_TYPES][SL_MAX_SEARCH_ZONES];
 	memset(count, 0, sizeof(count));
 	/* stage k's groups at k * stride, whatever order the stages choose in */
 	int stride = in->zone_order_count * in->type_count;
@@ -69,11 +70,10 @@ int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *r
 		for (int i = 0; i < n && placed < D; i++) {
 			int g = types[i], tp = in->tp_for[k][g];
 			for (int zi = 0; zi < in->zone_order_count && placed < D; zi++) {
-				int z = in->zone_order[zi];
-				int can = zone_left[g][z] / tp;
+				int can = zone_left[g][zi] / tp;
 				int got = can < D - placed ? can : D - placed;
-				count[g][z] = got;
-				zone_left[g][z] -= got * tp;
+				count[g][zi] = got;
+				zone_left[g][zi] -= got * tp;
 				placed += got;
 			}
 		}
@@ -84,10 +84,10 @@ int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *r
 		for (int zi = 0; zi < in->zone_order_count; zi++)
 			for (int ti = 0, z = in->zone_order[zi]; ti < in->type_count; ti++) {
 				int g = in->types[ti];
-				if (count[g][z])
+				if (count[g][zi])
 					res->groups[used++] = (struct sl_assign_group){
-						(short)g, (short)z, (short)in->tp_for[k][g], count[g][z]};
-				count[g][z] = 0;
+						(short)g, (short)z, (short)in->tp_for[k][g], count[g][zi]};
+				count[g][zi] = 0;
 			}
 		res->end[k] = used;
 	}

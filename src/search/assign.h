@@ -14,6 +14,7 @@
 
 #include "cluster/catalogue.h"
 #include "plan/plan.h"
+#include "util/limits.h"
 
 struct sl_assign_input {
 	int num_stages;
@@ -22,8 +23,10 @@ struct sl_assign_input {
 	int types[SL_MAX_GPU_TYPES];                          /* GPU types with GPUs in the zones */
 	int type_count;                                       /* searched, ascending index */
 	int tp_for[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES];     /* 0: type not eligible */
-	int avail[SL_MAX_GPU_TYPES][SL_MAX_ZONES];            /* GPUs usable per (type, zone) */
-	int zone_order[SL_MAX_ZONES];                         /* zones to fill, in order */
+	/* GPUs usable per (type, zone): avail[g][i] of zone zone_order[i] (tables over the zones
+	 * searched, not the catalogue) */
+	int avail[SL_MAX_GPU_TYPES][SL_MAX_SEARCH_ZONES];
+	int zone_order[SL_MAX_SEARCH_ZONES];                  /* zones to fill, in order */
 	int zone_order_count;
 	double usd_per_hour[SL_MAX_GPU_TYPES];
 	int prefer_cost;                                      /* 1: fewest dollars per replica */
@@ -41,7 +44,7 @@ struct sl_assign_group {
 
 struct sl_assign_result {
 	int begin[SL_PLAN_MAX_STAGES], end[SL_PLAN_MAX_STAGES]; /* stage k's: groups[begin, end) */
-	struct sl_assign_group groups[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * SL_MAX_ZONES];
+	struct sl_assign_group groups[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * SL_MAX_SEARCH_ZONES];
 };
 
 /* Fills res and returns 0, or -1 when the pool cannot supply D eligible replicas to every

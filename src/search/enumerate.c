@@ -14,14 +14,15 @@
 
 struct enum_option {
 	short gpu, zone, tp;
+	short slot; /* the zone's position in the work item's fill order (avail's index) */
 };
 
 struct enumeration {
 	struct search_state *st;
 	long long nmb;
-	struct enum_option options[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES * SL_MAX_ZONES * TP_SLOTS];
+	struct enum_option options[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES * SL_MAX_SEARCH_ZONES * TP_SLOTS];
 	int option_count[SL_PLAN_MAX_STAGES];
-	int used[SL_MAX_GPU_TYPES][SL_MAX_ZONES];
+	int used[SL_MAX_GPU_TYPES][SL_MAX_SEARCH_ZONES]; /* by slot */
 	struct sl_err *err;
 	int rc;
 };
@@ -49,16 +50,16 @@ static void enumerate_from(struct enumeration *en, int stage, int slot, int min_
 	}
 	for (int i = min_option; i < en->option_count[stage]; i++) {
 		const struct enum_option *o = &en->options[stage][i];
-		if (en->used[o->gpu][o->zone] + o->tp > st->assign.avail[o->gpu][o->zone])
+		if (en->used[o->gpu][o->slot] + o->tp > st->assign.avail[o->gpu][o->slot])
 			continue;
-		en->used[o->gpu][o->zone] += o->tp;
+		en->used[o->gpu][o->slot] += o->tp;
 		struct sl_replica *r = sl_plan_replica(plan, stage, slot);
 		r->gpu = o->gpu;
 		r->zone = o->zone;
 		r->tp = o->tp;
 		r->pad = 0;
 		enumerate_from(en, stage, slot + 1, i);
-		en->used[o->gpu][o->zone] -= o->tp;
+		en->used[o->gpu][o->slot] -= o->tp;
 	}
 }
 
@@ -91,9 +92,9 @@ int sl_search_enumerate_small_shape(struct search_state *st, int P, int D, long 
 			for (int ti = 0; ti < in->type_count; ti++) {
 				int g = in->types[ti];
 				for (int t = 0; t < TP_SLOTS; t++)
-					if (fits[k][g][t] && in->avail[g][z] >= tp_values[t])
+					if (fits[k][g][t] && in->avail[g][zi] >= tp_values[t])
 						en->options[k][n++] = (struct enum_option){
-							(short)g, (short)z, (short)tp_values[t]};
+							(short)g, (short)z, (short)tp_values[t], (short)zi};
 			}
 		}
 		en->option_count[k] = n;

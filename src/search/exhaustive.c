@@ -32,7 +32,7 @@ struct brute {
 	struct sl_ranking rank;
 	struct sl_plan plan;
 	struct sl_sim_result result;
-	struct option options[SL_MAX_GPU_TYPES * SL_MAX_ZONES * 4];
+	struct option options[SL_MAX_GPU_TYPES * SL_MAX_SEARCH_ZONES * 4];
 	int option_count;
 	int used[SL_MAX_GPU_TYPES][SL_MAX_ZONES];
 	long long simulated;
@@ -170,14 +170,13 @@ int sl_search_exhaustive(const struct sl_sim_env *env, const struct sl_pool *poo
 	sl_plan_init(&b->plan);
 	int rc = sl_ranking_init(&b->rank, &one, outcome, err);
 	const struct sl_catalogue *cat = &env->catalogue;
-	int zones[SL_MAX_ZONES], zone_count = 0;
-	for (int z = 0; z < cat->zone_count; z++) {
-		long long in_zone = 0;
-		for (int g = 0; g < cat->gpu_count; g++)
-			in_zone += pool->counts[g][z];
-		if (in_zone > 0)
-			zones[zone_count++] = z;
-	}
+	int zones[SL_MAX_SEARCH_ZONES];
+	int zone_count = sl_pool_zones(pool, zones, SL_MAX_SEARCH_ZONES);
+	if (zone_count > SL_MAX_SEARCH_ZONES)
+		rc = sl_err_set(err, SL_EINPUT, "the exhaustive search takes pools of at most %d zones",
+				SL_MAX_SEARCH_ZONES);
+	if (rc)
+		zone_count = 0;
 	long long gpus = sl_pool_total(pool);
 	int L = env->num_layers;
 	int max_stages = req->max_stages > 0 && req->max_stages < L ? req->max_stages : L;

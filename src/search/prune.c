@@ -124,7 +124,8 @@ static double sync_lower_bound_uncached(const struct search_state *st,
 		}
 	}
 	return sl_sim_sync_lower_bound_s(env, st->cm, part->first[k], part->first[k + 1] - 1, D,
-					 (const int(*)[SL_MAX_ZONES])st->assign.avail);
+					 st->assign.zone_order, st->assign.zone_order_count,
+					 (const int(*)[SL_MAX_SEARCH_ZONES])st->assign.avail);
 }
 
 /* sync_lower_bound_uncached, memoised per work item: it depends only on the bounding stage's

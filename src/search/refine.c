@@ -20,7 +20,7 @@ struct refine {
 	struct sl_sim_result current_result, candidate_result, best_move_result;
 	int have_move;
 	int zone_rank[SL_MAX_ZONES];  /* the seed plan's zone order, kept by every move */
-	struct option options[SL_MAX_GPU_TYPES * SL_MAX_ZONES * 4];
+	struct option options[SL_MAX_GPU_TYPES * SL_MAX_SEARCH_ZONES * 4];
 	int option_count;
 	long long simulated;
 };
@@ -173,14 +173,18 @@ int sl_search_refine(const struct sl_sim_env *env, const struct sl_pool *pool,
 	sl_plan_init(&rf->candidate);
 	sl_plan_init(&rf->best_move);
 	const struct sl_catalogue *cat = &env->catalogue;
-	for (int z = 0; z < cat->zone_count; z++)
-		for (int g = 0; g < cat->gpu_count; g++)
+	int zones[SL_MAX_SEARCH_ZONES];
+	int zone_count = sl_pool_zones(pool, zones, SL_MAX_SEARCH_ZONES);
+	if (zone_count > SL_MAX_SEARCH_ZONES)
+		zone_count = SL_MAX_SEARCH_ZONES; /* sl_search_run refuses such pools first */
+	for (int zi = 0; zi < zone_count; zi++)
+		for (int g = 0, z = zones[zi]; g < cat->gpu_count; g++)
 			for (int tp = 1; tp <= sl_sim_gpus_per_node(env, g); tp *= 2)
 				if (pool->counts[g][z] >= tp)
 					rf->options[rf->option_count++] =
 						(struct option){(short)g, (short)z, (short)tp};
 	int rc = sl_plan_copy(&rf->current, &rank->out->best[0].plan, err);
-	sl_search_zone_rank_of(&rf->current, cat->zone_count, rf->zone_rank);
+	sl_search_zone_rank_of(&rf->current, zones, zone_count, rf->zone_rank);
 	rf->current_result = rank->out->best[0].result;
 	for (int round = 0; round < SL_REFINE_MAX_ROUNDS && !rc; round++) {
 		if (rf->simulated >= SL_REFINE_MAX_SIMULATIONS)

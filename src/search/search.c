@@ -28,12 +28,13 @@
 /* Threads the search runs on: the machine's cores (SAILOR_THREADS overrides), at most this. */
 #define SEARCH_MAX_THREADS 64
 
-static int max_gpus_in_a_zone(const struct sl_pool *pool, const struct sl_catalogue *cat, int g)
+static int max_gpus_in_a_zone(const struct sl_pool *pool, int g)
 {
-	int most = 0;
-	for (int z = 0; z < cat->zone_count; z++)
-		if (pool->counts[g][z] > most)
-			most = pool->counts[g][z];
+	int zones[SL_MAX_SEARCH_ZONES], most = 0;
+	int n = sl_pool_zones(pool, zones, SL_MAX_SEARCH_ZONES);
+	for (int i = 0; i < n && i < SL_MAX_SEARCH_ZONES; i++)
+		if (pool->counts[g][zones[i]] > most)
+			most = pool->counts[g][zones[i]];
 	return most;
 }
 
@@ -49,7 +50,7 @@ static int fits_anywhere(const struct sl_sim_env *env, const struct sl_pool *poo
 			continue;
 		for (int t = 0; t < TP_SLOTS; t++) {
 			if (tp_values[t] > sl_sim_gpus_per_node(env, g) ||
-			    tp_values[t] > max_gpus_in_a_zone(pool, cat, g))
+			    tp_values[t] > max_gpus_in_a_zone(pool, g))
 				continue;
 			int all = 1;
 			for (int l = 0; l < L && all; l++)
@@ -69,7 +70,7 @@ static int fits_anywhere(const struct sl_sim_env *env, const struct sl_pool *poo
 
 /* A unit of parallel work: the zones searched, in fill order, and one micro-batch size. */
 struct work_item {
-	int zone_order[SL_MAX_ZONES];
+	int zone_order[SL_MAX_SEARCH_ZONES];
 	int zone_count;
 	int mbs;
 };
@@ -80,7 +81,7 @@ struct work_item {
 static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
 		      long long global_batch, struct work_item **items)
 {
-	int sets[SL_ZONE_SETS_MAX][SL_MAX_ZONES], sizes[SL_ZONE_SETS_MAX];
+	int sets[SL_ZONE_SETS_MAX][SL_MAX_SEARCH_ZONES], sizes[SL_ZONE_SETS_MAX];
 	int set_count = sl_zone_sets(&env->catalogue, pool, sets, sizes);
 	int top_mbs = 1;
 	/* micro-batches divide the global batch (plan/microbatch_share.h): powers of two up to
@@ -99,7 +100,7 @@ static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
 	int count = 0;
 	for (int mbs = top_mbs; mbs >= 1; mbs /= 2) {
 		for (int s = 0; s < set_count; s++) {
-			int order[SL_MAX_ZONES];
+			int order[SL_MAX_SEARCH_ZONES];
 			memcpy(order, sets[s], sizeof(int) * (size_t)sizes[s]);
 			for (int o = 0; o < sl_zone_order_count(sizes[s]); o++) {
 				if (o > 0)
@@ -129,7 +130,7 @@ static void state_free(struct search_state *st)
 	free(st);
 }
 
-static struct search_state *state_new(const struct sl_sim_env *env,
+static struct search_state *state_new(const struct sl_sim_env *env, const struct sl_pool *pool,
 				      const struct sl_search_request *req,
 				      struct sl_search_outcome *outcome, struct sl_err *err)
 {
@@ -160,8 +161,18 @@ static struct search_state *state_new(const struct sl_sim_env *env,
 	sl_plan_init(&st->plan);
 	sl_plan_init(&st->uneven_plan);
 	const struct sl_catalogue *cat = &env->catalogue;
-	for (int g = 0; g < cat->gpu_count; g++)
-		st->assign.usd_per_hour[g] = sl_sim_gpu_usd_per_hour(env, st->cm, g);
+	/* a type's least price over the pool's zones: the bounds that read it stay lower bounds,
+	 * and where every zone costs the same (the SOSP'25 artifact's) it is that price */
+	int zones[SL_MAX_SEARCH_ZONES];
+	int zone_count = sl_pool_zones(pool, zones, SL_MAX_SEARCH_ZONES);
+	for (int g = 0; g < cat->gpu_count; g++) {
+		st->assign.usd_per_hour[g] = sl_sim_gpu_usd_per_hour(env, st->cm, g, -1);
+		for (int i = 0; i < zone_count && i < SL_MAX_SEARCH_ZONES; i++) {
+			double p = sl_sim_gpu_usd_per_hour(env, st->cm, g, zones[i]);
+			if (i == 0 || p < st->assign.usd_per_hour[g])
+				st->assign.usd_per_hour[g] = p;
+		}
+	}
 	st->assign.gpu_count = cat->gpu_count;
 	st->assign.zone_count = cat->zone_count;
 	st->assign.prefer_cost = req->objective == SL_OBJECTIVE_COST;
@@ -279,9 +290,10 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	}
 	for (int t = 0; t < threads && !rc; t++) {
 		errs[t] = (struct sl_err){0};
-		states[t] = state_new(env, req, &partial[t], err);
+		states[t] = state_new(env, pool, req, &partial[t], err);
 		if (states[t] && pass->variant_req) {
-			variant_states[t] = state_new(env, pass->variant_req, &variant_partial[t], err);
+			variant_states[t] =
+				state_new(env, pool, pass->variant_req, &variant_partial[t], err);
 			states[t]->variant = variant_states[t];
 		}
 		if (!states[t] || (pass->variant_req && !variant_states[t]))
@@ -318,7 +330,7 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 				int z = w->zone_order[zi];
 				st->assign.zone_order[zi] = z;
 				for (int g = 0; g < cat->gpu_count; g++)
-					st->assign.avail[g][z] = pool->counts[g][z];
+					st->assign.avail[g][zi] = pool->counts[g][z];
 			}
 			st->assign.type_count = 0;
 			for (int g = 0; g < cat->gpu_count; g++) {
@@ -340,7 +352,7 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	free(items);
 	double loop_end_s = sl_now_s();
 	stats->time_s[pass->phase] += loop_end_s - start_s;
-	struct search_state *final = rc ? NULL : state_new(env, req, outcome, err);
+	struct search_state *final = rc ? NULL : state_new(env, pool, req, outcome, err);
 	if (!rc && !final)
 		rc = SL_ENOMEM;
 	struct sl_ranking variant_rank;
@@ -446,6 +458,13 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 		  struct sl_err *err)
 {
 	double start_s = sl_now_s();
+	int zones[SL_MAX_SEARCH_ZONES], zone_count = sl_pool_zones(pool, zones, SL_MAX_SEARCH_ZONES);
+	if (zone_count > SL_MAX_SEARCH_ZONES) {
+		sl_search_outcome_init(outcome);
+		return sl_err_set(err, SL_EINPUT, "the pool has GPUs in %d zones: the planner searches "
+				  "at most %d at once; plan the zones you would use together",
+				  zone_count, SL_MAX_SEARCH_ZONES);
+	}
 	int rc = search_with_options(env, pool, req, outcome, err);
 	/* Nothing meets the constraints: find what is possible, so the caller can say it. Separate
 	 * searches, because the first pruned by the constraints. */

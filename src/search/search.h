@@ -130,8 +130,10 @@ int sl_search_exhaustive(const struct sl_sim_env *env, const struct sl_pool *poo
  * symmetric, so the order changes which zones neighbour in the gradient all-reduce ring). */
 void sl_search_canonicalize(struct sl_plan *plan, const int *zone_rank);
 
-/* The zone rank a plan is written in: zones by first appearance, stage by stage; zones it does
- * not use after them, by index. zone_rank has SL_MAX_ZONES entries. */
-void sl_search_zone_rank_of(const struct sl_plan *plan, int zone_count, int *zone_rank);
+/* The zone rank a plan is written in: zones by first appearance, stage by stage; the zones of
+ * zones[0..zone_count-1] (ascending: the pool's) it does not use after them, by index; other
+ * zones -1. zone_rank has SL_MAX_ZONES entries. */
+void sl_search_zone_rank_of(const struct sl_plan *plan, const int *zones, int zone_count,
+			    int *zone_rank);
 
 #endif

@@ -128,7 +128,7 @@ static inline long long sl_search_subset_gpus(const struct sl_assign_input *in, 
 {
 	long long n = 0;
 	for (int zi = 0; zi < in->zone_order_count; zi++)
-		n += in->avail[g][in->zone_order[zi]];
+		n += in->avail[g][zi];
 	return n;
 }
 

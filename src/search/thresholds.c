@@ -113,7 +113,7 @@ static int enough_gpus(const struct sl_assign_input *in)
 	long long total = 0, need = 0;
 	for (int ti = 0; ti < in->type_count; ti++)
 		for (int zi = 0; zi < in->zone_order_count; zi++)
-			total += in->avail[in->types[ti]][in->zone_order[zi]];
+			total += in->avail[in->types[ti]][zi];
 	for (int k = 0; k < in->num_stages; k++) {
 		int least = 0;
 		for (int ti = 0; ti < in->type_count; ti++) {
@@ -303,7 +303,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	long long total = 0;
 	for (int ti = 0; ti < in->type_count; ti++)
 		for (int zi = 0; zi < in->zone_order_count; zi++)
-			total += in->avail[in->types[ti]][in->zone_order[zi]];
+			total += in->avail[in->types[ti]][zi];
 	int lo = 0, hi = tau_count;
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;

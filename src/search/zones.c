@@ -49,27 +49,29 @@ void sl_zone_next_order(int *order, int n)
 }
 
 int sl_zone_sets(const struct sl_catalogue *cat, const struct sl_pool *pool,
-		 int sets[SL_ZONE_SETS_MAX][SL_MAX_ZONES], int *sizes)
+		 int sets[SL_ZONE_SETS_MAX][SL_MAX_SEARCH_ZONES], int *sizes)
 {
-	int zone_gpus[SL_MAX_ZONES] = {0};
-	int used[SL_MAX_ZONES], used_count = 0;
-	for (int z = 0; z < cat->zone_count; z++) {
+	int zones[SL_MAX_SEARCH_ZONES];
+	int pool_zones = sl_pool_zones(pool, zones, SL_MAX_SEARCH_ZONES);
+	long long zone_gpus[SL_MAX_SEARCH_ZONES] = {0};
+	int used[SL_MAX_SEARCH_ZONES], used_count = 0; /* positions in zones[] */
+	for (int i = 0; i < pool_zones && i < SL_MAX_SEARCH_ZONES; i++) {
 		for (int g = 0; g < cat->gpu_count; g++)
-			zone_gpus[z] += pool->counts[g][z];
-		if (zone_gpus[z] > 0) {
-			/* most GPUs first, then by index: the fill order of assign.c */
-			int j = used_count++;
-			while (j > 0 && zone_gpus[used[j - 1]] < zone_gpus[z]) {
-				used[j] = used[j - 1];
-				j--;
-			}
-			used[j] = z;
+			zone_gpus[i] += pool->counts[g][zones[i]];
+		/* most GPUs first, then by index: the fill order of assign.c */
+		int j = used_count++;
+		while (j > 0 && zone_gpus[used[j - 1]] < zone_gpus[i]) {
+			used[j] = used[j - 1];
+			j--;
 		}
+		used[j] = i;
 	}
+	for (int i = 0; i < used_count; i++)
+		used[i] = zones[used[i]];
 	int count = 0;
 	memcpy(sets[count], used, sizeof(int) * (size_t)used_count);
 	sizes[count++] = used_count;
-	int regions[SL_MAX_ZONES], region_count = 0;
+	int regions[SL_MAX_SEARCH_ZONES], region_count = 0;
 	for (int i = 0; i < used_count; i++) {
 		int r = sl_catalogue_zone_region(cat, used[i]), seen = 0;
 		for (int j = 0; j < region_count; j++)
@@ -127,7 +129,8 @@ void sl_search_canonicalize(struct sl_plan *plan, const int *zone_rank)
 	}
 }
 
-void sl_search_zone_rank_of(const struct sl_plan *plan, int zone_count, int *zone_rank)
+void sl_search_zone_rank_of(const struct sl_plan *plan, const int *zones, int zone_count,
+			    int *zone_rank)
 {
 	int next = 0;
 	for (int z = 0; z < SL_MAX_ZONES; z++)
@@ -138,8 +141,8 @@ void sl_search_zone_rank_of(const struct sl_plan *plan, int zone_count, int *zon
 			if (zone_rank[z] < 0)
 				zone_rank[z] = next++;
 		}
-	for (int z = 0; z < zone_count; z++)
-		if (zone_rank[z] < 0)
-			zone_rank[z] = next++;
+	for (int i = 0; i < zone_count; i++)
+		if (zone_rank[zones[i]] < 0)
+			zone_rank[zones[i]] = next++;
 }
 

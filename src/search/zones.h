@@ -13,13 +13,15 @@
 
 #include "cluster/catalogue.h"
 #include "cluster/pool.h"
+#include "util/limits.h"
 
 #define SL_ZONE_ORDERS_EXHAUSTIVE 3
-#define SL_ZONE_SETS_MAX (2 * SL_MAX_ZONES + 1)
+#define SL_ZONE_SETS_MAX (2 * SL_MAX_SEARCH_ZONES + 1)
 
-/* Fills sets[i][0..sizes[i]-1] and returns the number of zone sets (at most SL_ZONE_SETS_MAX). */
+/* Fills sets[i][0..sizes[i]-1] and returns the number of zone sets (at most SL_ZONE_SETS_MAX).
+ * The pool has GPUs in at most SL_MAX_SEARCH_ZONES zones (sl_search_run checks). */
 int sl_zone_sets(const struct sl_catalogue *cat, const struct sl_pool *pool,
-		 int sets[SL_ZONE_SETS_MAX][SL_MAX_ZONES], int *sizes);
+		 int sets[SL_ZONE_SETS_MAX][SL_MAX_SEARCH_ZONES], int *sizes);
 
 /* How many fill orders of a set of n zones are searched. */
 int sl_zone_order_count(int n);

@@ -18,22 +18,25 @@
 
 #include "sim/internal.h"
 
+/* Zone arguments below: i1, i2 index the zones searched (zones[], avail's columns). */
 static double sosp25_bound(const struct sl_sim_env *env, double W, int D, int cross,
-			   const int avail[SL_MAX_GPU_TYPES][SL_MAX_ZONES], int zone_capacity_ok[])
+			   const int *zones, int n,
+			   const int avail[SL_MAX_GPU_TYPES][SL_MAX_SEARCH_ZONES],
+			   int zone_capacity_ok[])
 {
 	const struct sl_catalogue *cat = &env->catalogue;
 	double best = DBL_MAX;
 	/* pairs of one GPU type: a mixed pair's fit is one side's homogeneous fit (network.h) */
-	for (int z1 = 0; z1 < cat->zone_count; z1++)
+	for (int i1 = 0; i1 < n; i1++)
 		for (int g1 = 0; g1 < cat->gpu_count; g1++) {
-			if (avail[g1][z1] <= 0 || (!cross && !zone_capacity_ok[z1]))
+			if (avail[g1][i1] <= 0 || (!cross && !zone_capacity_ok[i1]))
 				continue;
-			for (int z2 = 0; z2 < cat->zone_count; z2++)
+			for (int i2 = 0; i2 < n; i2++)
 				for (int g2 = g1; g2 == g1; g2++) {
-					if (avail[g2][z2] <= 0 || (cross ? z1 == z2 : z1 != z2))
+					if (avail[g2][i2] <= 0 || (cross ? i1 == i2 : i1 != i2))
 						continue;
-					const struct sl_link_fit *f =
-						sl_network_fit(env->network, z1, g1, 1, z2, g2, 1);
+					const struct sl_link_fit *f = sl_network_fit(
+						env->network, zones[i1], g1, 1, zones[i2], g2, 1);
 					/* tau = min(4, min tp) is 1, 2 or 4 */
 					for (int tau = 1; tau <= 4; tau *= 2) {
 						double t = sl_sosp25_ar_time_buckets(W / tau, D, f);
@@ -46,7 +49,9 @@ static double sosp25_bound(const struct sl_sim_env *env, double W, int D, int cr
 }
 
 static double sailor_bound(const struct sl_sim_env *env, double W, int D, int cross,
-			   const int avail[SL_MAX_GPU_TYPES][SL_MAX_ZONES], int zone_capacity_ok[])
+			   const int *zones, int n,
+			   const int avail[SL_MAX_GPU_TYPES][SL_MAX_SEARCH_ZONES],
+			   int zone_capacity_ok[])
 {
 	const struct sl_catalogue *cat = &env->catalogue;
 	double best = DBL_MAX;
@@ -55,14 +60,14 @@ static double sailor_bound(const struct sl_sim_env *env, double W, int D, int cr
 	 * and a smaller smallest-TP only cuts the same bytes into more, smaller bucket rounds */
 	for (int g = 0; g < cat->gpu_count; g++)
 		for (int c = 1; c <= SL_SIM_MAX_TP; c *= 2)
-			for (int z1 = 0; z1 < cat->zone_count; z1++) {
-				if (avail[g][z1] < c || (!cross && !zone_capacity_ok[z1]))
+			for (int i1 = 0; i1 < n; i1++) {
+				if (avail[g][i1] < c || (!cross && !zone_capacity_ok[i1]))
 					continue;
-				struct sl_replica a = {(short)g, (short)z1, (short)c, 0};
-				for (int z2 = 0; z2 < cat->zone_count; z2++) {
-					if (avail[g][z2] < c || (cross ? z2 == z1 : z2 != z1))
+				struct sl_replica a = {(short)g, (short)zones[i1], (short)c, 0};
+				for (int i2 = 0; i2 < n; i2++) {
+					if (avail[g][i2] < c || (cross ? i2 == i1 : i2 != i1))
 						continue;
-					struct sl_replica b = {(short)g, (short)z2, (short)c, 0};
+					struct sl_replica b = {(short)g, (short)zones[i2], (short)c, 0};
 					double t = sl_sim_allreduce_hop_bound(env, &a, &b, D, W, c);
 					if (t < best)
 						best = t;
@@ -72,26 +77,27 @@ static double sailor_bound(const struct sl_sim_env *env, double W, int D, int cr
 }
 
 double sl_sim_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm, int first,
-				 int last, int D, const int avail[SL_MAX_GPU_TYPES][SL_MAX_ZONES])
+				 int last, int D, const int *zones, int n,
+				 const int avail[SL_MAX_GPU_TYPES][SL_MAX_SEARCH_ZONES])
 {
 	if (D <= 1)
 		return 0;
 	const struct sl_catalogue *cat = &env->catalogue;
-	int zone_capacity_ok[SL_MAX_ZONES] = {0}, any_zone = 0;
-	for (int z = 0; z < cat->zone_count; z++) {
+	int zone_capacity_ok[SL_MAX_SEARCH_ZONES] = {0}, any_zone = 0;
+	for (int i = 0; i < n; i++) {
 		long long gpus = 0;
 		for (int g = 0; g < cat->gpu_count; g++)
-			gpus += avail[g][z];
-		zone_capacity_ok[z] = gpus >= D;
-		any_zone |= zone_capacity_ok[z];
+			gpus += avail[g][i];
+		zone_capacity_ok[i] = gpus >= D;
+		any_zone |= zone_capacity_ok[i];
 	}
 	int cross = !any_zone;
 	if (cm == SL_COST_SOSP25) {
-		return sosp25_bound(env, sl_sim_stage_params_bytes(env, first, last), D, cross, avail,
-				    zone_capacity_ok);
+		return sosp25_bound(env, sl_sim_stage_params_bytes(env, first, last), D, cross, zones,
+				    n, avail, zone_capacity_ok);
 	}
-	return sailor_bound(env, sl_sim_stage_grad_bytes(env, first, last), D, cross, avail,
-			    zone_capacity_ok);
+	return sailor_bound(env, sl_sim_stage_grad_bytes(env, first, last), D, cross, zones, n,
+			    avail, zone_capacity_ok);
 }
 
 double sl_sim_stage_params_bytes(const struct sl_sim_env *env, int first, int last)

@@ -12,11 +12,14 @@
 
 /* ---- SOSP'25 (SIMULATOR.md section 3, Python form) ---- */
 
+/* Every message also waits the fit's latency_s: 0 for the artifact's fits (their latency is in
+ * them, so these are SIMULATOR.md's formulas exactly), the extra delay of a link the artifact
+ * never measured (cluster/link_model.h) otherwise. */
 double sl_sosp25_send_time(const struct sl_link_fit *fit, double nbytes)
 {
 	if (nbytes == 0)
 		return 0.0;
-	return (nbytes / 1e9) / sl_link_fit_gbps(fit, nbytes);
+	return fit->latency_s + (nbytes / 1e9) / sl_link_fit_gbps(fit, nbytes);
 }
 
 static double sosp25_ar_time(double nbytes, int n, const struct sl_link_fit *fit)
@@ -72,7 +75,7 @@ void sl_sim_p2p_transfer(const struct sl_sim_env *env, const struct sl_replica *
 	const struct sl_link_fit *fit = sl_network_fit(env->network, src->zone, src->gpu, c,
 						      dst->zone, dst->gpu, c);
 	/* c pairs each send bytes/c; the count-c fit is their aggregate bandwidth */
-	out->net_s = (bytes / 1e9) / sl_link_fit_gbps_positive(fit, bytes / c);
+	out->net_s = fit->latency_s + (bytes / 1e9) / sl_link_fit_gbps_positive(fit, bytes / c);
 	out->gather_s = 0.0;
 	if (dst->tp > 1) {
 		/* ring all-gather: every GPU receives the (tp-1) slices it lacks */
@@ -110,7 +113,7 @@ static double ring_step(const struct sl_sim_env *env, const struct sl_replica *a
 	int c = a->tp < b->tp ? a->tp : b->tp;
 	const struct sl_link_fit *fit = sl_network_fit(env->network, a->zone, a->gpu, c, b->zone,
 						      b->gpu, c);
-	double wire_s = (chunk / 1e9) / sl_link_fit_gbps_positive(fit, chunk / c);
+	double wire_s = fit->latency_s + (chunk / 1e9) / sl_link_fit_gbps_positive(fit, chunk / c);
 	double node_s = 0.0;
 	for (int side = 0; side < 2; side++) {
 		const struct sl_replica *r = side ? b : a;

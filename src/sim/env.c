@@ -365,11 +365,12 @@ double sl_sim_layers_update_s(const struct sl_sim_env *env, enum sl_cost_model c
 	return s->update_per_param_s * sl_sim_stage_params(env, tp, first, last);
 }
 
-double sl_sim_gpu_usd_per_hour(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu)
+double sl_sim_gpu_usd_per_hour(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			       int zone)
 {
 	if (cm == SL_COST_SOSP25)
 		return env->tables->sosp25_usd_per_hour[gpu];
-	return env->catalogue.gpus[gpu].usd_per_hour;
+	return sl_catalogue_gpu_usd_per_hour(&env->catalogue, gpu, zone);
 }
 
 int sl_sim_gpus_per_node(const struct sl_sim_env *env, int gpu)

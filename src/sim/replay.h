@@ -70,13 +70,25 @@ struct sl_replay {
 	double *ready;      /* same index: a large message the sender has started (rendezvous),
 			     * which moves once the receiver is in its receive; -1 none */
 	int *source;        /* same index: its sender */
-	double *link_free;  /* [host][zone]: when the host's link to the zone is free */
-	double *link_tokens; /* [host][zone]: bytes the link's burst holds at link_free;
+	double *link_free;  /* [host][zone slot]: when the host's link to the zone is free */
+	double *link_tokens; /* [host][zone slot]: bytes the link's burst holds at link_free;
 			      * negative: what it owes (sl_replay_link_take_whole) */
+	/* the plan's zones, numbered: the link tables are over them, not the catalogue */
+	int link_zones;
+	short zone_slot[SL_MAX_ZONES]; /* [catalogue zone]: its slot, -1 not in the plan */
 	int nmax;
 	double act_bytes;
 	double egress_usd;
 };
+
+/* Numbers the plan's zones into x->zone_slot and x->link_zones (replay_collectives.c). */
+void sl_replay_zone_slots(struct sl_replay *x, const struct sl_plan *plan);
+
+/* The index of host's link to zone in link_free and link_tokens. */
+static inline size_t sl_replay_link(const struct sl_replay *x, int host, int zone)
+{
+	return (size_t)host * (size_t)x->link_zones + (size_t)x->zone_slot[zone];
+}
 
 /* ---- the CPU-quota model (replay_cpu_quota.c) ---- */
 

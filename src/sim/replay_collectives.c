@@ -30,9 +30,21 @@
  * Invariants: a collective starts no member before the member's clock and leaves every member
  * at or after the collective's end for it; what crosses zones is added to the egress in USD. */
 #include <math.h>
+#include <string.h>
 
 #include "plan/rank_wait.h"
 #include "sim/replay.h"
+
+void sl_replay_zone_slots(struct sl_replay *x, const struct sl_plan *plan)
+{
+	memset(x->zone_slot, 0xff, sizeof(x->zone_slot)); /* every slot -1 */
+	x->link_zones = 0;
+	for (int i = 0; i < plan->num_stages * plan->num_pipelines; i++) {
+		int z = plan->replicas[i].zone;
+		if (x->zone_slot[z] < 0)
+			x->zone_slot[z] = (short)x->link_zones++;
+	}
+}
 
 /* Seconds to move bytes from rank a to rank b (hosts and device types from the table). */
 double sl_replay_link_s(const struct sl_sim_env *env, const struct sl_role *a, int host_a,
@@ -43,7 +55,7 @@ double sl_replay_link_s(const struct sl_sim_env *env, const struct sl_role *a, i
 	const struct sl_link_fit *fit =
 		host_a == host_b ? sl_network_intra_fit(env->network, a->gpu, 2)
 				 : sl_network_fit(env->network, a->zone, a->gpu, 1, b->zone, b->gpu, 1);
-	return (bytes / 1e9) / sl_link_fit_gbps_positive(fit, bytes);
+	return fit->latency_s + (bytes / 1e9) / sl_link_fit_gbps_positive(fit, bytes);
 }
 
 /* The work of MPI's copies and sums when rank rb receives bytes to add to its own: half of the
@@ -99,7 +111,7 @@ int sl_replay_link_take_whole(struct sl_replay *x, int src, int dst, double byte
 	    bytes > sl_network_whole_message_bytes(env->network, from->zone, from->gpu, to->zone,
 						   to->gpu))
 		return 0;
-	size_t link = (size_t)host_a * env->catalogue.zone_count + to->zone;
+	size_t link = sl_replay_link(x, host_a, to->zone);
 	double *free_at = &x->link_free[link], *tokens = &x->link_tokens[link];
 	double rate = bytes / sl_replay_link_s(env, from, host_a, to, host_b, bytes);
 	double start = fmax(at_s, *free_at);
@@ -269,7 +281,7 @@ static double collective_send(struct sl_replay *x, int a, int b, double bytes,
 	int host_a = x->st[a].host, host_b = x->st[b].host;
 	double start = start_s, *free_at = NULL;
 	if (host_a != host_b) {
-		free_at = &x->link_free[(size_t)host_a * x->env->catalogue.zone_count + to->zone];
+		free_at = &x->link_free[sl_replay_link(x, host_a, to->zone)];
 		start = fmax(start, *free_at);
 		x->egress_usd += bytes / 1e9 *
 				 sl_network_egress_usd_per_gb(x->env->network, from->zone, to->zone);

@@ -43,6 +43,7 @@
 
 #include "cluster/catalogue.h"
 #include "cluster/network.h"
+#include "util/limits.h"
 #include "model/layer_sizes.h"
 #include "model/model_config.h"
 #include "plan/plan.h"
@@ -280,14 +281,16 @@ int sl_sim_replay_model_possible(const struct sl_sim_env *env, enum sl_cost_mode
 int sl_sim_replay_uses(const struct sl_sim_env *env, const struct sl_plan *plan);
 
 /* A lower bound on the gradient synchronisation time sl_simulate charges a stage of layers
- * [first, last] with D replicas taken from avail (GPUs per type and zone), whatever the replicas'
- * types, zones and TP degrees: the formulas of the cost model evaluated on the fastest hop the
- * GPUs allow (a cross-zone one when no zone can hold D replicas). For the planner's pruning:
- * with the sosp25 model the iteration time is at least the pipeline time plus the largest
- * stage's bound; with the sailor model at least the pipeline time plus stage 0's bound (stage 0
- * finishes its last backward last in 1F1B). Allocates nothing; O(zones² · types² · TP²). */
+ * [first, last] with D replicas taken from avail (GPUs per type and zone: avail[g][i] in zone
+ * zones[i] of the n zones searched), whatever the replicas' types, zones and TP degrees: the
+ * formulas of the cost model evaluated on the fastest hop the GPUs allow (a cross-zone one when
+ * no zone can hold D replicas). For the planner's pruning: with the sosp25 model the iteration
+ * time is at least the pipeline time plus the largest stage's bound; with the sailor model at
+ * least the pipeline time plus stage 0's bound (stage 0 finishes its last backward last in
+ * 1F1B). Allocates nothing; O(n² · types² · TP²) over the zones searched, not the catalogue. */
 double sl_sim_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm, int first,
-				 int last, int D, const int avail[SL_MAX_GPU_TYPES][SL_MAX_ZONES]);
+				 int last, int D, const int *zones, int n,
+				 const int avail[SL_MAX_GPU_TYPES][SL_MAX_SEARCH_ZONES]);
 
 /* The gradient synchronisation a plan cannot hide, as sl_simulate charges it for that plan's
  * replicas (sosp25: its slowest stage's sync; sailor: stage 0's all-reduce, which follows the
@@ -309,15 +312,18 @@ double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl
 /* Bytes of the unsharded fp32 parameters of layers [first, last] (TP 1). */
 double sl_sim_stage_params_bytes(const struct sl_sim_env *env, int first, int last);
 
-/* GPU rent per hour under a cost model (sosp25: that simulator's GPU_PRICES where it has one). */
-double sl_sim_gpu_usd_per_hour(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu);
+/* GPU rent per hour of one GPU of a type in a zone under a cost model: sailor, the zone's price
+ * (sl_catalogue_gpu_usd_per_hour); sosp25, that simulator's GPU_PRICES where it has one, the
+ * same in every zone as in that simulator. */
+double sl_sim_gpu_usd_per_hour(const struct sl_sim_env *env, enum sl_cost_model cm, int gpu,
+			       int zone);
 int sl_sim_gpus_per_node(const struct sl_sim_env *env, int gpu);
 double sl_sim_gpu_memory_bytes(const struct sl_sim_env *env, int gpu);
 
 /* ---- output ---- */
 
-/* What `sailor simulate --json` prints: {"schema": "sailor.simulation/1", "model", "cost_model",
- * "global_batch", "micro_batch", ..., "stages": [...]}. New reference. */
+/* The result as JSON: {"schema": "sailor.simulation/1", "model", "cost_model", "global_batch",
+ * "micro_batch", ..., "stages": [...]} (the golden files' form). New reference. */
 json_t *sl_sim_result_to_json(const struct sl_sim_env *env, const struct sl_plan *plan,
 			      const struct sl_sim_result *res);
 
@@ -325,7 +331,18 @@ json_t *sl_sim_result_to_json(const struct sl_sim_env *env, const struct sl_plan
 void sl_sim_microbatches_text(const struct sl_plan *plan, const struct sl_sim_result *res,
 			      char *buf, size_t size);
 
-/* The readable breakdown `sailor simulate` prints. */
+/* What `sailor simulate --json` prints (and `sailor plan --json` for each estimate): the result
+ * and "links", which source priced each link the plan's transfers cross (link_report.c). */
+json_t *sl_sim_estimate_json(const struct sl_sim_env *env, const struct sl_plan *plan,
+			     const struct sl_sim_result *res);
+/* The links of the plan (link_report.c): [{"from_zone", "from_gpu", "to_zone", "to_gpu",
+ * "class", "bandwidth_source", "zones_file" (a zone file's link), "gbps_at_64mb", "latency_s",
+ * "egress_usd_per_gb", "egress_source"}], sorted; new reference. Printed as a table by
+ * sl_sim_links_print. */
+json_t *sl_sim_links_json(const struct sl_sim_env *env, const struct sl_plan *plan);
+void sl_sim_links_print(FILE *out, const struct sl_sim_env *env, const struct sl_plan *plan);
+
+/* The readable breakdown `sailor simulate` prints (then sl_sim_links_print). */
 void sl_sim_result_print(FILE *out, const struct sl_sim_env *env, const struct sl_plan *plan,
 			 const struct sl_sim_result *res);
 

@@ -125,7 +125,7 @@ static void transfer(struct sl_replay *x, int src, int dst, int kind, int m, dou
 	double start = start_s, *free_at = NULL;
 	x->source[((size_t)dst * 2 + kind) * x->nmax + m] = src; /* (the receiver's CPU needs it) */
 	if (d->host != s->host) {
-		free_at = &x->link_free[(size_t)s->host * x->env->catalogue.zone_count + to->zone];
+		free_at = &x->link_free[sl_replay_link(x, s->host, to->zone)];
 		start = fmax(start, *free_at);
 		x->egress_usd += x->act_bytes / 1e9 *
 				 sl_network_egress_usd_per_gb(x->env->network, from->zone, to->zone);
@@ -237,9 +237,9 @@ static int build(struct runtime_sim *s, long long G, struct sl_sim_result *out,
 	x->ready = malloc((size_t)W * 2 * (size_t)nmax * sizeof(double));
 	x->source = malloc((size_t)W * 2 * (size_t)nmax * sizeof(int));
 	s->members = malloc((size_t)W * sizeof(int));
-	x->link_free = calloc((size_t)s->hosts * (size_t)env->catalogue.zone_count, sizeof(double));
-	x->link_tokens = calloc((size_t)s->hosts * (size_t)env->catalogue.zone_count,
-				sizeof(double));
+	sl_replay_zone_slots(x, plan);
+	x->link_free = calloc((size_t)s->hosts * (size_t)x->link_zones, sizeof(double));
+	x->link_tokens = calloc((size_t)s->hosts * (size_t)x->link_zones, sizeof(double));
 	s->round_done = malloc((size_t)W * 2 * sizeof(double));
 	if (!s->st || !x->arrival || !x->ready || !x->source || !s->members || !x->link_free ||
 	    !x->link_tokens || !s->round_done)
@@ -342,7 +342,7 @@ static void start_draw(struct runtime_sim *s, int draw)
 		st[r].period = LONG_MIN;
 		st[r].pending_count = 0;
 	}
-	for (long i = 0; i < (long)s->hosts * s->env->catalogue.zone_count; i++) {
+	for (long i = 0; i < (long)s->hosts * s->x.link_zones; i++) {
 		s->x.link_free[i] = 0;
 		s->x.link_tokens[i] = HUGE_VAL; /* quiet before the step: full (capped at use) */
 	}
@@ -633,7 +633,8 @@ static void cost(const struct runtime_sim *s, struct sl_sim_result *out, double 
 	double usd_per_hour = 0;
 	for (long i = 0; i < (long)plan->num_stages * plan->num_pipelines; i++)
 		usd_per_hour += plan->replicas[i].tp *
-				s->env->catalogue.gpus[plan->replicas[i].gpu].usd_per_hour;
+				sl_catalogue_gpu_usd_per_hour(&s->env->catalogue, plan->replicas[i].gpu,
+							      plan->replicas[i].zone);
 	out->gpu_usd_per_hour = usd_per_hour;
 	out->gpu_cost_usd_per_iter = usd_per_hour / 3600.0 * T;
 	out->egress_cost_usd_per_iter = egress_usd;

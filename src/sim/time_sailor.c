@@ -239,7 +239,8 @@ static void cost(const struct sl_sim_env *env, const struct sl_plan *plan, const
 		int last = plan->stages[k].last_layer;
 		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			usd_per_hour += r->tp * env->catalogue.gpus[r->gpu].usd_per_hour;
+			usd_per_hour += r->tp * sl_catalogue_gpu_usd_per_hour(&env->catalogue, r->gpu,
+									      r->zone);
 			if (k + 1 < P) {
 				const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
 				/* one copy of each activation and gradient crosses (comm_time.c) */

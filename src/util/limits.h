@@ -43,9 +43,13 @@
 #define SL_MIN_TIME_S 1e-12
 #define SL_MAX_TIME_S 1e6
 
-/* Rows of a trace: each costs a pool (2 KiB) and possibly a search; a week at one row a minute
- * is 10,080. */
-#define SL_MAX_TRACE_ROWS 100000
+/* Rows of a trace: each costs a pool (32 KiB: a count per GPU type and zone of the catalogue's
+ * few hundred) and possibly a search; a week at one row a minute is 10,080. */
+#define SL_MAX_TRACE_ROWS 10000
+
+/* Zones with GPUs in one pool the planner searches: its zone sets, fill orders and replica
+ * assignments are tables over the pool's zones, never over the catalogue's few hundred. */
+#define SL_MAX_SEARCH_ZONES 32
 
 /* Trace timestamps: unix seconds, finite, 0 to year ~2^31 s times 16. */
 #define SL_MAX_TIMESTAMP_S 3.4e10

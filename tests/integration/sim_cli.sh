@@ -80,8 +80,9 @@ expect missing-file 1 "$tmp/nope.json" "cannot read" -- simulate --model OPT-350
 expect unknown-model 1 "unknown model 'GPT-17'" -- simulate --model GPT-17 --plan "$plan"
 f=$(mk gpu '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "B200", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
 expect unknown-gpu 1 "$f" "stages[0].replicas[0].gpu: unknown GPU type 'B200'" -- simulate --model OPT-350 --plan "$f"
-f=$(mk zone '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "A100-40", "zone": "europe-west4-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
-expect unknown-zone 1 "$f" "stages[0].replicas[0].zone: unknown zone 'europe-west4-a'" -- simulate --model OPT-350 --plan "$f"
+# a zone of no cloud's list: the message names the nearest (europe-west4-a is one of GCP's)
+f=$(mk zone '{"schema": "sailor.plan/1", "micro_batch": 2, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "A100-40", "zone": "europe-west4-z", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
+expect unknown-zone 1 "$f" "stages[0].replicas[0].zone: unknown zone 'europe-west4-z' (nearest: europe-west4-a, europe-west4-b, europe-west4-c" -- simulate --model OPT-350 --plan "$f"
 f=$(mk profile '{"schema": "sailor.plan/1", "micro_batch": 32, "stages": [{"layers": [0, 12], "replicas": [{"gpu": "A100-40", "zone": "us-central1-a", "tp": 2, "count": 2}]}, '"$good_stage1"']}')
 expect missing-profile-entry 1 "profiles/OPT-350/A100-40.json" "no entry for mbs 32 tp 2" "$f" -- simulate --model OPT-350 --plan "$f"
 # a device type with no profile and no shipped times, at a size the tables could hold: the

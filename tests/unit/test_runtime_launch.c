@@ -128,8 +128,9 @@ static void cluster_file_errors_say_what_to_fix(void **state)
 		 "\"B200\", \"zone\": \"us-central1-a\", \"slots\": 2}]}", SL_ENOTFOUND,
 		 {"c.json", "hosts[0].gpu", "unknown GPU type 'B200'", "A100-40", "V100-16"}},
 		{"{\"schema\": \"sailor.cluster/1\", \"hosts\": [{\"name\": \"h\", \"gpu\": "
-		 "\"A100-40\", \"zone\": \"mars-1a\", \"slots\": 2}]}", SL_ENOTFOUND,
-		 {"hosts[0].zone", "unknown zone 'mars-1a'", "us-central1-a", "us-west1-b"}},
+		 "\"A100-40\", \"zone\": \"us-central1-z\", \"slots\": 2}]}", SL_ENOTFOUND,
+		 {"hosts[0].zone", "unknown zone 'us-central1-z'", "nearest zones: us-central1-a",
+		  "us-central1-b"}},
 		{"{\"schema\": \"sailor.cluster/1\", \"hosts\": [" HOST("") ", " HOST("") "]}",
 		 SL_EINPUT, {"hosts[1].name", "'h'", "already the name of hosts[0]", "unique"}},
 		{"{\"schema\": \"sailor.cluster/1\", \"hosts\": [{\"name\": \"h\", \"gpu\": "

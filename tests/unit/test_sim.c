@@ -256,7 +256,7 @@ static void queries_for_the_planner(void **state)
 	assert_true(sl_sim_stage_update_s(env, SL_COST_SAILOR, LAYERS(a100, 8, 4, 0, 12)) > 0);
 	assert_int_equal(sl_sim_gpus_per_node(env, h100), 8);
 	assert_true(sl_sim_gpu_memory_bytes(env, a100) == 42338615296.0);
-	assert_true(sl_sim_gpu_usd_per_hour(env, SL_COST_SOSP25, a100) == 3.673385);
+	assert_true(sl_sim_gpu_usd_per_hour(env, SL_COST_SOSP25, a100, -1) == 3.673385);
 }
 
 static void missing_profile_entry_names_the_file(void **state)
