@@ -117,12 +117,13 @@ static int get_ranged(const json_t *obj, const char *ctx, const char *key, doubl
 		return required ? sl_err_set(err, SL_EINPUT, "%s.%s: missing: give %s", ctx, key,
 					     what)
 				: 0;
-	double x = json_is_number(v) ? json_number_value(v) : NAN;
-	if (!(x >= lo && x <= hi))
-		return sl_err_set(err, SL_EINPUT, "%s.%s: %s: give %s, %g to %g", ctx, key,
-				  json_is_number(v) ? (x < lo ? "too small" : "too large")
-						    : "not a number",
+	if (!json_is_number(v))
+		return sl_err_set(err, SL_EINPUT, "%s.%s: not a number: give %s, %g to %g", ctx, key,
 				  what, lo, hi);
+	double x = json_number_value(v);
+	if (!(x >= lo && x <= hi))
+		return sl_err_set(err, SL_EINPUT, "%s.%s: %g is %s: give %s, %g to %g", ctx, key, x,
+				  x < 0 && lo >= 0 ? "negative" : "out of range", what, lo, hi);
 	*out = x;
 	return 0;
 }
@@ -302,6 +303,7 @@ static int read_pairs(struct sl_zone_files *zf, const json_t *root, const char *
 		struct sl_zone_pair *pr = &(links ? zf->links : zf->pairs)[*count];
 		memset(pr, 0, sizeof(*pr));
 		pr->file = fi;
+		pr->index = (int)i;
 		int rc = json_is_object(e) ? 0 : sl_err_set(err, SL_EINPUT, "%s: expected an object",
 							   ctx);
 		if (!rc)
@@ -489,12 +491,17 @@ static int check_names(const struct sl_zone_files *zf, const struct sl_zone_pair
 {
 	for (int i = 0; i < n; i++) {
 		const char *ends[2] = {list[i].from, list[i].to};
+		int zones = (find_zone(zf, ends[0]) >= 0) + (find_zone(zf, ends[1]) >= 0);
+		if (!strcmp(key, "egress_pairs") && zones == 1)
+			return sl_err_set(err, SL_EINPUT, "%s: %s[%d]: name two zones or two regions "
+					  "(a price between regions holds for all their zones)",
+					  zf->files[list[i].file], key, list[i].index);
 		for (int e = 0; e < 2; e++) {
 			if (find_zone(zf, ends[e]) >= 0 || find_region(zf, ends[e]) >= 0)
 				continue;
 			char near[256];
-			return sl_err_set(err, SL_ENOTFOUND, "%s: %s: %s '%s' is no zone or region "
-					  "(nearest: %s)", zf->files[list[i].file], key,
+			return sl_err_set(err, SL_ENOTFOUND, "%s: %s[%d].%s: '%s' is no zone or region "
+					  "(nearest: %s)", zf->files[list[i].file], key, list[i].index,
 					  e ? "to" : "from", ends[e],
 					  sl_zone_files_nearest(zf, ends[e], near, sizeof(near)));
 		}

@@ -90,6 +90,7 @@ struct sl_zone_pair {
 	double usd_per_gb;               /* pairs */
 	double bandwidth_bps, latency_s; /* links */
 	int file;
+	int index;                       /* its index in that file's list, for messages */
 };
 
 struct sl_zone_files {
