@@ -109,7 +109,7 @@ void sl_sim_links_print(FILE *f, const struct sl_sim_env *env, const struct sl_p
 	struct link_key *keys = plan_links(plan, &n);
 	fprintf(f, "\nlinks the plan's transfers cross (one GPU per node, at 64 MB; egress per GB "
 		   "sent)\n");
-	fprintf(f, "  %-22s %-22s %8s %8s  %-36s %7s  %s\n", "from", "to", "GB/s", "latency",
+	fprintf(f, "  %-26s %-26s %7s %8s  %-40s %6s  %s\n", "from", "to", "GB/s", "latency",
 		"bandwidth from", "$/GB", "egress from");
 	for (int i = 0; i < n; i++) {
 		const struct link_key *k = &keys[i];
@@ -120,7 +120,7 @@ void sl_sim_links_print(FILE *f, const struct sl_sim_env *env, const struct sl_p
 			 cat->gpus[k->from_gpu].name);
 		snprintf(to, sizeof(to), "%s %s", cat->zones[k->to_zone].name,
 			 cat->gpus[k->to_gpu].name);
-		fprintf(f, "  %-22s %-22s %8.3f %5.1f ms  %-36s %7.4f  %s\n", from, to,
+		fprintf(f, "  %-26s %-26s %7.3f %5.1f ms  %-40s %6.4f  %s\n", from, to,
 			sl_link_fit_gbps_positive(l, REPORT_BYTES), l->latency_s * 1e3,
 			sl_network_source_name(l),
 			sl_network_egress_usd_per_gb(env->network, k->from_zone, k->to_zone),
