@@ -64,6 +64,29 @@ expect_error without-the-zones 1 "unknown zone 'zurich-lab-1'" -- \
 	"$SAILOR" simulate --plan "$work/lab-plan.json"
 check "--help tells of --zones" "$SAILOR simulate --help | grep -q -- '--zones FILE'"
 
+# --- control hands the zones it planned with to its generations (a pool's inline zones, which
+# the ranks never read): a short run on this host in a zone of the user's own
+if command -v mpirun >/dev/null; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	export OMPI_MCA_rmaps_base_oversubscribe=1
+	tokens "$work/t.bin"
+	cat >"$work/cpool.json" <<'EOF'
+{"schema": "sailor.pool/1",
+ "zones": {"schema": "sailor.zones/1", "provider": "lab2",
+           "egress_usd_per_gb": {"world": 0.05, "internet": 0.05},
+           "regions": [{"name": "basel-lab", "continent": "europe", "lat": 47.56, "lon": 7.59}],
+           "zones": [{"name": "basel-lab-1", "region": "basel-lab"}]},
+ "gpus": [{"gpu": "cpu-fast", "zone": "basel-lab-1", "count": 2}]}
+EOF
+	printf '{"schema": "sailor.cluster/1", "hosts": [{"name": "localhost", "gpu": "cpu-fast", "zone": "basel-lab-1", "slots": 2}]}\n' >"$work/ccl.json"
+	timeout 300 "$SAILOR" control --model gpt2-tiny --data "$work/t.bin" --cluster "$work/ccl.json" \
+		--pool "$work/cpool.json" --gpus data/testbed/gpus-cpu.json \
+		--profiles data/validation/profile-probes/geo3 --ckpt-dir "$work/ck" --steps 3 \
+		--seq-len 32 --global-batch 4 >"$work/control.out" 2>&1
+	check "control trains in a zone of a pool's own" \
+		"grep -q '\"outcome\":\"complete\"' '$work/ck.run/events.jsonl' && [ -s '$work/ck.run/gen-1/zones-0.json' ]"
+fi
+
 # --- bad input
 bad() { printf '%s\n' "$2" >"$work/$1.json"; echo "$work/$1.json"; }
 plan=data/examples/plan-opt350-a100-v100.json
