@@ -177,9 +177,9 @@ static void samples_free(struct samples *s)
 }
 
 /* Interleaved passes: pass r times every entry's repeat r (after a warm-up of its own), so that
- * a slow spell of the machine (a VM whose host is busy, bench/RESULTS.md) falls on a few samples
- * of every entry, which their medians drop, instead of on every sample of the entries measured
- * during it. Pass 0 also counts the calls a sample needs and takes the memory figures, as one
+ * a slow spell of the machine (a VM whose host is busy: docs/design/testbed.md, what was found)
+ * falls on a few samples of every entry, which their medians drop, instead of on every sample of
+ * the entries measured during it. Pass 0 also counts the calls a sample needs and takes the memory figures, as one
  * run of all repeats did. */
 static int run_passes(const struct sl_profiler_options *o, const struct sl_model_config *model,
 		      int seq, struct samples *s, struct sl_err *err)
@@ -398,7 +398,7 @@ int sl_profiler_run(const struct sl_profiler_options *o, json_t **out, struct sl
 	 * ends in the quota's periods (up to (1 - cores) x period). The CPU a rank spends is what
 	 * the quota's budget pays for, and the replay model replays profile times as that CPU at
 	 * the quota's rate (sim/replay_cpu_quota.c): so there the time kept is the rank's CPU
-	 * time / cores. Measured on the testbed (bench/RESULTS.md) the two agree within 1-3%;
+	 * time / cores. Measured on the testbed (docs/design/testbed.md) the two agree within 1-3%;
 	 * neither repeats within 2% between bring-ups, for reasons the sample's end is not. */
 	int cpu_basis = o->cpu_quota_cores > 0 && o->cpu_quota_cores < 1 && o->threads == 1;
 	json_t *src = source_json(o, &model, seq, host, date, cpu_basis);
