@@ -67,6 +67,37 @@ static int fits_anywhere(const struct sl_sim_env *env, const struct sl_pool *poo
 	return 0;
 }
 
+/* How many of the pool's GPU types have no layer time for the model at any micro-batch and TP
+ * degree (no profile of it, and none to estimate one from: sim/estimate.c), their names into
+ * names; *types counts the pool's types. The search cannot place a replica on such a type, so a
+ * search that found nothing must say so rather than blame memory. */
+static int untimed_pool_types(const struct sl_sim_env *env, const struct sl_pool *pool,
+			      int *types, char *names, size_t size)
+{
+	const struct sl_catalogue *cat = &env->catalogue;
+	int untimed = 0;
+	size_t used = 0;
+	*types = 0;
+	names[0] = '\0';
+	for (int g = 0; g < cat->gpu_count; g++) {
+		if (sl_pool_gpu_total(pool, g) == 0)
+			continue;
+		++*types;
+		int timed = 0;
+		for (int m = 0; m < SL_SIM_MBS_SLOTS && !timed; m++)
+			for (int t = 0; t < TP_SLOTS && !timed; t++)
+				timed = sl_sim_time_source(env, g, 1 << m, tp_values[t]) != SL_TIME_NONE;
+		if (timed)
+			continue;
+		int n = snprintf(names + used, size - used, "%s%s", untimed ? ", " : "",
+				 cat->gpus[g].name);
+		if (n > 0 && (size_t)n < size - used)
+			used += (size_t)n;
+		untimed++;
+	}
+	return untimed;
+}
+
 /* A unit of parallel work: the zones searched, in fill order, and one micro-batch size. */
 struct work_item {
 	int zone_order[SL_MAX_ZONES];
@@ -484,8 +515,20 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 		sl_search_outcome_free(&other);
 	}
 	outcome->search_time_s = sl_now_s() - start_s;
-	if (!rc && outcome->count == 0 && !outcome->has_cheapest && !outcome->has_fastest &&
-	    !fits_anywhere(env, pool, req))
+	int nothing = !rc && outcome->count == 0 && !outcome->has_cheapest && !outcome->has_fastest;
+	int types = 0, without = 0;
+	char untimed[512];
+	if (nothing)
+		without = untimed_pool_types(env, pool, &types, untimed, sizeof(untimed));
+	if (nothing && without)
+		rc = sl_err_set(err, without == types ? SL_ENOTFOUND : SL_EINFEASIBLE,
+				"%s%s %s no profile of model '%s', and no profiled type to estimate one "
+				"from: measure one on each with `sailor profile --model %s --gpu TYPE -o "
+				"DIR` (with the --gpus file that defines TYPE), then plan with --profiles "
+				"DIR", without == types ? "" : "no plan fits in memory on the pool's GPU "
+				"types that have a profile; ", untimed, without > 1 ? "have" : "has",
+				env->model.name, env->model.name);
+	else if (nothing && !fits_anywhere(env, pool, req))
 		rc = sl_err_set(err, SL_EINFEASIBLE,
 				"model '%s' fits on none of the pool's GPUs, even split into one layer "
 				"per stage with micro-batch 1 and the largest TP degree the pool allows: "
