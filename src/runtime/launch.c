@@ -292,14 +292,10 @@ static int has_bind_to(const char *const *args, int count)
 	return 0;
 }
 
-int sl_launch_build(const struct sl_role_table *table, const struct sl_cluster *cluster,
-		    const struct sl_launch_opts *opts, const char *const *worker_argv,
-		    struct sl_launch_cmd *out, struct sl_err *err)
+/* What sl_launch_build refuses before it writes anything. */
+static int check_build_inputs(const struct sl_role_table *table, const struct sl_launch_opts *opts,
+			      const char *const *worker_argv, struct sl_err *err)
 {
-	static const struct sl_launch_opts defaults = {0};
-	memset(out, 0, sizeof(*out));
-	if (!opts)
-		opts = &defaults;
 	if (!worker_argv || !worker_argv[0] || !worker_argv[0][0])
 		return sl_err_set(err, SL_EINPUT, "launch: no worker command; pass the program "
 				  "every rank runs");
@@ -319,7 +315,20 @@ int sl_launch_build(const struct sl_role_table *table, const struct sl_cluster *
 					  "NAME=VALUE or NAME (letters, digits, '_')",
 					  opts->env[i]);
 	}
-	int rc = 0;
+	return 0;
+}
+
+int sl_launch_build(const struct sl_role_table *table, const struct sl_cluster *cluster,
+		    const struct sl_launch_opts *opts, const char *const *worker_argv,
+		    struct sl_launch_cmd *out, struct sl_err *err)
+{
+	static const struct sl_launch_opts defaults = {0};
+	memset(out, 0, sizeof(*out));
+	if (!opts)
+		opts = &defaults;
+	int rc = check_build_inputs(table, opts, worker_argv, err);
+	if (rc)
+		return rc;
 	if (cluster) {
 		rc = sl_launch_write_files(table, cluster, opts->dir ? opts->dir : ".", out->hostfile,
 					   out->rankfile, err);
@@ -407,25 +416,6 @@ void sl_launch_cmd_free(struct sl_launch_cmd *cmd)
 	free_strings(cmd->argv);
 	free_strings(cmd->env);
 	memset(cmd, 0, sizeof(*cmd));
-}
-
-int sl_launch_setenv(const struct sl_launch_cmd *cmd, struct sl_err *err)
-{
-	for (int i = 0; cmd->env && cmd->env[i]; i++) {
-		const char *eq = strchr(cmd->env[i], '=');
-		if (!eq)
-			continue;
-		char name[256];
-		size_t len = (size_t)(eq - cmd->env[i]);
-		if (len >= sizeof(name))
-			return sl_err_set(err, SL_EINPUT, "launch: variable name too long in '%s'",
-					  cmd->env[i]);
-		memcpy(name, cmd->env[i], len);
-		name[len] = '\0';
-		if (setenv(name, eq + 1, 1) != 0)
-			return sl_err_set(err, SL_EIO, "cannot set %s: %s", name, strerror(errno));
-	}
-	return 0;
 }
 
 int sl_launch_find_mpirun(char *buf, size_t size, struct sl_err *err)
