@@ -430,25 +430,6 @@ void sl_launch_cmd_free(struct sl_launch_cmd *cmd)
 	memset(cmd, 0, sizeof(*cmd));
 }
 
-int sl_launch_setenv(const struct sl_launch_cmd *cmd, struct sl_err *err)
-{
-	for (int i = 0; cmd->env && cmd->env[i]; i++) {
-		const char *eq = strchr(cmd->env[i], '=');
-		if (!eq)
-			continue;
-		char name[256];
-		size_t len = (size_t)(eq - cmd->env[i]);
-		if (len >= sizeof(name))
-			return sl_err_set(err, SL_EINPUT, "launch: variable name too long in '%s'",
-					  cmd->env[i]);
-		memcpy(name, cmd->env[i], len);
-		name[len] = '\0';
-		if (setenv(name, eq + 1, 1) != 0)
-			return sl_err_set(err, SL_EIO, "cannot set %s: %s", name, strerror(errno));
-	}
-	return 0;
-}
-
 int sl_launch_find_mpirun(char *buf, size_t size, struct sl_err *err)
 {
 	const char *path = getenv("PATH");
