@@ -438,7 +438,7 @@ static int build_job(const struct sl_run_options *o, int argc, char **argv, stru
 	else
 		sl_log_note("no --cluster: all %d ranks run on this host", j->table.world_size);
 	if (!rc)
-		rc = sl_place_roles(&j->table, j->have_cluster ? &j->cluster : NULL, &j->cat, err);
+		rc = sl_placement_assign(&j->table, j->have_cluster ? &j->cluster : NULL, &j->cat, err);
 	if (!rc && !o->slurm)
 		rc = sl_launch_find_mpirun(j->mpirun, sizeof(j->mpirun), err);
 	/* each rank runs this same command line, from this binary */
@@ -574,7 +574,7 @@ static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 		else if (!rc && !(rc = sl_slurm_query(o->partition, &nodes, &err)))
 			rc = sl_slurm_to_cluster(&nodes, &cat, &cluster, &err);
 		if (!rc)
-			rc = sl_placement_check(&table, &cluster, &cat, &comm, &err);
+			rc = sl_launch_slurm_check_placement(&table, &cluster, &cat, &comm, &err);
 		sl_slurm_nodes_free(&nodes);
 		sl_cluster_free(&cluster);
 		sl_role_table_free(&table);

@@ -355,7 +355,7 @@ static int load_zones(const char *path, struct sl_catalogue *cat, struct sl_err 
 int sl_catalogue_load(const char *data_dir, struct sl_catalogue *out, struct sl_err *err)
 {
 	if (!data_dir)
-		data_dir = sl_data_dir();
+		data_dir = sl_paths_data_dir();
 	memset(out, 0, sizeof(*out));
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/gpus.json", data_dir);

@@ -72,7 +72,7 @@ struct sl_catalogue {
 };
 
 /* Loads data/gpus.json (then the overlay's types, if one is set) and the zone list from data/network/egress_usd_per_gb.json under
- * data_dir (NULL = sl_data_dir()). Errors name the file and the JSON path. */
+ * data_dir (NULL = sl_paths_data_dir()). Errors name the file and the JSON path. */
 int sl_catalogue_load(const char *data_dir, struct sl_catalogue *out, struct sl_err *err);
 
 #define SL_GPUS_SCHEMA "sailor.gpus/1"

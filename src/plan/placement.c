@@ -50,7 +50,7 @@ static void describe(char *buf, size_t size, const struct replica_ref *rep, int 
 		 rep->pipeline, gpu_name(cat, gpu), zone_name(cat, zone), rep->tp);
 }
 
-int sl_place_roles(struct sl_role_table *table, const struct sl_cluster *cluster,
+int sl_placement_assign(struct sl_role_table *table, const struct sl_cluster *cluster,
 		   const struct sl_catalogue *cat, struct sl_err *err)
 {
 	clear_hosts(table);

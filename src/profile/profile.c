@@ -308,7 +308,8 @@ const struct sl_profile_entry *sl_profile_find(const struct sl_profile *prof, in
 char *sl_profile_path(char *buf, size_t size, const char *data_dir, const char *model,
 		      const char *gpu)
 {
-	snprintf(buf, size, "%s/profiles/%s/%s.json", data_dir ? data_dir : sl_data_dir(), model, gpu);
+	snprintf(buf, size, "%s/profiles/%s/%s.json", data_dir ? data_dir : sl_paths_data_dir(), model,
+		 gpu);
 	return buf;
 }
 

@@ -138,7 +138,7 @@ static int check_placed(const struct sl_role_table *table, const struct sl_clust
 		int h = table->roles[r].host;
 		if (h < 0 || h >= cluster->host_count)
 			return sl_err_set(err, SL_EINPUT, "launch: rank %d has no host (host %d of %d); "
-					  "run sl_place_roles with the cluster first", r, h,
+					  "run sl_placement_assign with the cluster first", r, h,
 					  cluster->host_count);
 	}
 	return 0;

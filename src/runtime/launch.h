@@ -36,7 +36,7 @@
 #define SL_LAUNCH_HOSTFILE "sailor.hostfile"
 
 /* Hostfile / rankfile text for a placed table (every roles[r].host a valid cluster index, as
- * sl_place_roles leaves it). NULL with err set if a rank is unplaced or memory runs out. */
+ * sl_placement_assign leaves it). NULL with err set if a rank is unplaced or memory runs out. */
 char *sl_launch_format_hostfile(const struct sl_role_table *table,
 				const struct sl_cluster *cluster, struct sl_err *err);
 char *sl_launch_format_rankfile(const struct sl_role_table *table,
@@ -73,7 +73,7 @@ struct sl_launch_cmd {
 	char rankfile[SL_LAUNCH_PATH_MAX];
 };
 
-/* Builds the mpirun command for a table placed by sl_place_roles (cluster may be NULL: a local
+/* Builds the mpirun command for a table placed by sl_placement_assign (cluster may be NULL: a local
  * run). With a cluster it also writes the host/rank files (sl_launch_write_files into
  * opts->dir). The argv is, in order:
  *   mpirun -np <world>
