@@ -35,6 +35,14 @@ source tests/lib/common.sh
 [ -x "$PY" ] || skip "python3 is missing (scripts/install-deps.sh)"
 need_tool timeout "coreutils"
 use_mpi
-"$PY" tests/lib/docs_outputs.py --sailor "$SAILOR" --work "$work" --timeout 180 ||
+# The docs show what a user's build prints (-O2). The sanitizer build of `make check` is -O1,
+# whose floating-point rounding differs in the last digit of a training figure (a gradient
+# norm 2.4907 for 2.4908): there the numbers of a line may differ by 1e-3 of their size.
+rounding=()
+if sanitized; then
+	echo "note: $SAILOR is a sanitizer build: numbers compared within 1e-3 (make test compares them byte for byte)"
+	rounding=(--rounding 1e-3)
+fi
+"$PY" tests/lib/docs_outputs.py --sailor "$SAILOR" --work "$work" --timeout 180 "${rounding[@]}" ||
 	fail "a documented output differs from what the command prints (above)"
 finish

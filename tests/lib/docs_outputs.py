@@ -17,7 +17,7 @@ A block that truly cannot be checked carries the marker line
     <!-- docs-output: not checked: WHY -->
 just above its ```sh fence; it is not run, and it is counted and named in the summary.
 
-usage: docs_outputs.py --sailor BIN --work DIR [--timeout S] [--show] [FILE.md ...]
+usage: docs_outputs.py --sailor BIN --work DIR [--timeout S] [--show] [--rounding R] [FILE.md ...]
   (default files: README.md and docs/**/*.md, from the repository root, the current folder)
   --show: print each block's actual output (masked lines marked) instead of comparing
 Exit status: 0 every documented output matches, 1 a mismatch or a failure, 2 usage.
@@ -189,6 +189,25 @@ def run_block(path, sh, tmpdir, sailor, timeout):
     return lines, problems
 
 
+NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?")
+ROUNDING = 0.0  # --rounding: the relative difference two numbers of a line may have
+
+
+def same(doc_line, act_line):
+    """Whether a documented line (masked) and an actual one (masked) agree: equal, or with
+    --rounding R, equal but for numbers that differ by at most R of their size (the sanitizer
+    build's other optimisation level rounds the last digit of a training figure otherwise)."""
+    if doc_line == act_line:
+        return True
+    if not ROUNDING or NUMBER.sub("#", doc_line) != NUMBER.sub("#", act_line):
+        return False
+    for d, a in zip(NUMBER.findall(doc_line), NUMBER.findall(act_line)):
+        x, y = float(d), float(a)
+        if abs(x - y) > ROUNDING * max(abs(x), abs(y)):
+            return False
+    return True
+
+
 def match(doc, act):
     """None if the documented lines (masked) match the actual ones (masked), else (index into
     doc, index into act or None) of the first documented line that found no match; an index
@@ -218,7 +237,7 @@ def match(doc, act):
         best = None                                     # (lines matched, start)
         for c in cands:
             n = 0
-            while n < len(lines) and c + n < len(act) and act[c + n] == lines[n]:
+            while n < len(lines) and c + n < len(act) and same(lines[n], act[c + n]):
                 n += 1
             if best is None or n > best[0]:
                 best = (n, c)
@@ -228,7 +247,7 @@ def match(doc, act):
         if n < len(lines) and free and len(cands) == 1:
             # the last lines, not at the end: say so if they stand somewhere before it
             for c2 in range(pos, len(act) - len(lines)):
-                if act[c2:c2 + len(lines)] == lines:
+                if all(same(d, x) for d, x in zip(lines, act[c2:c2 + len(lines)])):
                     return len(doc), c2 + len(lines)
         if n < len(lines):
             return first + n, (c + n if c + n < len(act) else None)
@@ -273,8 +292,13 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--show", action="store_true")
+    ap.add_argument("--rounding", type=float, default=0.0,
+                    help="numbers of a line may differ by this share of their size (default 0: "
+                         "byte for byte; the sanitizer build of make check rounds otherwise)")
     ap.add_argument("files", nargs="*")
     a = ap.parse_args()
+    global ROUNDING
+    ROUNDING = a.rounding
     files = a.files or ["README.md"] + sorted(glob.glob("docs/**/*.md", recursive=True))
     sailor = os.path.abspath(a.sailor)
     problems, counts, unchecked = [], {}, []
