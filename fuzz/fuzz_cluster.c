@@ -1,7 +1,7 @@
 /* Fuzz target: cluster files (sailor.cluster/1) through sl_cluster_load, the entry point of
  * `sailor run --cluster`, `sailor profile --network --cluster` and `sailor control --cluster`,
  * then what `sailor run` does with an accepted one before it starts mpirun: place a plan's
- * ranks on the hosts (sl_place_roles), format the hostfile and rankfile, and build the mpirun
+ * ranks on the hosts (sl_placement_assign), format the hostfile and rankfile, and build the mpirun
  * command line (sl_launch_build, which writes the two files into the fuzz folder).
  *
  * The plan is made from the cluster itself so that placement is reached with hosts that exist:
@@ -201,7 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&table, 0, sizeof(table));
 	if (!make_plan(&c, &cat, size, &plan) &&
 	    !sl_role_table_build(&plan, plan.global_batch, &table, &err)) {
-		if (!sl_place_roles(&table, &c, &cat, &err))
+		if (!sl_placement_assign(&table, &c, &cat, &err))
 			check_placed(&table, &c);
 		else
 			for (int r = 0; r < table.world_size; r++)

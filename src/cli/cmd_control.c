@@ -83,108 +83,119 @@ const struct sl_cli_command sl_cmd_control = {
 	.run = run_control,
 };
 
-static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir, size_t size)
+/* A whole-number option (the steps, batch, sequence, seed, checkpoint interval, threads, stages,
+ * failure counts) into o: 0, or 2 for a value out of its range. */
+static int take_count(int idx, const char *arg, struct sl_ctl_options *o)
 {
-	struct sl_cli_parser parser;
-	sl_cli_parser_init(&parser, &sl_cmd_control, argc, argv);
-	const struct sl_cli_command *cmd = &sl_cmd_control;
-	for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
-		long long v = 0;
-		double d = 0;
-		struct sl_err err = {0};
-		switch (idx) {
-		case SL_CLI_ERROR: return 2;
-		case SL_CLI_HELP: return -1;
-		case OPT_MODEL: o->model = parser.arg; break;
-		case OPT_DATA: o->data = parser.arg; break;
-		case OPT_CLUSTER: o->cluster = parser.arg; break;
-		case OPT_POOL: o->pool = parser.arg; break;
-		case OPT_TRACE: o->trace = parser.arg; break;
-		case OPT_CKPT_DIR: o->ckpt_dir = parser.arg; break;
-		case OPT_RUN_DIR: o->run_dir = parser.arg; break;
-		case OPT_PROFILES: o->profiles = parser.arg; break;
-		case OPT_HTTP: o->http = parser.arg; break;
-		case OPT_JSON: o->json = 1; break;
-		case OPT_SYNC_CKPT: o->sync_checkpoints = 1; break;
-		case OPT_SLURM: o->slurm = 1; break;
-		case OPT_PARTITION: o->partition = parser.arg; break;
-		case OPT_ZONES: if (sl_cli_zones_add(cmd, &zones, parser.arg)) return 2; break;
-		case OPT_GPUS:
-			if (sl_catalogue_set_overlay(parser.arg, &err)) {
-				sl_cli_error(&sl_cmd_control, "%s", err.msg);
-				return 1;
-			}
-			break;
-		case OPT_NETWORK: {
-			struct sl_cluster none;
-			int have = 0;
-			if (sl_cli_load_environment_files(parser.arg, NULL, NULL, NULL, &none, &have,
-							  &err)) {
-				sl_cli_error(&sl_cmd_control, "%s", err.msg);
-				return 1;
-			}
-			break;
-		}
-		case OPT_TIME_SCALE:
-			if (sl_cli_parse_double(cmd, "time-scale", parser.arg, 1e-9, 1e9, &o->time_scale))
-				return 2;
-			break;
-		case OPT_STOP_TIMEOUT:
-			if (sl_cli_parse_double(cmd, "stop-timeout", parser.arg, 0.1, SL_MAX_TIME_S,
-						&o->stop_timeout_s))
-				return 2;
-			break;
-		case OPT_HANG_TIMEOUT:
-			if (sl_cli_parse_double(cmd, "hang-timeout", parser.arg, 0, SL_MAX_TIME_S,
-						&o->hang_timeout_s))
-				return 2;
-			break;
-		case OPT_MAX_COST:
-			if (sl_cli_parse_double(cmd, "max-cost", parser.arg, 1e-12, SL_MAX_COST_USD, &d))
-				return 2;
-			o->req.max_cost_usd_per_iter = d;
-			break;
-		case OPT_MIN_THROUGHPUT:
-			if (sl_cli_parse_double(cmd, "min-throughput", parser.arg, 1e-12,
-						SL_MAX_THROUGHPUT_IT_S, &d))
-				return 2;
-			o->req.min_throughput_it_s = d;
-			break;
-		case OPT_OBJECTIVE:
-			if (!strcmp(parser.arg, "throughput"))
-				o->req.objective = SL_OBJECTIVE_THROUGHPUT;
-			else if (!strcmp(parser.arg, "cost"))
-				o->req.objective = SL_OBJECTIVE_COST;
-			else
-				return sl_cli_usage_error(cmd, "--objective: '%s' is neither "
-							  "'throughput' nor 'cost'", parser.arg);
-			break;
-		case OPT_COST_MODEL:
-			if (sl_cost_model_parse(parser.arg, &o->req.cost_model, &err))
-				return sl_cli_usage_error(cmd, "--cost-model: %s", err.msg);
-			break;
-		default:
-			if (sl_cli_parse_long(cmd, options[idx].name, parser.arg,
-					      idx == OPT_SEED ? 0 : 1,
-					      idx == OPT_SEED ? INT64_MAX
-					      : idx == OPT_GLOBAL_BATCH ? SL_MAX_GLOBAL_BATCH
-					      : idx == OPT_SEQ_LEN ? SL_MAX_SEQ_LEN
-					      : idx == OPT_THREADS ? SL_MAX_THREADS : SL_MAX_STEPS,
-					      &v))
-				return 2;
-			if (idx == OPT_STEPS) o->steps = v;
-			if (idx == OPT_GLOBAL_BATCH) o->global_batch = v;
-			if (idx == OPT_SEQ_LEN) o->seq_len = (int)v;
-			if (idx == OPT_SEED) { o->seed = (unsigned long long)v; o->seed_given = 1; }
-			if (idx == OPT_CKPT_EVERY) o->ckpt_every = v;
-			if (idx == OPT_THREADS) o->threads_per_rank = (int)v;
-			if (idx == OPT_MAX_STAGES) o->req.max_stages = (int)v;
-			if (idx == OPT_EXCLUDE_AFTER) o->exclude_after = (int)v;
-			if (idx == OPT_MAX_FAILURES) o->max_failures = (int)v;
-			break;
-		}
+	long long v = 0;
+	if (sl_cli_parse_long(&sl_cmd_control, options[idx].name, arg, idx == OPT_SEED ? 0 : 1,
+			      idx == OPT_SEED ? INT64_MAX
+			      : idx == OPT_GLOBAL_BATCH ? SL_MAX_GLOBAL_BATCH
+			      : idx == OPT_SEQ_LEN ? SL_MAX_SEQ_LEN
+			      : idx == OPT_THREADS ? SL_MAX_THREADS : SL_MAX_STEPS,
+			      &v))
+		return 2;
+	if (idx == OPT_STEPS) o->steps = v;
+	if (idx == OPT_GLOBAL_BATCH) o->global_batch = v;
+	if (idx == OPT_SEQ_LEN) o->seq_len = (int)v;
+	if (idx == OPT_SEED) { o->seed = (unsigned long long)v; o->seed_given = 1; }
+	if (idx == OPT_CKPT_EVERY) o->ckpt_every = v;
+	if (idx == OPT_THREADS) o->threads_per_rank = (int)v;
+	if (idx == OPT_MAX_STAGES) o->req.max_stages = (int)v;
+	if (idx == OPT_EXCLUDE_AFTER) o->exclude_after = (int)v;
+	if (idx == OPT_MAX_FAILURES) o->max_failures = (int)v;
+	return 0;
+}
+
+/* --gpus and --network: overlays of the whole process, read as they come (--network against
+ * the catalogue --gpus left). 0, or 1 with the file's error said. */
+static int take_overlay(int idx, const char *arg)
+{
+	struct sl_err err = {0};
+	struct sl_cluster none;
+	int have = 0;
+	int rc = idx == OPT_GPUS ? sl_catalogue_set_overlay(arg, &err)
+				 : sl_cli_load_environment_files(arg, NULL, NULL, NULL, &none,
+									 &have, &err);
+	if (rc) {
+		sl_cli_error(&sl_cmd_control, "%s", err.msg);
+		return 1;
 	}
-	int next = parser.next_index;
+	return 0;
+}
+
+/* One option of the command line into o: 0, or the exit status of a bad value. */
+static int take_option(int idx, const char *arg, struct sl_ctl_options *o)
+{
+	const struct sl_cli_command *cmd = &sl_cmd_control;
+	double d = 0;
+	struct sl_err err = {0};
+	switch (idx) {
+	case OPT_MODEL: o->model = arg; break;
+	case OPT_DATA: o->data = arg; break;
+	case OPT_CLUSTER: o->cluster = arg; break;
+	case OPT_POOL: o->pool = arg; break;
+	case OPT_TRACE: o->trace = arg; break;
+	case OPT_CKPT_DIR: o->ckpt_dir = arg; break;
+	case OPT_RUN_DIR: o->run_dir = arg; break;
+	case OPT_PROFILES: o->profiles = arg; break;
+	case OPT_HTTP: o->http = arg; break;
+	case OPT_JSON: o->json = 1; break;
+	case OPT_SYNC_CKPT: o->sync_checkpoints = 1; break;
+	case OPT_SLURM: o->slurm = 1; break;
+	case OPT_PARTITION: o->partition = arg; break;
+	case OPT_ZONES: return sl_cli_zones_add(cmd, &zones, arg) ? 2 : 0;
+	case OPT_GPUS:
+	case OPT_NETWORK:
+		return take_overlay(idx, arg);
+	case OPT_TIME_SCALE:
+		if (sl_cli_parse_double(cmd, "time-scale", arg, 1e-9, 1e9, &o->time_scale))
+			return 2;
+		break;
+	case OPT_STOP_TIMEOUT:
+		if (sl_cli_parse_double(cmd, "stop-timeout", arg, 0.1, SL_MAX_TIME_S,
+					&o->stop_timeout_s))
+			return 2;
+		break;
+	case OPT_HANG_TIMEOUT:
+		if (sl_cli_parse_double(cmd, "hang-timeout", arg, 0, SL_MAX_TIME_S,
+					&o->hang_timeout_s))
+			return 2;
+		break;
+	case OPT_MAX_COST:
+		if (sl_cli_parse_double(cmd, "max-cost", arg, 1e-12, SL_MAX_COST_USD, &d))
+			return 2;
+		o->req.max_cost_usd_per_iter = d;
+		break;
+	case OPT_MIN_THROUGHPUT:
+		if (sl_cli_parse_double(cmd, "min-throughput", arg, 1e-12, SL_MAX_THROUGHPUT_IT_S,
+					&d))
+			return 2;
+		o->req.min_throughput_it_s = d;
+		break;
+	case OPT_OBJECTIVE:
+		if (!strcmp(arg, "throughput"))
+			o->req.objective = SL_OBJECTIVE_THROUGHPUT;
+		else if (!strcmp(arg, "cost"))
+			o->req.objective = SL_OBJECTIVE_COST;
+		else
+			return sl_cli_usage_error(cmd, "--objective: '%s' is neither "
+						  "'throughput' nor 'cost'", arg);
+		break;
+	case OPT_COST_MODEL:
+		if (sl_cost_model_parse(arg, &o->req.cost_model, &err))
+			return sl_cli_usage_error(cmd, "--cost-model: %s", err.msg);
+		break;
+	default:
+		return take_count(idx, arg, o);
+	}
+	return 0;
+}
+
+/* The arguments after '--', for every `sailor run`: none may be one the controller sets. */
+static int take_run_options(int argc, char **argv, int next, struct sl_ctl_options *o)
+{
+	const struct sl_cli_command *cmd = &sl_cmd_control;
 	if (next < argc && !strcmp(argv[next - 1], "--")) {
 		o->extra = argv + next;
 		o->extra_count = argc - next;
@@ -204,6 +215,13 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 							  "for every generation (use its own option)",
 							  o->extra[i]);
 	}
+	return 0;
+}
+
+/* The options together: the sources of hosts and pool, and what is required. */
+static int check_options(const struct sl_ctl_options *o)
+{
+	const struct sl_cli_command *cmd = &sl_cmd_control;
 	if (o->slurm && (o->cluster || o->pool || o->trace))
 		return sl_cli_usage_error(cmd, "--slurm takes hosts and pool from Slurm: give no "
 					  "--cluster, --pool or --trace with it");
@@ -216,6 +234,28 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 		return sl_cli_usage_error(cmd, "give exactly one of --pool FILE or --trace CSV");
 	if (o->time_scale != 1.0 && !o->trace)
 		return sl_cli_usage_error(cmd, "--time-scale applies to --trace only");
+	return 0;
+}
+
+/* 0 to go on, -1 after --help (exit 0), else the exit status of a bad command line. */
+static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir, size_t size)
+{
+	struct sl_cli_parser parser;
+	sl_cli_parser_init(&parser, &sl_cmd_control, argc, argv);
+	for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
+		if (idx == SL_CLI_ERROR)
+			return 2;
+		if (idx == SL_CLI_HELP)
+			return -1;
+		int rc = take_option(idx, parser.arg, o);
+		if (rc)
+			return rc;
+	}
+	int rc = take_run_options(argc, argv, parser.next_index, o);
+	if (!rc)
+		rc = check_options(o);
+	if (rc)
+		return rc;
 	if (!o->run_dir) {
 		snprintf(run_dir, size, "%s.run", o->ckpt_dir);
 		o->run_dir = run_dir;

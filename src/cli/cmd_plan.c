@@ -192,6 +192,116 @@ static void describe_failure(const struct plan_args *a, const struct sl_search_o
 	}
 }
 
+/* The --json entry of a trace step where every GPU is gone: the pool, and no plan. */
+static json_t *no_gpus_step_json(const struct sl_sim_env *env, const struct sl_pool *pool,
+				 int step)
+{
+	json_t *s = json_object();
+	json_object_set_new(s, "step", json_integer(step));
+	json_object_set_new(s, "duration_s", json_real(pool->duration_s));
+	json_object_set_new(s, "pool", sl_pool_to_json(pool, &env->catalogue));
+	json_object_set_new(s, "plan", json_null());
+	json_object_set_new(s, "estimate", json_null());
+	return s;
+}
+
+/* every plan shown or written names its model, so that `simulate` and `run` take it as it is; a
+ * hyper-parameter file too long to name falls back to the model's own name */
+static void name_model(const struct plan_args *a, const struct sl_sim_env *env,
+		       struct sl_search_outcome *out)
+{
+	const char *model_ref = strlen(a->model) < SL_MODEL_NAME_MAX ? a->model : env->model.name;
+	for (int i = 0; i < out->count; i++)
+		sl_plan_set_model(&out->best[i].plan, model_ref);
+	for (int i = 0; i < out->pareto_count; i++)
+		sl_plan_set_model(&out->pareto[i].plan, model_ref);
+	sl_plan_set_model(&out->cheapest.plan, model_ref);
+	sl_plan_set_model(&out->fastest.plan, model_ref);
+}
+
+/* The search's own figures in a step's --json entry: time, plans simulated per phase, shapes. */
+static void set_search_figures(json_t *s, const struct sl_search_outcome *out)
+{
+	json_object_set_new(s, "search_time_s", json_real(out->search_time_s));
+	json_object_set_new(s, "plans_simulated", json_integer(out->plans_simulated));
+	json_t *phases = json_object();
+	for (int ph = 0; ph < SL_SEARCH_PHASES; ph++) {
+		json_t *p = json_object();
+		json_object_set_new(p, "simulated", json_integer(out->stats.simulated[ph]));
+		json_object_set_new(p, "time_s", json_real(out->stats.time_s[ph]));
+		json_object_set_new(phases, sl_search_phase_name(ph), p);
+	}
+	json_object_set_new(s, "search_phases", phases);
+	json_object_set_new(s, "shapes", json_integer(out->stats.shapes));
+	json_object_set_new(s, "shapes_skipped", json_integer(out->stats.skipped_shapes));
+	json_object_set_new(s, "shapes_pruned_by_gpus", json_integer(out->stats.gpu_pruned_shapes));
+}
+
+/* A searched step's --json entry: its pool, the search's figures, the best plan with its
+ * estimate (or, without one, the cheapest and fastest plans), then --top and --pareto's. */
+static json_t *step_json(const struct plan_args *a, const struct sl_sim_env *env,
+			 const struct sl_pool *pool, int step, const struct sl_search_outcome *out)
+{
+	json_t *s = json_object();
+	json_object_set_new(s, "step", json_integer(step));
+	json_object_set_new(s, "duration_s", json_real(pool->duration_s));
+	json_object_set_new(s, "pool", sl_pool_to_json(pool, &env->catalogue));
+	set_search_figures(s, out);
+	if (out->count) {
+		json_object_set_new(s, "plan",
+				    sl_plan_to_json(&out->best[0].plan, &env->catalogue));
+		json_object_set_new(s, "estimate", sl_sim_estimate_json(env, &out->best[0].plan,
+									  &out->best[0].result));
+	} else {
+		json_object_set_new(s, "plan", json_null());
+		json_object_set_new(s, "estimate", json_null());
+		if (out->has_cheapest)
+			json_object_set_new(s, "cheapest", candidate_json(env, &out->cheapest));
+		if (out->has_fastest)
+			json_object_set_new(s, "fastest", candidate_json(env, &out->fastest));
+	}
+	if (a->req.top_k > 1) {
+		json_t *top = json_array();
+		for (int i = 0; i < out->count; i++)
+			json_array_append_new(top, candidate_json(env, &out->best[i]));
+		json_object_set_new(s, "top", top);
+	}
+	if (a->req.pareto) {
+		json_t *front = json_array();
+		for (int i = 0; i < out->pareto_count; i++)
+			json_array_append_new(front, candidate_json(env, &out->pareto[i]));
+		json_object_set_new(s, "pareto", front);
+	}
+	return s;
+}
+
+/* A step's readable report, for a step with a plan: its plans, the frontier, the search. */
+static void print_step(const struct plan_args *a, const struct sl_sim_env *env,
+		       const struct sl_pool *pool, int step, int steps,
+		       const struct sl_search_outcome *out)
+{
+	if (steps > 1)
+		fprintf(report, "== step %d of %d (lasts %.0f s): %lld GPUs available\n", step,
+			steps, pool->duration_s, sl_pool_total(pool));
+	for (int i = 0; i < out->count; i++) {
+		fprintf(report, out->count > 1 ? "plan %d of %d:\n" : "plan:\n", i + 1, out->count);
+		print_candidate(env, pool, &out->best[i]);
+	}
+	if (a->req.pareto && out->pareto_count) {
+		fprintf(report, "throughput-versus-$ frontier (%d plans):\n", out->pareto_count);
+		fprintf(report, "  %10s %12s %6s  %s\n", "it/s", "$/iter", "GPUs", "shape");
+		for (int i = 0; i < out->pareto_count; i++) {
+			const struct sl_search_candidate *c = &out->pareto[i];
+			fprintf(report, "  %10.4f %12.4f %6lld  P=%d D=%d mbs=%d\n",
+				c->result.throughput_it_s, c->result.cost_usd_per_iter,
+				c->result.num_gpus, c->plan.num_stages, c->plan.num_pipelines,
+				c->plan.micro_batch);
+		}
+	}
+	fprintf(report, "search: %.3f s, %lld plans simulated, cost model %s\n", out->search_time_s,
+	       out->plans_simulated, sl_cost_model_name(a->req.cost_model));
+}
+
 static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 		     const struct sl_pool *pool, int step, int steps, json_t *json_steps,
 		     struct sl_plan *last_best, int *found_all)
@@ -203,15 +313,8 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 		 * and go on with the next step */
 		fprintf(stderr, "sailor plan: step %d: no GPUs available, nothing to run\n", step);
 		*found_all = 0;
-		if (a->json) {
-			json_t *s = json_object();
-			json_object_set_new(s, "step", json_integer(step));
-			json_object_set_new(s, "duration_s", json_real(pool->duration_s));
-			json_object_set_new(s, "pool", sl_pool_to_json(pool, &env->catalogue));
-			json_object_set_new(s, "plan", json_null());
-			json_object_set_new(s, "estimate", json_null());
-			json_array_append_new(json_steps, s);
-		}
+		if (a->json)
+			json_array_append_new(json_steps, no_gpus_step_json(env, pool, step));
 		return 0;
 	}
 	int rc = sl_search_run(env, pool, &a->req, &out, &err);
@@ -220,85 +323,17 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 		sl_search_outcome_free(&out);
 		return rc;
 	}
-	/* every plan shown or written names its model, so that `simulate` and `run` take it as
-	 * it is; a hyper-parameter file too long to name falls back to the model's own name */
-	const char *model_ref = strlen(a->model) < SL_MODEL_NAME_MAX ? a->model : env->model.name;
-	for (int i = 0; i < out.count; i++)
-		sl_plan_set_model(&out.best[i].plan, model_ref);
-	for (int i = 0; i < out.pareto_count; i++)
-		sl_plan_set_model(&out.pareto[i].plan, model_ref);
-	sl_plan_set_model(&out.cheapest.plan, model_ref);
-	sl_plan_set_model(&out.fastest.plan, model_ref);
+	name_model(a, env, &out);
 	if (out.count == 0) {
 		*found_all = 0;
 		if (steps > 1)
 			fprintf(stderr, "sailor plan: step %d: ", step);
 		describe_failure(a, &out);
 	}
-	if (a->json) {
-		json_t *s = json_object();
-		json_object_set_new(s, "step", json_integer(step));
-		json_object_set_new(s, "duration_s", json_real(pool->duration_s));
-		json_object_set_new(s, "pool", sl_pool_to_json(pool, &env->catalogue));
-		json_object_set_new(s, "search_time_s", json_real(out.search_time_s));
-		json_object_set_new(s, "plans_simulated", json_integer(out.plans_simulated));
-		json_t *phases = json_object();
-		for (int ph = 0; ph < SL_SEARCH_PHASES; ph++) {
-			json_t *p = json_object();
-			json_object_set_new(p, "simulated", json_integer(out.stats.simulated[ph]));
-			json_object_set_new(p, "time_s", json_real(out.stats.time_s[ph]));
-			json_object_set_new(phases, sl_search_phase_name(ph), p);
-		}
-		json_object_set_new(s, "search_phases", phases);
-		json_object_set_new(s, "shapes", json_integer(out.stats.shapes));
-		json_object_set_new(s, "shapes_skipped", json_integer(out.stats.skipped_shapes));
-		json_object_set_new(s, "shapes_pruned_by_gpus", json_integer(out.stats.gpu_pruned_shapes));
-		if (out.count) {
-			json_object_set_new(s, "plan", sl_plan_to_json(&out.best[0].plan, &env->catalogue));
-			json_object_set_new(s, "estimate", sl_sim_estimate_json(env, &out.best[0].plan,
-										  &out.best[0].result));
-		} else {
-			json_object_set_new(s, "plan", json_null());
-			json_object_set_new(s, "estimate", json_null());
-			if (out.has_cheapest)
-				json_object_set_new(s, "cheapest", candidate_json(env, &out.cheapest));
-			if (out.has_fastest)
-				json_object_set_new(s, "fastest", candidate_json(env, &out.fastest));
-		}
-		if (a->req.top_k > 1) {
-			json_t *top = json_array();
-			for (int i = 0; i < out.count; i++)
-				json_array_append_new(top, candidate_json(env, &out.best[i]));
-			json_object_set_new(s, "top", top);
-		}
-		if (a->req.pareto) {
-			json_t *front = json_array();
-			for (int i = 0; i < out.pareto_count; i++)
-				json_array_append_new(front, candidate_json(env, &out.pareto[i]));
-			json_object_set_new(s, "pareto", front);
-		}
-		json_array_append_new(json_steps, s);
-	} else if (out.count) {
-		if (steps > 1)
-			fprintf(report, "== step %d of %d (lasts %.0f s): %lld GPUs available\n", step, steps,
-			       pool->duration_s, sl_pool_total(pool));
-		for (int i = 0; i < out.count; i++) {
-			fprintf(report, out.count > 1 ? "plan %d of %d:\n" : "plan:\n", i + 1, out.count);
-			print_candidate(env, pool, &out.best[i]);
-		}
-		if (a->req.pareto && out.pareto_count) {
-			fprintf(report, "throughput-versus-$ frontier (%d plans):\n", out.pareto_count);
-			fprintf(report, "  %10s %12s %6s  %s\n", "it/s", "$/iter", "GPUs", "shape");
-			for (int i = 0; i < out.pareto_count; i++) {
-				const struct sl_search_candidate *c = &out.pareto[i];
-				fprintf(report, "  %10.4f %12.4f %6lld  P=%d D=%d mbs=%d\n", c->result.throughput_it_s,
-				       c->result.cost_usd_per_iter, c->result.num_gpus, c->plan.num_stages,
-				       c->plan.num_pipelines, c->plan.micro_batch);
-			}
-		}
-		fprintf(report, "search: %.3f s, %lld plans simulated, cost model %s\n", out.search_time_s,
-		       out.plans_simulated, sl_cost_model_name(a->req.cost_model));
-	}
+	if (a->json)
+		json_array_append_new(json_steps, step_json(a, env, pool, step, &out));
+	else if (out.count)
+		print_step(a, env, pool, step, steps, &out);
 	if (out.count)
 		rc = sl_plan_copy(last_best, &out.best[0].plan, &err);
 	sl_search_outcome_free(&out);
@@ -400,6 +435,43 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	return 0;
 }
 
+/* The steps to plan for: the pool file or Slurm's pool as one step, or the trace's steps. */
+static int load_steps(const struct plan_args *a, const struct sl_sim_env *env,
+		      struct sl_pool_trace *trace, struct sl_err *err)
+{
+	int rc;
+	if (a->pool || a->slurm) {
+		trace->steps = calloc(1, sizeof(*trace->steps));
+		trace->step_count = 1;
+		char nodes[1024] = "";
+		rc = !trace->steps ? sl_err_set(err, SL_ENOMEM, "out of memory")
+		     : a->pool ? sl_pool_load(a->pool, &env->catalogue, &trace->steps[0], err)
+		     : sl_slurm_load_pool(a->partition, &env->catalogue, &trace->steps[0], NULL,
+					  nodes, sizeof(nodes), err);
+		if (!rc && a->slurm)
+			fprintf(stderr, "sailor plan: slurm %s\n", nodes);
+	} else {
+		rc = sl_trace_load(a->trace, &env->catalogue, trace, err);
+	}
+	if (!rc && trace->step_count == 0)
+		rc = sl_err_set(err, SL_EINPUT, "trace '%s': no step has any GPU", a->trace);
+	return rc;
+}
+
+/* --json's document (schema sailor.planning/1) into the report; it takes steps. */
+static void print_planning_json(const struct plan_args *a, const struct sl_sim_env *env,
+				json_t *steps)
+{
+	json_t *doc = json_object();
+	json_object_set_new(doc, "schema", json_string("sailor.planning/1"));
+	json_object_set_new(doc, "model", json_string(env->model.name));
+	json_object_set_new(doc, "cost_model", json_string(sl_cost_model_name(a->req.cost_model)));
+	json_object_set_new(doc, "objective", json_string(sl_objective_name(a->req.objective)));
+	json_object_set_new(doc, "steps", steps);
+	sl_json_print(report, doc);
+	json_decref(doc);
+}
+
 static int run_plan(int argc, char **argv)
 {
 	struct plan_args a = {0};
@@ -420,22 +492,7 @@ static int run_plan(int argc, char **argv)
 	if (have_cluster)
 		sl_sim_env_set_cluster(env, &cluster);
 	struct sl_pool_trace trace = {0};
-	if (a.pool || a.slurm) {
-		trace.steps = calloc(1, sizeof(*trace.steps));
-		trace.step_count = 1;
-		char nodes[1024] = "";
-		rc = !trace.steps ? sl_err_set(&err, SL_ENOMEM, "out of memory")
-		     : a.pool ? sl_pool_load(a.pool, &env->catalogue, &trace.steps[0], &err)
-		     : sl_slurm_load_pool(a.partition, &env->catalogue, &trace.steps[0], NULL, nodes,
-					  sizeof(nodes), &err);
-		if (!rc && a.slurm)
-			fprintf(stderr, "sailor plan: slurm %s\n", nodes);
-	} else {
-		rc = sl_trace_load(a.trace, &env->catalogue, &trace, &err);
-	}
-	if (!rc && trace.step_count == 0)
-		rc = sl_err_set(&err, SL_EINPUT, "trace '%s': no step has any GPU", a.trace);
-	if (rc) {
+	if ((rc = load_steps(&a, env, &trace, &err))) {
 		sl_cli_error(&sl_cmd_plan, "%s", err.msg);
 		sl_pool_trace_free(&trace);
 		sl_sim_env_free(env);
@@ -465,15 +522,8 @@ static int run_plan(int argc, char **argv)
 	 * that have no plan are named on stderr). Otherwise -o is written first, so that a failed
 	 * write also leaves stdout empty. */
 	if (!rc && found_all && a.json) {
-		json_t *doc = json_object();
-		json_object_set_new(doc, "schema", json_string("sailor.planning/1"));
-		json_object_set_new(doc, "model", json_string(env->model.name));
-		json_object_set_new(doc, "cost_model", json_string(sl_cost_model_name(a.req.cost_model)));
-		json_object_set_new(doc, "objective", json_string(sl_objective_name(a.req.objective)));
-		json_object_set_new(doc, "steps", steps);
+		print_planning_json(&a, env, steps);
 		steps = NULL;
-		sl_json_print(report, doc);
-		json_decref(doc);
 	}
 	json_decref(steps);
 	if (!rc && found_all && a.output) {

@@ -189,15 +189,20 @@ static int run_network(struct sl_netprof_options *no, int argc, char **argv)
 	return 0;
 }
 
-static int run_profile(int argc, char **argv)
+/* The command line: the options of both kinds of measurement, and the lists as given. */
+struct profile_args {
+	struct sl_profiler_options po;
+	struct sl_netprof_options no;
+	int min_sample_ms;
+	const char *output, *mbs, *tp, *sizes;
+	int network, repeats;
+	const char *host;
+};
+
+/* 0 to go on, -1 after --help (exit 0), else the exit status of a bad command line. */
+static int parse_args(int argc, char **argv, struct profile_args *a)
 {
-	struct sl_profiler_options po = {.threads = 1, .repeats = 0, .warmup = 1, .verbose = 1,
-					  .min_sample_s = 0.2};
-	int min_sample_ms = 200;
-	struct sl_netprof_options no = {.timeout_s = 300};
-	const char *output = NULL, *mbs = "1,2,4", *tp = "1", *sizes = "4096,65536,262144,1048576";
-	int network = 0, repeats = 0;
-	const char *host = NULL;
+	struct sl_profiler_options *po = &a->po;
 	struct sl_err err = {0};
 	struct sl_cli_parser parser;
 	sl_cli_parser_init(&parser, &sl_cmd_profile, argc, argv);
@@ -205,26 +210,34 @@ static int run_profile(int argc, char **argv)
 		int rc = 0;
 		switch (idx) {
 		case SL_CLI_ERROR: return 2;
-		case SL_CLI_HELP: return 0;
-		case OPT_MODEL: po.model = parser.arg; break;
-		case OPT_GPU: po.gpu = parser.arg; break;
-		case OPT_TP: tp = parser.arg; break;
-		case OPT_MBS: mbs = parser.arg; break;
-		case OPT_SEQ: rc = parse_int("seq-len", parser.arg, 1, 1 << 20, &po.seq_len); break;
-		case OPT_THREADS: rc = parse_int("threads", parser.arg, 1, 256, &po.threads); break;
-		case OPT_REPEATS: rc = parse_int("repeats", parser.arg, 1, 1000, &repeats); break;
-		case OPT_WARMUP: rc = parse_int("warmup", parser.arg, 0, 1000, &po.warmup); break;
-		case OPT_MIN_SAMPLE:
-			rc = parse_int("min-sample-ms", parser.arg, 0, 60000, &min_sample_ms);
-			po.min_sample_s = 1e-3 * min_sample_ms;
+		case SL_CLI_HELP: return -1;
+		case OPT_MODEL: po->model = parser.arg; break;
+		case OPT_GPU: po->gpu = parser.arg; break;
+		case OPT_TP: a->tp = parser.arg; break;
+		case OPT_MBS: a->mbs = parser.arg; break;
+		case OPT_SEQ:
+			rc = parse_int("seq-len", parser.arg, 1, 1 << 20, &po->seq_len);
 			break;
-		case OPT_OUTPUT: output = parser.arg; break;
-		case OPT_NETWORK: network = 1; break;
-		case OPT_CLUSTER: no.cluster = parser.arg; break;
-		case OPT_SIZES: sizes = parser.arg; break;
-		case OPT_TIMEOUT: rc = parse_int("timeout", parser.arg, 1, 86400, &no.timeout_s); break;
-		case OPT_QUIET: po.verbose = 0; break;
-		case OPT_HOST: host = parser.arg; break;
+		case OPT_THREADS:
+			rc = parse_int("threads", parser.arg, 1, 256, &po->threads);
+			break;
+		case OPT_REPEATS:
+			rc = parse_int("repeats", parser.arg, 1, 1000, &a->repeats);
+			break;
+		case OPT_WARMUP: rc = parse_int("warmup", parser.arg, 0, 1000, &po->warmup); break;
+		case OPT_MIN_SAMPLE:
+			rc = parse_int("min-sample-ms", parser.arg, 0, 60000, &a->min_sample_ms);
+			po->min_sample_s = 1e-3 * a->min_sample_ms;
+			break;
+		case OPT_OUTPUT: a->output = parser.arg; break;
+		case OPT_NETWORK: a->network = 1; break;
+		case OPT_CLUSTER: a->no.cluster = parser.arg; break;
+		case OPT_SIZES: a->sizes = parser.arg; break;
+		case OPT_TIMEOUT:
+			rc = parse_int("timeout", parser.arg, 1, 86400, &a->no.timeout_s);
+			break;
+		case OPT_QUIET: po->verbose = 0; break;
+		case OPT_HOST: a->host = parser.arg; break;
 		case OPT_GPUS:
 			if (sl_catalogue_set_overlay(parser.arg, &err))
 				return fail(&err);
@@ -236,100 +249,159 @@ static int run_profile(int argc, char **argv)
 	if (parser.next_index < argc)
 		return sl_cli_usage_error(&sl_cmd_profile, "unexpected argument '%s'",
 					  argv[parser.next_index]);
-	if (!output)
+	if (!a->output)
 		return sl_cli_usage_error(&sl_cmd_profile, "-o is required (%s)",
-					  network ? "the network file to write"
+					  a->network
+						  ? "the network file to write"
 						  : "the folder to write <MODEL>/<GPU>.json into");
-	char command[2048];
-	join_args(command, sizeof(command), argc, argv);
-	if (network) {
-		if (!no.cluster)
-			return sl_cli_usage_error(&sl_cmd_profile, "--network needs --cluster FILE");
-		if (po.model || po.gpu)
-			return sl_cli_usage_error(&sl_cmd_profile, "--network measures links: drop "
-						  "--model and --gpu");
-		int list[SL_NETPROF_MAX_SIZES];
-		if (sl_profiler_parse_list(sizes, 1, 1 << 28, list, SL_NETPROF_MAX_SIZES,
-					   &no.size_count, &err))
-			return sl_cli_usage_error(&sl_cmd_profile, "--sizes %s", err.msg);
-		for (int i = 0; i < no.size_count; i++)
-			no.sizes[i] = list[i];
-		no.repeats = repeats ? repeats : 3;
-		no.min_sample_s = po.min_sample_s;
-		no.output = output;
-		no.command = command;
-		return run_network(&no, argc, argv);
-	}
-	if (!!no.cluster != !!host)
+	return 0;
+}
+
+/* --network: its options checked, then the measurement (run_network). */
+static int profile_network(struct profile_args *a, char *command, int argc, char **argv)
+{
+	struct sl_netprof_options *no = &a->no;
+	struct sl_err err = {0};
+	if (!no->cluster)
+		return sl_cli_usage_error(&sl_cmd_profile, "--network needs --cluster FILE");
+	if (a->po.model || a->po.gpu)
+		return sl_cli_usage_error(&sl_cmd_profile, "--network measures links: drop "
+					  "--model and --gpu");
+	int list[SL_NETPROF_MAX_SIZES];
+	if (sl_profiler_parse_list(a->sizes, 1, 1 << 28, list, SL_NETPROF_MAX_SIZES,
+				   &no->size_count, &err))
+		return sl_cli_usage_error(&sl_cmd_profile, "--sizes %s", err.msg);
+	for (int i = 0; i < no->size_count; i++)
+		no->sizes[i] = list[i];
+	no->repeats = a->repeats ? a->repeats : 3;
+	no->min_sample_s = a->po.min_sample_s;
+	no->output = a->output;
+	no->command = command;
+	return run_network(no, argc, argv);
+}
+
+/* The options of a layer profile checked and its lists parsed: 0, or the exit status. */
+static int check_layer_args(struct profile_args *a)
+{
+	struct sl_profiler_options *po = &a->po;
+	struct sl_err err = {0};
+	if (!!a->no.cluster != !!a->host)
 		return sl_cli_usage_error(&sl_cmd_profile, "layers on a host of a cluster need both "
 					  "--cluster FILE and --host NAME");
-	if (!po.model)
+	if (!po->model)
 		return sl_cli_usage_error(&sl_cmd_profile, "--model is required");
-	if (!po.gpu)
+	if (!po->gpu)
 		return sl_cli_usage_error(&sl_cmd_profile, "--gpu NAME is required: the device type "
 					  "the profile is for");
-	if (sl_profiler_parse_list(mbs, 1, 1 << 16, po.mbs, SL_PROFILER_MAX_SIZES, &po.mbs_count,
-				   &err))
+	if (sl_profiler_parse_list(a->mbs, 1, 1 << 16, po->mbs, SL_PROFILER_MAX_SIZES,
+				   &po->mbs_count, &err))
 		return sl_cli_usage_error(&sl_cmd_profile, "--mbs %s", err.msg);
-	if (sl_profiler_parse_list(tp, 1, 64, po.tp, SL_PROFILER_MAX_SIZES, &po.tp_count, &err))
+	if (sl_profiler_parse_list(a->tp, 1, 64, po->tp, SL_PROFILER_MAX_SIZES, &po->tp_count,
+				   &err))
 		return sl_cli_usage_error(&sl_cmd_profile, "--tp %s", err.msg);
-	po.repeats = repeats ? repeats : 5;
-	po.command = command;
-	/* the file is named after a device type the simulator knows, or it would be ignored */
-	struct sl_catalogue cat;
-	if (sl_catalogue_load(NULL, &cat, &err))
+	return 0;
+}
+
+/* Inside the MPI job of --host: this process is one TP rank; rank 0 writes the profile. */
+static int profile_layers_rank(struct sl_profiler_options *po, const struct sl_catalogue *cat,
+			       const char *output, int argc, char **argv)
+{
+	struct sl_err err = {0};
+	struct sl_comm comm;
+	if (sl_comm_mpi_init(&comm, &argc, &argv, &err))
 		return fail(&err);
-	if (sl_catalogue_gpu_index(&cat, po.gpu) < 0) {
-		char names[512];
-		return sl_cli_usage_error(&sl_cmd_profile, "--gpu '%s': not a device type of the "
-					  "catalogue (%s); add it with --gpus FILE (sailor.gpus/1)",
-					  po.gpu, sl_catalogue_gpu_names(&cat, names, sizeof(names)));
-	}
-	if (host || sl_launch_in_mpi_job(NULL, NULL)) {
-		if (po.tp_count != 1)
-			return sl_cli_usage_error(&sl_cmd_profile, "--tp: give one TP degree per run "
-						  "with MPI ranks (--host); the output file keeps the "
-						  "entries of earlier runs");
-		if (!sl_launch_in_mpi_job(NULL, NULL))
-			return launch_layers(no.cluster, host, po.tp[0], no.timeout_s, argc, argv);
-		struct sl_comm comm;
-		if (sl_comm_mpi_init(&comm, &argc, &argv, &err))
-			return fail(&err);
-		/* TP ranks wait the way a run's ranks on this device type wait */
-		const struct sl_gpu_type *device = &cat.gpus[sl_catalogue_gpu_index(&cat, po.gpu)];
-		/* ranks placed as a run places them sit in their device's quota (the testbed's
-		 * slot cgroups): time them by the CPU that quota pays for (profiler.c) */
-		po.cpu_quota_cores = device->cpu_quota_cores;
-		if (sl_comm_set_idle_wait(&comm, sl_comm_idle_wait_for(device->cpu_quota_cores),
-					  &err))
-			return fail(&err);
-		po.comm = &comm;
-		if (comm.rank != 0)
-			po.verbose = 0;
-		json_t *prof = NULL;
-		int rc = sl_profiler_run(&po, &prof, &err);
-		char path[4096];
-		if (!rc && comm.rank == 0) {
-			json_t *model_name = json_object_get(json_object_get(prof, "source"), "model");
-			rc = sl_profiler_write(prof, output, json_string_value(model_name), po.gpu,
-					       path, sizeof(path), &err);
-			if (!rc)
-				fprintf(stderr, "sailor profile: wrote '%s'\n", path);
-		}
-		json_decref(prof);
-		return finish_rank(&comm, rc, &err);
-	}
+	/* TP ranks wait the way a run's ranks on this device type wait */
+	const struct sl_gpu_type *device = &cat->gpus[sl_catalogue_gpu_index(cat, po->gpu)];
+	/* ranks placed as a run places them sit in their device's quota (the testbed's
+	 * slot cgroups): time them by the CPU that quota pays for (profiler.c) */
+	po->cpu_quota_cores = device->cpu_quota_cores;
+	if (sl_comm_set_idle_wait(&comm, sl_comm_idle_wait_for(device->cpu_quota_cores), &err))
+		return fail(&err);
+	po->comm = &comm;
+	if (comm.rank != 0)
+		po->verbose = 0;
 	json_t *prof = NULL;
-	int rc = sl_profiler_run(&po, &prof, &err);
+	int rc = sl_profiler_run(po, &prof, &err);
+	char path[4096];
+	if (!rc && comm.rank == 0) {
+		json_t *model_name = json_object_get(json_object_get(prof, "source"), "model");
+		rc = sl_profiler_write(prof, output, json_string_value(model_name), po->gpu, path,
+				       sizeof(path), &err);
+		if (!rc)
+			fprintf(stderr, "sailor profile: wrote '%s'\n", path);
+	}
+	json_decref(prof);
+	return finish_rank(&comm, rc, &err);
+}
+
+/* Layers with TP ranks as threads of this process. */
+static int profile_layers_here(const struct sl_profiler_options *po, const char *output)
+{
+	struct sl_err err = {0};
+	json_t *prof = NULL;
+	int rc = sl_profiler_run(po, &prof, &err);
 	if (rc)
 		return rc == SL_EUSAGE ? sl_cli_usage_error(&sl_cmd_profile, "%s", err.msg) : fail(&err);
 	char path[4096];
 	json_t *model_name = json_object_get(json_object_get(prof, "source"), "model");
-	rc = sl_profiler_write(prof, output, json_string_value(model_name), po.gpu, path,
+	rc = sl_profiler_write(prof, output, json_string_value(model_name), po->gpu, path,
 			       sizeof(path), &err);
 	json_decref(prof);
 	if (rc)
 		return fail(&err);
 	fprintf(stderr, "sailor profile: wrote '%s'\n", path);
 	return 0;
+}
+
+/* Layers: checked, then measured here, launched on --host, or as a rank of that launch. */
+static int profile_layers(struct profile_args *a, char *command, int argc, char **argv)
+{
+	struct sl_profiler_options *po = &a->po;
+	struct sl_err err = {0};
+	int rc = check_layer_args(a);
+	if (rc)
+		return rc;
+	po->repeats = a->repeats ? a->repeats : 5;
+	po->command = command;
+	/* the file is named after a device type the simulator knows, or it would be ignored */
+	struct sl_catalogue cat;
+	if (sl_catalogue_load(NULL, &cat, &err))
+		return fail(&err);
+	if (sl_catalogue_gpu_index(&cat, po->gpu) < 0) {
+		char names[512];
+		return sl_cli_usage_error(&sl_cmd_profile, "--gpu '%s': not a device type of the "
+					  "catalogue (%s); add it with --gpus FILE (sailor.gpus/1)",
+					  po->gpu,
+					  sl_catalogue_gpu_names(&cat, names, sizeof(names)));
+	}
+	if (!a->host && !sl_launch_in_mpi_job(NULL, NULL))
+		return profile_layers_here(po, a->output);
+	if (po->tp_count != 1)
+		return sl_cli_usage_error(&sl_cmd_profile, "--tp: give one TP degree per run "
+					  "with MPI ranks (--host); the output file keeps the "
+					  "entries of earlier runs");
+	if (!sl_launch_in_mpi_job(NULL, NULL))
+		return launch_layers(a->no.cluster, a->host, po->tp[0], a->no.timeout_s, argc,
+				     argv);
+	return profile_layers_rank(po, &cat, a->output, argc, argv);
+}
+
+static int run_profile(int argc, char **argv)
+{
+	struct profile_args a = {
+		.po = {.threads = 1, .repeats = 0, .warmup = 1, .verbose = 1, .min_sample_s = 0.2},
+		.no = {.timeout_s = 300},
+		.min_sample_ms = 200,
+		.mbs = "1,2,4",
+		.tp = "1",
+		.sizes = "4096,65536,262144,1048576",
+	};
+	int rc = parse_args(argc, argv, &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	char command[2048];
+	join_args(command, sizeof(command), argc, argv);
+	if (a.network)
+		return profile_network(&a, command, argc, argv);
+	return profile_layers(&a, command, argc, argv);
 }

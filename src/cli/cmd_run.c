@@ -9,15 +9,12 @@
  *             srun): it finds itself inside an MPI job and runs its rank (runner.h).
  * Nothing is started when a check fails; mpirun ends every rank when one dies. */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +34,7 @@
 #include "util/atomic_file.h"
 #include "util/limits.h"
 #include "util/log.h"
+#include "util/run_command.h"
 
 static int run_run(int argc, char **argv);
 
@@ -153,8 +151,11 @@ static void scan_line(struct watch *w, const char *line)
 	}
 }
 
-static void pass_through(struct watch *w, int which, const char *buf, size_t n, FILE *to)
+/* An sl_run_command_output_fn: which 0 is mpirun's stdout, 1 its stderr. */
+static void pass_through(void *ctx, int which, const char *buf, size_t n)
 {
+	struct watch *w = ctx;
+	FILE *to = which ? stderr : stdout;
 	fwrite(buf, 1, n, to);
 	fflush(to);
 	for (size_t i = 0; i < n; i++) {
@@ -214,54 +215,33 @@ static void install_probe_handler(void (*handler)(int))
 /* Starts mpirun and waits for it; returns its exit status (or 128 + signal). */
 static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, struct sl_err *err)
 {
-	int out_pipe[2], err_pipe[2];
-	if (pipe(out_pipe) || pipe(err_pipe))
-		return sl_err_set(err, SL_EIO, "cannot create pipes: %s", strerror(errno));
 	/* Whoever reads our output may die first (the controller, killed): the launcher must not
 	 * die of the next line it passes on, since it is the one that stops the job with a
 	 * checkpoint and, while it runs, holds the controller's lock (ctl/run_lock.h). Killed by
 	 * SIGPIPE it left mpirun and its ranks training on beside the next controller (issue 20,
 	 * bench/chaos.sh). */
 	signal(SIGPIPE, SIG_IGN);
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid < 0)
-		return sl_err_set(err, SL_EIO, "cannot fork mpirun: %s", strerror(errno));
-	if (pid == 0) {
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGUSR1, SIG_DFL); /* until mpirun sets its own */
+	/* mpirun gets SIGPIPE back, and SIGUSR1 until it sets its own (on_launcher_probe is ours) */
+	static const int child_defaults[] = {SIGPIPE, SIGUSR1, 0};
+	struct sl_run_command child = {
+		.argv = cmd->argv, .use_path = 1, .env = cmd->env,
+		.out = SL_RUN_COMMAND_PIPE, .err = SL_RUN_COMMAND_PIPE,
 		/* mpirun (and through it every rank) ends when the launcher dies */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(127);
-		dup2(out_pipe[1], STDOUT_FILENO);
-		dup2(err_pipe[1], STDERR_FILENO);
-		close(out_pipe[0]);
-		close(err_pipe[0]);
-		close(out_pipe[1]);
-		close(err_pipe[1]);
-		struct sl_err e = {0};
-		if (sl_launch_setenv(cmd, &e)) {
-			sl_cli_error(&sl_cmd_run, "%s", e.msg);
-			_exit(127);
-		}
-		execvp(cmd->argv[0], cmd->argv);
-		fprintf(stderr, "sailor run: cannot start '%s': %s\n", cmd->argv[0], strerror(errno));
-		_exit(127);
-	}
-	probe_forward_pid = pid;
-	close(out_pipe[1]);
-	close(err_pipe[1]);
+		.parent_death_signal = SIGTERM,
+		.default_signals = child_defaults, .who = "sailor run",
+	};
+	int rc = sl_run_command_start(&child, err);
+	if (rc)
+		return rc;
+	probe_forward_pid = child.pid;
 	struct sigaction sa = {0}, old_int, old_term;
 	sa.sa_handler = on_launcher_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
-	struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-	int open_count = 2, forwarded = 0;
+	int forwarded = 0;
 	double forwarded_s = 0;
-	char buf[8192];
-	while (open_count > 0) {
+	for (int open_count = 2; open_count > 0;) {
 		if (launcher_signal && slurm_job && (!forwarded || sl_now_s() - forwarded_s > 5)) {
 			/* again every 5 s: tasks not started yet when it was sent did not get it */
 			struct sl_err e = {0};
@@ -270,35 +250,22 @@ static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, str
 			forwarded = 1;
 			forwarded_s = sl_now_s();
 		} else if (launcher_signal && !forwarded) {
-			kill(pid, SIGTERM); /* mpirun forwards it to every rank */
+			kill(child.pid, SIGTERM); /* mpirun forwards it to every rank */
 			forwarded = 1;
 		}
-		int n = poll(fds, 2, 200);
-		if (n < 0 && errno != EINTR)
-			break;
-		for (int i = 0; i < 2 && n > 0; i++) {
-			if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			ssize_t got = read(fds[i].fd, buf, sizeof(buf));
-			if (got > 0) {
-				pass_through(w, i, buf, (size_t)got, i == 0 ? stdout : stderr);
-			} else if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
-				close(fds[i].fd);
-				fds[i].fd = -1;
-				open_count--;
-			}
-		}
+		open_count = sl_run_command_read(&child, 200, pass_through, w);
 	}
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	sl_run_command_close(&child);
+	/* our SIGTERM and SIGINT interrupt the wait (no SA_RESTART): pass them on first */
+	while (sl_run_command_reap(&child, 1) < 0 && errno == EINTR)
 		if (launcher_signal && !forwarded && !slurm_job) {
-			kill(pid, SIGTERM);
+			kill(child.pid, SIGTERM);
 			forwarded = 1;
 		}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	probe_forward_pid = 0;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return child.status;
 }
 
 /* --dry-run: where each rank goes, and the command that would start them. */
@@ -321,20 +288,24 @@ static void print_dry_run(const struct sl_run_options *o, const struct sl_role_t
 	printf("\n");
 }
 
-/* --events-file: rank 0 opens it again on its host; this catches a bad path before anything
- * starts. */
-static int check_events_file(const struct sl_run_options *o)
+/* --events-file and --timeline, which rank 0 writes on its host: a bad path fails now, before
+ * anything starts, not after the run. Says what is wrong; the error code. */
+static int check_output_files(const struct sl_run_options *o)
 {
-	if (!o->events_file)
-		return 0;
-	FILE *f = fopen(o->events_file, "a");
-	if (!f) {
-		sl_cli_error(&sl_cmd_run, "cannot append to events file '%s': %s", o->events_file,
-			     strerror(errno));
-		return SL_EIO;
+	if (o->events_file) {
+		FILE *f = fopen(o->events_file, "a");
+		if (!f) {
+			sl_cli_error(&sl_cmd_run, "cannot append to events file '%s': %s",
+				     o->events_file, strerror(errno));
+			return SL_EIO;
+		}
+		fclose(f);
 	}
-	fclose(f);
-	return 0;
+	struct sl_err err = {0};
+	int rc = o->timeline ? sl_atomic_check(o->timeline, "timeline", &err) : 0;
+	if (rc)
+		sl_cli_error(&sl_cmd_run, "%s", err.msg);
+	return rc;
 }
 
 /* Slurm: after srun, its helpers reaped and whatever of the job is left cancelled. */
@@ -439,92 +410,83 @@ static int report_failure(const struct sl_run_options *o, const struct sl_role_t
 	return rc;
 }
 
-static int launch(const struct sl_run_options *o, int argc, char **argv, int dry_run)
-{
-	struct sl_err err = {0};
+/* What the launcher builds before it starts anything: the ranks' roles, placed, and the command
+ * that starts them (build_job); job_free releases it all, whatever build_job reached. */
+struct job {
 	struct sl_role_table table;
 	struct sl_catalogue cat;
 	struct sl_cluster cluster;
 	struct sl_launch_cmd cmd;
-	memset(&cluster, 0, sizeof(cluster));
-	memset(&cmd, 0, sizeof(cmd));
+	int have_cluster;        /* --cluster or --slurm: cluster holds the hosts */
+	int made_rundir;
+	char rundir[32];         /* the hostfile and rankfile of a cluster run */
+	char job_name[64];       /* --slurm: the Slurm job's name */
 	char mpirun[PATH_MAX];
-	char rundir[] = "/tmp/sailor-run-XXXXXX";
-	int made_rundir = 0;
-	int rc = sl_runner_check_plan(o, &table, &cat, &err);
-	if (rc) {
-		if (rc == SL_EUSAGE)
-			return sl_cli_usage_error(&sl_cmd_run, "%s", err.msg);
-		sl_cli_error(&sl_cmd_run, "%s", err.msg);
-		return 1;
-	}
-	int have_cluster = o->cluster || o->slurm;
-	char job_name[64] = "";
+	char self[PATH_MAX];     /* this binary: every rank runs it */
+	char **worker;           /* the ranks' command line: self, then our own arguments */
+};
+
+/* Loads the hosts, places the ranks and builds the mpirun (or srun) command in j, whose table and
+ * catalogue sl_runner_check_plan filled. */
+static int build_job(const struct sl_run_options *o, int argc, char **argv, struct job *j,
+		     struct sl_err *err)
+{
+	int rc = 0;
 	if (o->cluster)
-		rc = sl_cluster_load(o->cluster, &cat, &cluster, &err);
+		rc = sl_cluster_load(o->cluster, &j->cat, &j->cluster, err);
 	else if (o->slurm)
-		rc = sl_slurm_usable_cluster(o->partition, &cat, &cluster, &err);
+		rc = sl_slurm_usable_cluster(o->partition, &j->cat, &j->cluster, err);
 	else
-		sl_log_note("no --cluster: all %d ranks run on this host", table.world_size);
+		sl_log_note("no --cluster: all %d ranks run on this host", j->table.world_size);
 	if (!rc)
-		rc = sl_place_roles(&table, have_cluster ? &cluster : NULL, &cat, &err);
+		rc = sl_placement_assign(&j->table, j->have_cluster ? &j->cluster : NULL, &j->cat, err);
 	if (!rc && !o->slurm)
-		rc = sl_launch_find_mpirun(mpirun, sizeof(mpirun), &err);
+		rc = sl_launch_find_mpirun(j->mpirun, sizeof(j->mpirun), err);
 	/* each rank runs this same command line, from this binary */
-	char self[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[len > 0 ? len : 0] = 0;
-	char **worker = calloc((size_t)argc + 2, sizeof(char *));
-	if (!rc && !worker)
-		rc = sl_err_set(&err, SL_ENOMEM, "out of memory");
+	ssize_t len = readlink("/proc/self/exe", j->self, sizeof(j->self) - 1);
+	j->self[len > 0 ? len : 0] = 0;
+	j->worker = calloc((size_t)argc + 2, sizeof(char *));
+	if (!rc && !j->worker)
+		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	if (!rc && len <= 0)
-		rc = sl_err_set(&err, SL_EIO, "cannot find this program's own path (/proc/self/exe): "
+		rc = sl_err_set(err, SL_EIO, "cannot find this program's own path (/proc/self/exe): "
 				"the ranks must run the same binary");
-	if (!rc) {
-		worker[0] = self;
-		for (int i = 0; i < argc; i++)
-			worker[i + 1] = argv[i];
-		/* the hostfile and rankfile of a cluster run live in a folder of their own */
-		if (have_cluster && !(made_rundir = mkdtemp(rundir) != NULL))
-			rc = sl_err_set(&err, SL_EIO, "cannot create '%s': %s", rundir,
-					strerror(errno));
-	}
-	if (!rc && o->slurm) {
-		sl_launch_slurm_job_name((int)getpid(), job_name, sizeof(job_name));
-		struct sl_launch_slurm_opts so = {.dir = rundir, .job_name = job_name,
+	if (rc)
+		return rc;
+	j->worker[0] = j->self;
+	for (int i = 0; i < argc; i++)
+		j->worker[i + 1] = argv[i];
+	/* the hostfile and rankfile of a cluster run live in a folder of their own */
+	if (j->have_cluster && !(j->made_rundir = mkdtemp(j->rundir) != NULL))
+		return sl_err_set(err, SL_EIO, "cannot create '%s': %s", j->rundir, strerror(errno));
+	if (o->slurm) {
+		sl_launch_slurm_job_name((int)getpid(), j->job_name, sizeof(j->job_name));
+		struct sl_launch_slurm_opts so = {.dir = j->rundir, .job_name = j->job_name,
 						  .partition = o->partition,
 						  .threads_per_rank = o->threads_per_rank};
-		rc = sl_launch_slurm_build(&table, &cluster, &so, (const char *const *)worker, &cmd,
-					   &err);
-	} else if (!rc) {
-		struct sl_launch_opts lo = {.mpirun = mpirun,
-					    .dir = o->cluster ? rundir : NULL,
-					    .threads_per_rank = o->threads_per_rank > 0
-									? o->threads_per_rank : 1};
-		rc = sl_launch_build(&table, o->cluster ? &cluster : NULL, &lo,
-				     (const char *const *)worker, &cmd, &err);
+		return sl_launch_slurm_build(&j->table, &j->cluster, &so,
+					     (const char *const *)j->worker, &j->cmd, err);
 	}
-	if (rc) {
-		sl_cli_error(&sl_cmd_run, "%s", err.msg);
-		goto out;
-	}
-	if (dry_run) {
-		print_dry_run(o, &table, &cat, have_cluster ? &cluster : NULL, &cmd);
-		goto out;
-	}
-	if ((rc = check_events_file(o)))
-		goto out;
-	/* --timeline is written by rank 0 at the end: a typo fails now, not after the run */
-	if (o->timeline && (rc = sl_atomic_check(o->timeline, "timeline", &err))) {
-		sl_cli_error(&sl_cmd_run, "%s", err.msg);
-		goto out;
-	}
+	struct sl_launch_opts lo = {.mpirun = j->mpirun,
+				    .dir = o->cluster ? j->rundir : NULL,
+				    .threads_per_rank = o->threads_per_rank > 0
+								? o->threads_per_rank : 1};
+	return sl_launch_build(&j->table, o->cluster ? &j->cluster : NULL, &lo,
+			       (const char *const *)j->worker, &j->cmd, err);
+}
+
+/* Starts the job j built, watches it to its end and says how it failed, if it did; the error
+ * code, 0 when it did not. */
+static int run_job(const struct sl_run_options *o, struct job *j)
+{
+	struct sl_err err = {0};
+	struct sl_cluster *cluster = j->have_cluster ? &j->cluster : NULL;
 	struct watch w = {.last_step = -1, .dead_rank = -1};
 	if (o->slurm) {
-		slurm_job = job_name;
+		slurm_job = j->job_name;
 		prctl(PR_SET_CHILD_SUBREAPER, 1); /* srun's helper comes back to us, not init */
 	}
-	int status = start_and_watch(&cmd, &w, &err);
+	int status = start_and_watch(&j->cmd, &w, &err);
 	if (!o->slurm && status > 0 && !launcher_signal && sl_start_watch_retry(&w.start, status)) {
 		/* nothing of the job ran: what a user would do by hand, once (start_failure.h) */
 		sl_log_warn("mpirun did not start the job: %s (exit status %d); starting it once more",
@@ -532,27 +494,55 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 		memset(&w, 0, sizeof(w));
 		w.last_step = -1;
 		w.dead_rank = -1;
-		status = start_and_watch(&cmd, &w, &err);
+		status = start_and_watch(&j->cmd, &w, &err);
 	}
 	if (o->slurm)
-		slurm_tear_down(job_name);
+		slurm_tear_down(j->job_name);
 	if (o->slurm && status > 0 && !launcher_signal && !w.failed_node[0] && w.dead_rank >= 0 &&
 	    w.dead_signal == 0)
-		find_dead_node(o, &cluster, &w);
+		find_dead_node(o, &j->cluster, &w);
 	if (status || w.failed_node[0])
-		rc = report_failure(o, &table, &cat, have_cluster ? &cluster : NULL, &w, status, &err);
-out:
-	if (cmd.hostfile[0])
-		unlink(cmd.hostfile);
-	if (cmd.rankfile[0])
-		unlink(cmd.rankfile);
-	if (made_rundir)
-		rmdir(rundir);
-	free(worker);
-	sl_launch_cmd_free(&cmd);
-	if (have_cluster)
-		sl_cluster_free(&cluster);
-	sl_role_table_free(&table);
+		return report_failure(o, &j->table, &j->cat, cluster, &w, status, &err);
+	return 0;
+}
+
+static void job_free(struct job *j)
+{
+	if (j->cmd.hostfile[0])
+		unlink(j->cmd.hostfile);
+	if (j->cmd.rankfile[0])
+		unlink(j->cmd.rankfile);
+	if (j->made_rundir)
+		rmdir(j->rundir);
+	free(j->worker);
+	sl_launch_cmd_free(&j->cmd);
+	if (j->have_cluster)
+		sl_cluster_free(&j->cluster);
+	sl_role_table_free(&j->table);
+}
+
+static int launch(const struct sl_run_options *o, int argc, char **argv, int dry_run)
+{
+	struct sl_err err = {0};
+	struct job j;
+	memset(&j, 0, sizeof(j));
+	snprintf(j.rundir, sizeof(j.rundir), "/tmp/sailor-run-XXXXXX");
+	j.have_cluster = o->cluster || o->slurm;
+	int rc = sl_runner_check_plan(o, &j.table, &j.cat, &err);
+	if (rc) {
+		if (rc == SL_EUSAGE)
+			return sl_cli_usage_error(&sl_cmd_run, "%s", err.msg);
+		sl_cli_error(&sl_cmd_run, "%s", err.msg);
+		return 1;
+	}
+	rc = build_job(o, argc, argv, &j, &err);
+	if (rc)
+		sl_cli_error(&sl_cmd_run, "%s", err.msg);
+	else if (dry_run)
+		print_dry_run(o, &j.table, &j.cat, j.have_cluster ? &j.cluster : NULL, &j.cmd);
+	else if (!(rc = check_output_files(o)))
+		rc = run_job(o, &j);
+	job_free(&j);
 	return sl_err_exit_status(rc);
 }
 
@@ -585,7 +575,7 @@ static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 		else if (!rc && !(rc = sl_slurm_query(o->partition, &nodes, &err)))
 			rc = sl_slurm_to_cluster(&nodes, &cat, &cluster, &err);
 		if (!rc)
-			rc = sl_placement_check(&table, &cluster, &cat, &comm, &err);
+			rc = sl_launch_slurm_check_placement(&table, &cluster, &cat, &comm, &err);
 		sl_slurm_nodes_free(&nodes);
 		sl_cluster_free(&cluster);
 		sl_role_table_free(&table);

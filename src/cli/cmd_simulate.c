@@ -54,10 +54,130 @@ const struct sl_cli_command sl_cmd_simulate = {
 /* --zones of the command line (sl_cli_load_environment_files adds them) */
 static struct sl_cli_zones zones;
 
+static int fail(struct sl_err *err)
+{
+	sl_cli_error(&sl_cmd_simulate, "%s", err->msg);
+	return sl_err_exit_status(err->code);
+}
+
+/* The command line, as given. */
+struct simulate_args {
+	const char *model, *plan_path, *profiles, *network, *cluster_path, *timeline_path;
+	long long global_batch;
+	enum sl_cost_model cm;
+	int json;
+};
+
+/* 0 to go on, -1 after --help (exit 0), else the exit status of a bad command line. */
+static int parse_args(int argc, char **argv, struct simulate_args *a)
+{
+	struct sl_err err = {0};
+	struct sl_cli_parser parser;
+	sl_cli_parser_init(&parser, &sl_cmd_simulate, argc, argv);
+	for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
+		if (idx == SL_CLI_ERROR)
+			return 2;
+		if (idx == SL_CLI_HELP)
+			return -1;
+		const char *name = options[idx].name;
+		if (!strcmp(name, "model")) {
+			a->model = parser.arg;
+		} else if (!strcmp(name, "plan")) {
+			a->plan_path = parser.arg;
+		} else if (!strcmp(name, "global-batch")) {
+			if (sl_cli_parse_long(&sl_cmd_simulate, name, parser.arg, 1,
+					      SL_MAX_GLOBAL_BATCH, &a->global_batch))
+				return 2;
+		} else if (!strcmp(name, "cost-model")) {
+			if (sl_cost_model_parse(parser.arg, &a->cm, &err))
+				return sl_cli_usage_error(&sl_cmd_simulate, "--cost-model: %s", err.msg);
+		} else if (!strcmp(name, "profiles")) {
+			a->profiles = parser.arg;
+		} else if (!strcmp(name, "gpus")) {
+			if (sl_catalogue_set_overlay(parser.arg, &err))
+				return fail(&err);
+		} else if (!strcmp(name, "network")) {
+			a->network = parser.arg;
+		} else if (!strcmp(name, "cluster")) {
+			a->cluster_path = parser.arg;
+		} else if (!strcmp(name, "zones")) {
+			if (sl_cli_zones_add(&sl_cmd_simulate, &zones, parser.arg))
+				return 2;
+		} else if (!strcmp(name, "json")) {
+			a->json = 1;
+		} else if (!strcmp(name, "timeline")) {
+			a->timeline_path = parser.arg;
+		}
+	}
+	if (parser.next_index < argc)
+		return sl_cli_usage_error(&sl_cmd_simulate, "unexpected argument '%s'",
+					  argv[parser.next_index]);
+	if (!a->plan_path)
+		return sl_cli_usage_error(&sl_cmd_simulate, "--plan FILE is required");
+	return 0;
+}
+
+/* What the command line adds to the environment and the plan, checked before anything is
+ * simulated: the plan's model against --model, the cluster, --global-batch, the plan against
+ * the model, and whether --timeline can be written. The timeline is attached to the
+ * environment whenever --timeline is given and the checks before it passed. */
+static int apply_args(const struct simulate_args *a, struct sl_sim_env *env,
+		      struct sl_plan *plan, const struct sl_cluster *cluster,
+		      struct sl_sim_timeline *timeline, struct sl_err *err)
+{
+	if (a->model && plan->model[0] && strcmp(plan->model, a->model) &&
+	    strcmp(plan->model, env->model.name))
+		return sl_err_set(err, SL_EINPUT,
+				  "plan '%s': model: the plan is for '%s' but --model is '%s': "
+				  "drop --model or simulate it with --model %s", a->plan_path,
+				  plan->model, a->model, plan->model);
+	if (cluster)
+		sl_sim_env_set_cluster(env, cluster);
+	if (a->global_batch > 0)
+		plan->global_batch = a->global_batch;
+	int rc = sl_sim_check_plan(env, plan, 0, err);
+	if (rc || !a->timeline_path)
+		return rc;
+	if (a->cm != SL_COST_SAILOR || !sl_sim_replay_uses(env, plan))
+		rc = sl_err_set(err, SL_EINPUT,
+				"--timeline: plan '%s' is not modelled as our runtime, and the "
+				"timeline is that model's: give every GPU type of the plan a "
+				"profile made by `sailor profile` (--profiles DIR), with "
+				"--cost-model sailor", a->plan_path);
+	else
+		rc = sl_atomic_check(a->timeline_path, "timeline", err);
+	sl_sim_env_set_timeline(env, timeline);
+	return rc;
+}
+
+/* Loads the model's environment into *env (the caller frees it, also on failure), simulates the
+ * plan into res and writes --timeline. */
+static int simulate_plan(const struct simulate_args *a, struct sl_plan *plan,
+			 const struct sl_cluster *cluster, struct sl_sim_env **env,
+			 struct sl_sim_result *res, struct sl_err *err)
+{
+	static struct sl_sim_timeline timeline;
+	int rc = sl_sim_env_load_overlaid(a->model ? a->model : plan->model, NULL, a->profiles,
+					  env, err);
+	if (!rc)
+		rc = apply_args(a, *env, plan, cluster, &timeline, err);
+	if (!rc)
+		rc = sl_simulate(*env, plan, a->cm, res, err);
+	if (!rc && a->timeline_path) {
+		struct sl_timeline_meta meta = {.source = "simulate", .plan_path = a->plan_path,
+						.model = (*env)->model.name,
+						.cat = &(*env)->catalogue, .cluster = cluster};
+		rc = sl_timeline_write(&timeline.spans, &timeline.roles, &meta, a->timeline_path,
+				       err);
+	}
+	sl_sim_timeline_free(&timeline);
+	return rc;
+}
+
 /* What simulate prints on success: the estimate as JSON, or as the readable breakdown and the
  * links' sources. */
-static void print_estimate(const struct sl_sim_env *env, const struct sl_plan *plan,
-			   const struct sl_sim_result *res, int json)
+static void print_result(int json, const struct sl_sim_env *env, const struct sl_plan *plan,
+			 const struct sl_sim_result *res)
 {
 	if (json) {
 		json_t *o = sl_sim_estimate_json(env, plan, res);
@@ -69,66 +189,16 @@ static void print_estimate(const struct sl_sim_env *env, const struct sl_plan *p
 	}
 }
 
-static int fail(struct sl_err *err)
-{
-	sl_cli_error(&sl_cmd_simulate, "%s", err->msg);
-	return sl_err_exit_status(err->code);
-}
-
 static int run_simulate(int argc, char **argv)
 {
-	const char *model = NULL, *plan_path = NULL, *profiles = NULL, *network = NULL,
-		   *cluster_path = NULL, *timeline_path = NULL;
-	static struct sl_sim_timeline timeline;
+	struct simulate_args a = {.cm = SL_COST_SAILOR};
+	int rc = parse_args(argc, argv, &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	struct sl_err err = {0};
 	struct sl_cluster cluster;
 	int have_cluster = 0;
-	long long global_batch = 0;
-	enum sl_cost_model cm = SL_COST_SAILOR;
-	int json = 0;
-	struct sl_err err = {0};
-	struct sl_cli_parser parser;
-	sl_cli_parser_init(&parser, &sl_cmd_simulate, argc, argv);
-	for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
-		if (idx == SL_CLI_ERROR)
-			return 2;
-		if (idx == SL_CLI_HELP)
-			return 0;
-		const char *name = options[idx].name;
-		if (!strcmp(name, "model")) {
-			model = parser.arg;
-		} else if (!strcmp(name, "plan")) {
-			plan_path = parser.arg;
-		} else if (!strcmp(name, "global-batch")) {
-			if (sl_cli_parse_long(&sl_cmd_simulate, name, parser.arg, 1,
-					      SL_MAX_GLOBAL_BATCH, &global_batch))
-				return 2;
-		} else if (!strcmp(name, "cost-model")) {
-			if (sl_cost_model_parse(parser.arg, &cm, &err))
-				return sl_cli_usage_error(&sl_cmd_simulate, "--cost-model: %s", err.msg);
-		} else if (!strcmp(name, "profiles")) {
-			profiles = parser.arg;
-		} else if (!strcmp(name, "gpus")) {
-			if (sl_catalogue_set_overlay(parser.arg, &err))
-				return fail(&err);
-		} else if (!strcmp(name, "network")) {
-			network = parser.arg;
-		} else if (!strcmp(name, "cluster")) {
-			cluster_path = parser.arg;
-		} else if (!strcmp(name, "zones") && sl_cli_zones_add(&sl_cmd_simulate, &zones, parser.arg)) {
-			return 2;
-		} else if (!strcmp(name, "json")) {
-			json = 1;
-		} else if (!strcmp(name, "timeline")) {
-			timeline_path = parser.arg;
-		}
-	}
-	if (parser.next_index < argc)
-		return sl_cli_usage_error(&sl_cmd_simulate, "unexpected argument '%s'",
-					  argv[parser.next_index]);
-	if (!plan_path)
-		return sl_cli_usage_error(&sl_cmd_simulate, "--plan FILE is required");
-
-	if (sl_cli_load_environment_files(network, cluster_path, &zones, NULL, &cluster,
+	if (sl_cli_load_environment_files(a.network, a.cluster_path, &zones, NULL, &cluster,
 					  &have_cluster, &err))
 		return fail(&err);
 	struct sl_catalogue cat;
@@ -136,61 +206,24 @@ static int run_simulate(int argc, char **argv)
 		return fail(&err);
 	struct sl_plan plan;
 	sl_plan_init(&plan);
-	if (sl_plan_load(plan_path, &cat, &plan, &err)) {
+	if (sl_plan_load(a.plan_path, &cat, &plan, &err)) {
 		sl_plan_free(&plan);
 		return fail(&err);
 	}
-	if (!model && !plan.model[0]) {
+	if (!a.model && !plan.model[0]) {
 		sl_plan_free(&plan);
 		return sl_cli_usage_error(&sl_cmd_simulate,
-					  "--model is required (plan '%s' names no model)", plan_path);
+					  "--model is required (plan '%s' names no model)",
+					  a.plan_path);
 	}
 	struct sl_sim_env *env = NULL;
-	int rc = sl_sim_env_load_overlaid(model ? model : plan.model, NULL, profiles, &env, &err);
-	if (!rc && model && plan.model[0] && strcmp(plan.model, model) &&
-	    strcmp(plan.model, env->model.name))
-		rc = sl_err_set(&err, SL_EINPUT,
-				"plan '%s': model: the plan is for '%s' but --model is '%s': drop "
-				"--model or simulate it with --model %s", plan_path, plan.model, model,
-				plan.model);
-	if (!rc && have_cluster)
-		sl_sim_env_set_cluster(env, &cluster);
-	if (!rc && global_batch > 0)
-		plan.global_batch = global_batch;
-	if (!rc)
-		rc = sl_sim_check_plan(env, &plan, 0, &err);
-	if (!rc && timeline_path) {
-		if (cm != SL_COST_SAILOR || !sl_sim_replay_uses(env, &plan))
-			rc = sl_err_set(&err, SL_EINPUT,
-					"--timeline: plan '%s' is not modelled as our runtime, and the "
-					"timeline is that model's: give every GPU type of the plan a "
-					"profile made by `sailor profile` (--profiles DIR), with "
-					"--cost-model sailor", plan_path);
-		else
-			rc = sl_atomic_check(timeline_path, "timeline", &err);
-		sl_sim_env_set_timeline(env, &timeline);
-	}
 	static struct sl_sim_result res;
+	rc = simulate_plan(&a, &plan, have_cluster ? &cluster : NULL, &env, &res, &err);
 	if (!rc)
-		rc = sl_simulate(env, &plan, cm, &res, &err);
-	if (!rc && timeline_path) {
-		struct sl_timeline_meta meta = {.source = "simulate", .plan_path = plan_path,
-						.model = env->model.name, .cat = &env->catalogue,
-						.cluster = have_cluster ? &cluster : NULL};
-		rc = sl_timeline_write(&timeline.spans, &timeline.roles, &meta, timeline_path, &err);
-	}
-	sl_sim_timeline_free(&timeline);
-	if (rc) {
-		sl_plan_free(&plan);
-		sl_sim_env_free(env);
-		if (have_cluster)
-			sl_cluster_free(&cluster);
-		return fail(&err);
-	}
-	print_estimate(env, &plan, &res, json);
+		print_result(a.json, env, &plan, &res);
 	sl_plan_free(&plan);
 	sl_sim_env_free(env);
 	if (have_cluster)
 		sl_cluster_free(&cluster);
-	return 0;
+	return rc ? fail(&err) : 0;
 }

@@ -34,46 +34,20 @@ const struct sl_cli_command sl_cmd_validate = {
 	.run = run_validate,
 };
 
-/* The readable report: each run's measured and simulated time and memory, then the errors. */
-static void print_text(const struct sl_sim_env *env, const struct sl_validation *vp,
-		       enum sl_cost_model cm, const char *dir)
-{
-	const char *overlay = sl_sim_env_profile_overlay(env);
-	printf("model %s, cost model %s%s%s, %d measured runs in %s\n\n", env->model.name,
-	       sl_cost_model_name(cm), overlay ? ", profiles " : "", overlay ? overlay : "",
-	       vp->run_count, dir);
-	printf("%-32s %2s %3s %4s %5s %9s %9s %8s %9s %9s %8s\n", "run", "P", "D", "mbs", "G",
-	       "real s", "sim s", "error", "real GB", "sim GB", "error");
-	for (int i = 0; i < vp->run_count; i++) {
-		const struct sl_validation_run *r = &vp->runs[i];
-		printf("%-32s %2d %3d %4d %5lld %9.4f %9.4f %+7.1f%% %9.2f %9.2f %+7.1f%%\n", r->file,
-		       r->stages, r->pipelines, r->micro_batch, r->global_batch, r->real_s, r->sim_s,
-		       100 * r->time_error, r->real_mem_bytes / 1e9, r->sim_mem_bytes / 1e9,
-		       100 * r->memory_error);
-	}
-	printf("\n%-22s %8s %8s %8s\n", "|relative error|", "mean", "median", "max");
-	printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "iteration time", 100 * vp->time.mean_abs,
-	       100 * vp->time.median_abs, 100 * vp->time.max_abs);
-	printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "peak memory", 100 * vp->memory.mean_abs,
-	       100 * vp->memory.median_abs, 100 * vp->memory.max_abs);
-	if (vp->skipped)
-		printf("(%d plan files without a measured real and max_mem (missing or 0) "
-		       "skipped)\n", vp->skipped);
-}
-
 /* --zones of the command line (sl_cli_load_environment_files adds them) */
 static struct sl_cli_zones zones;
-static const struct sl_cli_command *const cmd = &sl_cmd_validate;
 
-static int run_validate(int argc, char **argv)
+/* The command line, as given. */
+struct validate_args {
+	const char *model, *profiles, *network, *cluster_path, *dir;
+	enum sl_cost_model cm;
+	int json;
+};
+
+/* 0 to go on, -1 after --help (exit 0), else the exit status of a bad command line. */
+static int parse_args(int argc, char **argv, struct validate_args *a)
 {
-	const char *model = NULL, *profiles = NULL, *network = NULL, *cluster_path = NULL;
-	struct sl_cluster cluster;
-	int have_cluster = 0;
-	enum sl_cost_model cm = SL_COST_SAILOR;
-	int json = 0;
 	struct sl_err err = {0};
-	const char *dir = NULL;
 	struct sl_cli_parser parser;
 	/* options may come before or after DIR ("--model M DIR --json"): parse, take one
 	 * positional argument, and parse the rest again */
@@ -84,16 +58,16 @@ static int run_validate(int argc, char **argv)
 			if (idx == SL_CLI_ERROR)
 				return 2;
 			if (idx == SL_CLI_HELP)
-				return 0;
+				return -1;
 			const char *name = options[idx].name;
 			if (!strcmp(name, "model"))
-				model = parser.arg;
+				a->model = parser.arg;
 			else if (!strcmp(name, "cost-model")) {
-				if (sl_cost_model_parse(parser.arg, &cm, &err))
+				if (sl_cost_model_parse(parser.arg, &a->cm, &err))
 					return sl_cli_usage_error(&sl_cmd_validate, "--cost-model: %s",
 								  err.msg);
 			} else if (!strcmp(name, "profiles")) {
-				profiles = parser.arg;
+				a->profiles = parser.arg;
 			} else if (!strcmp(name, "gpus")) {
 				if (sl_catalogue_set_overlay(parser.arg, &err)) {
 					sl_cli_error(&sl_cmd_validate, "%s", err.msg);
@@ -101,45 +75,85 @@ static int run_validate(int argc, char **argv)
 				}
 			}
 			else if (!strcmp(name, "network"))
-				network = parser.arg;
+				a->network = parser.arg;
 			else if (!strcmp(name, "cluster"))
-				cluster_path = parser.arg;
-			else if (!strcmp(name, "zones") && sl_cli_zones_add(cmd, &zones, parser.arg))
+				a->cluster_path = parser.arg;
+			else if (!strcmp(name, "zones") &&
+				 sl_cli_zones_add(&sl_cmd_validate, &zones, parser.arg))
 				return 2;
 			else if (!strcmp(name, "json"))
-				json = 1;
+				a->json = 1;
 		}
 		int pos = base + parser.next_index;
 		if (pos >= argc)
 			break;
-		if (dir)
+		if (a->dir)
 			return sl_cli_usage_error(&sl_cmd_validate, "unexpected argument '%s' (one "
 						  "folder only)", argv[pos]);
 		if (!strcmp(argv[pos], "--")) {
 			if (pos + 1 < argc)
-				dir = argv[pos + 1];
+				a->dir = argv[pos + 1];
 			if (pos + 2 < argc)
 				return sl_cli_usage_error(&sl_cmd_validate, "unexpected argument '%s'",
 							  argv[pos + 2]);
 			break;
 		}
-		dir = argv[pos];
+		a->dir = argv[pos];
 		base = pos; /* argv[base] plays the program name for the next round */
 	}
-	if (!model)
+	if (!a->model)
 		return sl_cli_usage_error(&sl_cmd_validate, "--model is required");
-	if (!dir)
+	if (!a->dir)
 		return sl_cli_usage_error(&sl_cmd_validate, "expected a folder of measured runs");
+	return 0;
+}
+
+/* The readable report: one line per run, then the summary of |relative error|. */
+static void print_table(const struct sl_sim_env *env, const struct validate_args *a,
+			const struct sl_validation *v)
+{
+	const char *overlay = sl_sim_env_profile_overlay(env);
+	printf("model %s, cost model %s%s%s, %d measured runs in %s\n\n", env->model.name,
+	       sl_cost_model_name(a->cm), overlay ? ", profiles " : "", overlay ? overlay : "",
+	       v->run_count, a->dir);
+	printf("%-32s %2s %3s %4s %5s %9s %9s %8s %9s %9s %8s\n", "run", "P", "D", "mbs", "G",
+	       "real s", "sim s", "error", "real GB", "sim GB", "error");
+	for (int i = 0; i < v->run_count; i++) {
+		const struct sl_validation_run *r = &v->runs[i];
+		printf("%-32s %2d %3d %4d %5lld %9.4f %9.4f %+7.1f%% %9.2f %9.2f %+7.1f%%\n",
+		       r->file, r->stages, r->pipelines, r->micro_batch, r->global_batch, r->real_s,
+		       r->sim_s, 100 * r->time_error, r->real_mem_bytes / 1e9,
+		       r->sim_mem_bytes / 1e9, 100 * r->memory_error);
+	}
+	printf("\n%-22s %8s %8s %8s\n", "|relative error|", "mean", "median", "max");
+	printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "iteration time", 100 * v->time.mean_abs,
+	       100 * v->time.median_abs, 100 * v->time.max_abs);
+	printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "peak memory", 100 * v->memory.mean_abs,
+	       100 * v->memory.median_abs, 100 * v->memory.max_abs);
+	if (v->skipped)
+		printf("(%d plan files without a measured real and max_mem (missing or 0) "
+		       "skipped)\n", v->skipped);
+}
+
+static int run_validate(int argc, char **argv)
+{
+	struct validate_args a = {.cm = SL_COST_SAILOR};
+	int rc = parse_args(argc, argv, &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	struct sl_err err = {0};
+	struct sl_cluster cluster;
+	int have_cluster = 0;
 	struct sl_sim_env *env = NULL;
 	struct sl_validation v;
-	int rc = sl_cli_load_environment_files(network, cluster_path, &zones, NULL, &cluster,
-					       &have_cluster, &err);
+	rc = sl_cli_load_environment_files(a.network, a.cluster_path, &zones, NULL, &cluster,
+					   &have_cluster, &err);
 	if (!rc)
-		rc = sl_sim_env_load_overlaid(model, NULL, profiles, &env, &err);
+		rc = sl_sim_env_load_overlaid(a.model, NULL, a.profiles, &env, &err);
 	if (!rc && have_cluster)
 		sl_sim_env_set_cluster(env, &cluster);
 	if (!rc)
-		rc = sl_validation_run(env, dir, cm, &v, &err);
+		rc = sl_validation_run(env, a.dir, a.cm, &v, &err);
 	if (rc) {
 		sl_sim_env_free(env);
 		if (have_cluster)
@@ -147,12 +161,12 @@ static int run_validate(int argc, char **argv)
 		sl_cli_error(&sl_cmd_validate, "%s", err.msg);
 		return sl_err_exit_status(rc);
 	}
-	if (json) {
+	if (a.json) {
 		json_t *o = sl_validation_to_json(env, &v);
 		sl_json_print(stdout, o);
 		json_decref(o);
 	} else {
-		print_text(env, &v, cm, dir);
+		print_table(env, &a, &v);
 	}
 	sl_validation_free(&v);
 	sl_sim_env_free(env);

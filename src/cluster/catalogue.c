@@ -107,15 +107,10 @@ static int check_fields(const json_t *obj, const char *ctx, const char *const *a
 	return 0;
 }
 
-/* Reads the GPU types of one sailor.gpus/1 file into cat->gpus[cat->gpu_count ...]: the shipped
- * catalogue first, then an overlay, whose names must differ from every type before them. */
-static int load_gpus(const char *path, struct sl_catalogue *cat, struct sl_err *err)
+/* The top level of a sailor.gpus/1 file: an object of known fields, the schema if given, and
+ * 1 to (SL_MAX_GPU_TYPES - base) GPU types in "gpus" (*gpus). */
+static int read_gpus_header(json_t *root, int base, json_t **gpus, struct sl_err *err)
 {
-	json_t *root = sl_json_load_file(path, "GPU catalogue", err);
-	if (!root)
-		return err ? err->code : SL_EINPUT;
-	int base = cat->gpu_count;
-	json_t *gpus = NULL;
 	int rc = 0;
 	if (!json_is_object(root))
 		rc = sl_err_set(err, SL_EINPUT, "top level: expected {\"schema\": \"sailor.gpus/1\", "
@@ -127,125 +122,157 @@ static int load_gpus(const char *path, struct sl_catalogue *cat, struct sl_err *
 			      strcmp(json_string_value(schema), SL_GPUS_SCHEMA)))
 		rc = sl_err_set(err, SL_EINPUT, "schema: expected \"%s\"", SL_GPUS_SCHEMA);
 	if (!rc)
-		rc = sl_json_get_array(root, "", "gpus", &gpus, err);
-	if (!rc && (json_array_size(gpus) == 0 ||
-		    json_array_size(gpus) > (size_t)(SL_MAX_GPU_TYPES - base)))
+		rc = sl_json_get_array(root, "", "gpus", gpus, err);
+	if (!rc && (json_array_size(*gpus) == 0 ||
+		    json_array_size(*gpus) > (size_t)(SL_MAX_GPU_TYPES - base)))
 		rc = sl_err_set(err, SL_EINPUT, "gpus: expected 1 to %d GPU types%s, got %zu",
 				SL_MAX_GPU_TYPES - base,
 				base ? " (the catalogue holds at most " SL_STR(SL_MAX_GPU_TYPES)
 				       " with the shipped ones)" : "",
-				json_array_size(gpus));
-	/* names of stand-ins, resolved once every type is known */
-	const char *network_as[SL_MAX_GPU_TYPES] = {0}, *estimate_from[SL_MAX_GPU_TYPES] = {0};
-	for (size_t i = 0; !rc && i < json_array_size(gpus); i++) {
-		json_t *g = json_array_get(gpus, i);
-		char ctx[64];
-		snprintf(ctx, sizeof(ctx), "gpus[%zu]", i);
-		struct sl_gpu_type *t = &cat->gpus[base + (int)i];
-		memset(t, 0, sizeof(*t));
-		const char *name = NULL;
-		long long per_node = 0;
-		if (!json_is_object(g)) {
-			rc = sl_err_set(err, SL_EINPUT, "%s: expected an object", ctx);
-			break;
-		}
-		rc = check_fields(g, ctx, gpu_fields, sizeof(gpu_fields) / sizeof(gpu_fields[0]), err);
-		if (!rc) rc = sl_json_get_string(g, ctx, "name", &name, err);
-		if (!rc && (strlen(name) == 0 || strlen(name) >= SL_GPU_NAME_MAX ||
-			    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-					 "0123456789-_.") != strlen(name)))
-			rc = sl_err_set(err, SL_EINPUT, "%s.name: '%s': must be 1 to %d of "
-					"[A-Za-z0-9-_.] (it names profile files)", ctx, name,
-					SL_GPU_NAME_MAX - 1);
-		if (!rc) {
-			snprintf(t->name, sizeof(t->name), "%s", name);
-			for (int k = 0; k < base + (int)i && !rc; k++)
-				if (!strcmp(cat->gpus[k].name, name))
-					rc = sl_err_set(err, SL_EINPUT, "%s.name: '%s' is %s; give it "
-							"another name", ctx, name,
-							k < base ? "a GPU type of the shipped catalogue"
-								 : "listed twice");
-		}
-		if (!rc) rc = sl_json_get_number(g, ctx, "memory_bytes", &t->memory_bytes, err);
-		if (!rc) rc = sl_json_get_int(g, ctx, "gpus_per_node", &per_node, err);
-		if (!rc) rc = sl_json_get_number(g, ctx, "usd_per_hour", &t->usd_per_hour, err);
-		if (!rc) rc = sl_json_opt_number(g, ctx, "peak_fp32_flops", &t->peak_fp32_flops, err);
-		if (!rc) rc = sl_json_opt_number(g, ctx, "peak_tensor_flops", &t->peak_tensor_flops, err);
-		if (!rc) rc = sl_json_opt_number(g, ctx, "memory_bandwidth_bps", &t->memory_bandwidth_bps, err);
-		if (!rc) rc = sl_json_opt_number(g, ctx, "runtime_overhead_bytes", &t->runtime_overhead_bytes, err);
-		if (!rc) rc = sl_json_opt_number(g, ctx, "nccl_buffer_bytes", &t->nccl_buffer_bytes, err);
-		json_t *quota = json_object_get(g, "cpu_quota");
-		if (!rc && quota) {
-			json_t *c = json_object_get(quota, "cores"), *p = json_object_get(quota, "period_s");
-			if (!json_is_object(quota) || json_object_size(quota) != 2 || !json_is_number(c) ||
-			    !json_is_number(p) || !(json_number_value(c) >= 0.01) ||
-			    !(json_number_value(c) <= 256) || !(json_number_value(p) >= 1e-3) ||
-			    !(json_number_value(p) <= 1.0))
-				rc = sl_err_set(err, SL_EINPUT, "%s.cpu_quota: expected {\"cores\": 0.01 "
-						"to 256, \"period_s\": 0.001 to 1}", ctx);
-			else {
-				t->cpu_quota_cores = json_number_value(c);
-				t->cpu_quota_period_s = json_number_value(p);
-			}
-		}
-		json_t *spells = json_object_get(g, "speed_spells");
-		if (!rc && spells) {
-			json_t *f = json_object_get(spells, "fraction"),
-			       *d = json_object_get(spells, "slowdown");
-			if (!json_is_object(spells) || json_object_size(spells) != 2 ||
-			    !json_is_number(f) || !json_is_number(d) ||
-			    !(json_number_value(f) >= 0) || !(json_number_value(f) < 1) ||
-			    !(json_number_value(d) >= 0) || !(json_number_value(d) <= 4))
-				rc = sl_err_set(err, SL_EINPUT, "%s.speed_spells: expected {\"fraction\": "
-						"0 to below 1 (of the time), \"slowdown\": 0 to 4 (0.14: "
-						"14 %% slower)}", ctx);
-			else {
-				t->spell_fraction = json_number_value(f);
-				t->spell_slowdown = json_number_value(d);
-			}
-		}
-		if (!rc && t->memory_bytes <= 0)
-			rc = sl_err_set(err, SL_EINPUT, "%s.memory_bytes: %g: must be positive", ctx,
-					t->memory_bytes);
-		if (!rc && (per_node < 1 || per_node > 64))
-			rc = sl_err_set(err, SL_EINPUT, "%s.gpus_per_node: %lld: must be 1 to 64", ctx,
-					per_node);
-		if (!rc && (t->usd_per_hour < 0 || t->peak_fp32_flops < 0 || t->peak_tensor_flops < 0 ||
-			    t->memory_bandwidth_bps < 0 || t->runtime_overhead_bytes < 0 ||
-			    t->nccl_buffer_bytes < 0))
-			rc = sl_err_set(err, SL_EINPUT,
-					"%s: memory_bytes must be positive, gpus_per_node 1 to 64, and "
-					"prices, FLOP/s, bandwidths and overheads not negative", ctx);
-		/* upper bounds (and a floor for memory) keep sums and products over a plan finite */
-		if (!rc && (t->memory_bytes < (1 << 20) || t->memory_bytes > SL_MAX_MEMORY_BYTES ||
-			    t->usd_per_hour > SL_MAX_GPU_USD_PER_HOUR ||
-			    t->peak_fp32_flops > SL_MAX_GPU_FLOPS ||
-			    t->peak_tensor_flops > SL_MAX_GPU_FLOPS ||
-			    t->memory_bandwidth_bps > SL_MAX_BANDWIDTH_BPS ||
-			    (t->peak_fp32_flops > 0 && t->peak_fp32_flops < SL_MIN_GPU_FLOPS) ||
-			    (t->peak_tensor_flops > 0 && t->peak_tensor_flops < SL_MIN_GPU_FLOPS) ||
-			    (t->memory_bandwidth_bps > 0 &&
-			     t->memory_bandwidth_bps < SL_MIN_MEMORY_BANDWIDTH_BPS) ||
-			    t->runtime_overhead_bytes > t->memory_bytes ||
-			    t->nccl_buffer_bytes > t->memory_bytes))
-			rc = sl_err_set(err, SL_EINPUT,
-					"%s: out of range: memory_bytes 1 MiB to 1 PiB, usd_per_hour at "
-					"most %g, FLOP/s 0 (not known) or %g to %g, memory_bandwidth_bps "
-					"0 (not known) or %g to %g, overheads at most memory_bytes", ctx,
-					SL_MAX_GPU_USD_PER_HOUR, SL_MIN_GPU_FLOPS, SL_MAX_GPU_FLOPS,
-					SL_MIN_MEMORY_BANDWIDTH_BPS, SL_MAX_BANDWIDTH_BPS);
-		t->gpus_per_node = (int)per_node;
-		json_t *v = json_object_get(g, "network_as");
-		if (!rc && v && !json_is_string(v))
-			rc = sl_err_set(err, SL_EINPUT, "%s.network_as: expected a GPU name", ctx);
-		network_as[i] = v ? json_string_value(v) : NULL;
-		v = json_object_get(g, "estimate_from");
-		if (!rc && v && !json_is_string(v))
-			rc = sl_err_set(err, SL_EINPUT, "%s.estimate_from: expected a GPU name", ctx);
-		estimate_from[i] = v ? json_string_value(v) : NULL;
-		if (!rc)
-			cat->gpu_count = base + (int)i + 1;
+				json_array_size(*gpus));
+	return rc;
+}
+
+/* A GPU type's name: a valid profile file name, and no type of the catalogue before it
+ * (cat->gpus[0 .. index)) has it. */
+static int read_gpu_name(const json_t *g, const char *ctx, const struct sl_catalogue *cat,
+			 int base, int index, struct sl_gpu_type *t, struct sl_err *err)
+{
+	const char *name = NULL;
+	int rc = sl_json_get_string(g, ctx, "name", &name, err);
+	if (!rc && (strlen(name) == 0 || strlen(name) >= SL_GPU_NAME_MAX ||
+		    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+				 "0123456789-_.") != strlen(name)))
+		rc = sl_err_set(err, SL_EINPUT, "%s.name: '%s': must be 1 to %d of "
+				"[A-Za-z0-9-_.] (it names profile files)", ctx, name,
+				SL_GPU_NAME_MAX - 1);
+	if (!rc) {
+		snprintf(t->name, sizeof(t->name), "%s", name);
+		for (int k = 0; k < index && !rc; k++)
+			if (!strcmp(cat->gpus[k].name, name))
+				rc = sl_err_set(err, SL_EINPUT, "%s.name: '%s' is %s; give it "
+						"another name", ctx, name,
+						k < base ? "a GPU type of the shipped catalogue"
+							 : "listed twice");
 	}
+	return rc;
+}
+
+/* The testbed's device classes: "cpu_quota" and "speed_spells", each optional, each an object
+ * of exactly its two numbers in range. */
+static int read_gpu_cpu_class(const json_t *g, const char *ctx, struct sl_gpu_type *t,
+			      struct sl_err *err)
+{
+	json_t *quota = json_object_get(g, "cpu_quota");
+	if (quota) {
+		json_t *c = json_object_get(quota, "cores"), *p = json_object_get(quota, "period_s");
+		if (!json_is_object(quota) || json_object_size(quota) != 2 || !json_is_number(c) ||
+		    !json_is_number(p) || !(json_number_value(c) >= 0.01) ||
+		    !(json_number_value(c) <= 256) || !(json_number_value(p) >= 1e-3) ||
+		    !(json_number_value(p) <= 1.0))
+			return sl_err_set(err, SL_EINPUT, "%s.cpu_quota: expected {\"cores\": 0.01 "
+					  "to 256, \"period_s\": 0.001 to 1}", ctx);
+		t->cpu_quota_cores = json_number_value(c);
+		t->cpu_quota_period_s = json_number_value(p);
+	}
+	json_t *spells = json_object_get(g, "speed_spells");
+	if (spells) {
+		json_t *f = json_object_get(spells, "fraction"),
+		       *d = json_object_get(spells, "slowdown");
+		if (!json_is_object(spells) || json_object_size(spells) != 2 ||
+		    !json_is_number(f) || !json_is_number(d) ||
+		    !(json_number_value(f) >= 0) || !(json_number_value(f) < 1) ||
+		    !(json_number_value(d) >= 0) || !(json_number_value(d) <= 4))
+			return sl_err_set(err, SL_EINPUT, "%s.speed_spells: expected {\"fraction\": "
+					  "0 to below 1 (of the time), \"slowdown\": 0 to 4 (0.14: "
+					  "14 %% slower)}", ctx);
+		t->spell_fraction = json_number_value(f);
+		t->spell_slowdown = json_number_value(d);
+	}
+	return 0;
+}
+
+/* The ranges of a GPU type's figures, once all are read: signs first, then the bounds that keep
+ * sums and products over a plan finite. */
+static int check_gpu_ranges(const char *ctx, const struct sl_gpu_type *t, long long per_node,
+			    struct sl_err *err)
+{
+	if (t->memory_bytes <= 0)
+		return sl_err_set(err, SL_EINPUT, "%s.memory_bytes: %g: must be positive", ctx,
+				  t->memory_bytes);
+	if (per_node < 1 || per_node > 64)
+		return sl_err_set(err, SL_EINPUT, "%s.gpus_per_node: %lld: must be 1 to 64", ctx,
+				  per_node);
+	if (t->usd_per_hour < 0 || t->peak_fp32_flops < 0 || t->peak_tensor_flops < 0 ||
+	    t->memory_bandwidth_bps < 0 || t->runtime_overhead_bytes < 0 ||
+	    t->nccl_buffer_bytes < 0)
+		return sl_err_set(err, SL_EINPUT,
+				  "%s: memory_bytes must be positive, gpus_per_node 1 to 64, and "
+				  "prices, FLOP/s, bandwidths and overheads not negative", ctx);
+	/* upper bounds (and a floor for memory) keep sums and products over a plan finite */
+	if (t->memory_bytes < (1 << 20) || t->memory_bytes > SL_MAX_MEMORY_BYTES ||
+	    t->usd_per_hour > SL_MAX_GPU_USD_PER_HOUR ||
+	    t->peak_fp32_flops > SL_MAX_GPU_FLOPS ||
+	    t->peak_tensor_flops > SL_MAX_GPU_FLOPS ||
+	    t->memory_bandwidth_bps > SL_MAX_BANDWIDTH_BPS ||
+	    (t->peak_fp32_flops > 0 && t->peak_fp32_flops < SL_MIN_GPU_FLOPS) ||
+	    (t->peak_tensor_flops > 0 && t->peak_tensor_flops < SL_MIN_GPU_FLOPS) ||
+	    (t->memory_bandwidth_bps > 0 &&
+	     t->memory_bandwidth_bps < SL_MIN_MEMORY_BANDWIDTH_BPS) ||
+	    t->runtime_overhead_bytes > t->memory_bytes ||
+	    t->nccl_buffer_bytes > t->memory_bytes)
+		return sl_err_set(err, SL_EINPUT,
+				  "%s: out of range: memory_bytes 1 MiB to 1 PiB, usd_per_hour at "
+				  "most %g, FLOP/s 0 (not known) or %g to %g, memory_bandwidth_bps "
+				  "0 (not known) or %g to %g, overheads at most memory_bytes", ctx,
+				  SL_MAX_GPU_USD_PER_HOUR, SL_MIN_GPU_FLOPS, SL_MAX_GPU_FLOPS,
+				  SL_MIN_MEMORY_BANDWIDTH_BPS, SL_MAX_BANDWIDTH_BPS);
+	return 0;
+}
+
+/* One entry of "gpus" into cat->gpus[base + i]; the names of its stand-ins ("network_as",
+ * "estimate_from", NULL when absent) into *network_as and *estimate_from, resolved by
+ * resolve_stand_ins once every type is known. */
+static int read_gpu_type(const json_t *g, struct sl_catalogue *cat, int base, size_t i,
+			 const char **network_as, const char **estimate_from, struct sl_err *err)
+{
+	char ctx[64];
+	snprintf(ctx, sizeof(ctx), "gpus[%zu]", i);
+	struct sl_gpu_type *t = &cat->gpus[base + (int)i];
+	memset(t, 0, sizeof(*t));
+	long long per_node = 0;
+	if (!json_is_object(g))
+		return sl_err_set(err, SL_EINPUT, "%s: expected an object", ctx);
+	int rc = check_fields(g, ctx, gpu_fields, sizeof(gpu_fields) / sizeof(gpu_fields[0]), err);
+	if (!rc) rc = read_gpu_name(g, ctx, cat, base, base + (int)i, t, err);
+	if (!rc) rc = sl_json_get_number(g, ctx, "memory_bytes", &t->memory_bytes, err);
+	if (!rc) rc = sl_json_get_int(g, ctx, "gpus_per_node", &per_node, err);
+	if (!rc) rc = sl_json_get_number(g, ctx, "usd_per_hour", &t->usd_per_hour, err);
+	if (!rc) rc = sl_json_opt_number(g, ctx, "peak_fp32_flops", &t->peak_fp32_flops, err);
+	if (!rc) rc = sl_json_opt_number(g, ctx, "peak_tensor_flops", &t->peak_tensor_flops, err);
+	if (!rc) rc = sl_json_opt_number(g, ctx, "memory_bandwidth_bps", &t->memory_bandwidth_bps, err);
+	if (!rc) rc = sl_json_opt_number(g, ctx, "runtime_overhead_bytes", &t->runtime_overhead_bytes, err);
+	if (!rc) rc = sl_json_opt_number(g, ctx, "nccl_buffer_bytes", &t->nccl_buffer_bytes, err);
+	if (!rc) rc = read_gpu_cpu_class(g, ctx, t, err);
+	if (!rc) rc = check_gpu_ranges(ctx, t, per_node, err);
+	t->gpus_per_node = (int)per_node;
+	json_t *v = json_object_get(g, "network_as");
+	if (!rc && v && !json_is_string(v))
+		rc = sl_err_set(err, SL_EINPUT, "%s.network_as: expected a GPU name", ctx);
+	*network_as = v ? json_string_value(v) : NULL;
+	v = json_object_get(g, "estimate_from");
+	if (!rc && v && !json_is_string(v))
+		rc = sl_err_set(err, SL_EINPUT, "%s.estimate_from: expected a GPU name", ctx);
+	*estimate_from = v ? json_string_value(v) : NULL;
+	return rc;
+}
+
+/* The stand-ins of the types just read (cat->gpus[base ...]): each type is its own unless it
+ * names another, which must be in the catalogue by now. */
+static int resolve_stand_ins(struct sl_catalogue *cat, int base, const char *const *network_as,
+			     const char *const *estimate_from, struct sl_err *err)
+{
+	int rc = 0;
 	for (int i = 0; !rc && i < cat->gpu_count - base; i++) {
 		struct sl_gpu_type *t = &cat->gpus[base + i];
 		t->network_as = base + i;
@@ -265,6 +292,29 @@ static int load_gpus(const char *path, struct sl_catalogue *cat, struct sl_err *
 			t->estimate_from = k;
 		}
 	}
+	return rc;
+}
+
+/* Reads the GPU types of one sailor.gpus/1 file into cat->gpus[cat->gpu_count ...]: the shipped
+ * catalogue first, then an overlay, whose names must differ from every type before them. */
+static int load_gpus(const char *path, struct sl_catalogue *cat, struct sl_err *err)
+{
+	json_t *root = sl_json_load_file(path, "GPU catalogue", err);
+	if (!root)
+		return err ? err->code : SL_EINPUT;
+	int base = cat->gpu_count;
+	json_t *gpus = NULL;
+	int rc = read_gpus_header(root, base, &gpus, err);
+	/* names of stand-ins, resolved once every type is known */
+	const char *network_as[SL_MAX_GPU_TYPES] = {0}, *estimate_from[SL_MAX_GPU_TYPES] = {0};
+	for (size_t i = 0; !rc && i < json_array_size(gpus); i++) {
+		rc = read_gpu_type(json_array_get(gpus, i), cat, base, i, &network_as[i],
+				   &estimate_from[i], err);
+		if (!rc)
+			cat->gpu_count = base + (int)i + 1;
+	}
+	if (!rc)
+		rc = resolve_stand_ins(cat, base, network_as, estimate_from, err);
 	json_decref(root);
 	if (rc) {
 		cat->gpu_count = base;
@@ -369,7 +419,7 @@ static int load_zones(const char *data_dir, struct sl_catalogue *cat, struct sl_
 int sl_catalogue_load(const char *data_dir, struct sl_catalogue *out, struct sl_err *err)
 {
 	if (!data_dir)
-		data_dir = sl_data_dir();
+		data_dir = sl_paths_data_dir();
 	memset(out, 0, sizeof(*out));
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/gpus.json", data_dir);

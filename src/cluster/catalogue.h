@@ -93,7 +93,7 @@ struct sl_catalogue {
 };
 
 /* Loads data/gpus.json (then the overlay's types, if one is set) and the zone files (shipped and
- * overlays, cluster/zone_files.h) under data_dir (NULL = sl_data_dir()). Errors name the file and
+ * overlays, cluster/zone_files.h) under data_dir (NULL = sl_paths_data_dir()). Errors name the file and
  * the JSON path. */
 int sl_catalogue_load(const char *data_dir, struct sl_catalogue *out, struct sl_err *err);
 

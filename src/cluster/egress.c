@@ -173,7 +173,7 @@ int sl_egress_load(const char *data_dir, const struct sl_catalogue *cat, struct 
 		   struct sl_err *err)
 {
 	if (!data_dir)
-		data_dir = sl_data_dir();
+		data_dir = sl_paths_data_dir();
 	*out = NULL;
 	struct sl_zone_files *zf = NULL;
 	int rc = sl_zone_files_load(data_dir, &zf, err);

@@ -29,7 +29,7 @@
 struct sl_egress; /* opaque */
 
 /* Loads the prices of the zone files and the SOSP'25 artifact's zone pairs under data_dir (NULL =
- * sl_data_dir()) for the zones and regions of cat. Errors name the file and the JSON path. */
+ * sl_paths_data_dir()) for the zones and regions of cat. Errors name the file and the JSON path. */
 int sl_egress_load(const char *data_dir, const struct sl_catalogue *cat, struct sl_egress **out,
 		   struct sl_err *err);
 void sl_egress_free(struct sl_egress *eg);

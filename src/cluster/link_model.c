@@ -136,7 +136,7 @@ int sl_link_model_load(const char *data_dir, const struct sl_catalogue *cat,
 		       struct sl_link_model **out, struct sl_err *err)
 {
 	if (!data_dir)
-		data_dir = sl_data_dir();
+		data_dir = sl_paths_data_dir();
 	*out = NULL;
 	struct sl_link_model *lm = calloc(1, sizeof(*lm));
 	struct sl_zone_files *zf = NULL;

@@ -51,7 +51,7 @@ enum sl_link_class sl_link_model_class_of(const struct sl_catalogue *cat, int za
  * "across-providers-same-continent", "across-providers-across-continents". */
 const char *sl_link_model_class_name(enum sl_link_class c);
 
-/* Loads data/network/link_classes.json under data_dir (NULL = sl_data_dir()) and the links of
+/* Loads data/network/link_classes.json under data_dir (NULL = sl_paths_data_dir()) and the links of
  * the zone files. Errors name the file and the JSON path. */
 int sl_link_model_load(const char *data_dir, const struct sl_catalogue *cat,
 		       struct sl_link_model **out, struct sl_err *err);

@@ -472,7 +472,7 @@ int sl_network_load(const char *data_dir, const struct sl_catalogue *cat,
 		    struct sl_network **out, struct sl_err *err)
 {
 	if (!data_dir)
-		data_dir = sl_data_dir();
+		data_dir = sl_paths_data_dir();
 	*out = NULL;
 	struct sl_network *net = calloc(1, sizeof(*net));
 	if (!net || !(net->cat = malloc(sizeof(*net->cat)))) {

@@ -72,7 +72,7 @@ struct sl_link_fit {
 
 struct sl_network; /* opaque */
 
-/* Loads the three files under data_dir (NULL = sl_data_dir()). Zones and GPU types not in the
+/* Loads the three files under data_dir (NULL = sl_paths_data_dir()). Zones and GPU types not in the
  * catalogue are skipped; errors name the file and JSON path. */
 int sl_network_load(const char *data_dir, const struct sl_catalogue *cat,
 		    struct sl_network **out, struct sl_err *err);

@@ -93,6 +93,98 @@ static int split_csv(char *line, char **fields, int max)
 
 #define TRACE_MAX_COLUMNS (SL_MAX_GPU_TYPES * SL_MAX_ZONES + 2)
 
+/* The header ",Timestamp,<GPU>_<zone>,...": each column's GPU type and zone into col_gpu[c] and
+ * col_zone[c] (from column 2). */
+static int read_trace_header(char **fields, int n, int lineno, const struct sl_catalogue *cat,
+			     int *col_gpu, int *col_zone, struct sl_err *err)
+{
+	if (n < 3 || strcmp(fields[1], "Timestamp"))
+		return sl_err_set(err, SL_EINPUT,
+				  "line %d: expected a header ',Timestamp,<GPU>_<zone>,...'", lineno);
+	int rc = 0;
+	for (int c = 2; !rc && c < n; c++) {
+		char names[1024];
+		char *us = strchr(fields[c], '_');
+		if (!us)
+			return sl_err_set(err, SL_EINPUT, "line %d: column '%s': expected <GPU>_<zone>",
+					  lineno, fields[c]);
+		*us = '\0';
+		col_gpu[c] = sl_catalogue_gpu_index(cat, fields[c]);
+		col_zone[c] = sl_catalogue_zone_index(cat, us + 1);
+		if (col_gpu[c] < 0)
+			rc = sl_err_set(err, SL_ENOTFOUND,
+					"line %d: column %d: unknown GPU type '%s' (known: %s)",
+					lineno, c + 1, fields[c],
+					sl_catalogue_gpu_names(cat, names, sizeof(names)));
+		else if (col_zone[c] < 0)
+			rc = sl_err_set(err, SL_ENOTFOUND,
+					"line %d: column %d: unknown zone '%s' (known: %s)", lineno,
+					c + 1, us + 1, sl_catalogue_zone_names(cat, names, sizeof(names)));
+	}
+	return rc;
+}
+
+/* One row "<index>,<timestamp>,<count>,..." into *p (zeroed here); prev is the row before it,
+ * NULL for the first. */
+static int read_trace_row(char **fields, int n, int lineno, const int *col_gpu,
+			  const int *col_zone, const struct sl_pool *prev, struct sl_pool *p,
+			  struct sl_err *err)
+{
+	memset(p, 0, sizeof(*p));
+	char *end;
+	errno = 0;
+	p->timestamp_s = strtod(fields[1], &end);
+	if (end == fields[1] || *end)
+		return sl_err_set(err, SL_EINPUT, "line %d: Timestamp '%s' is not a number", lineno,
+				  fields[1]);
+	/* the steps' durations are differences of timestamps: they must be finite and grow */
+	if (errno == ERANGE || !isfinite(p->timestamp_s) || p->timestamp_s < 0 ||
+	    p->timestamp_s > SL_MAX_TIMESTAMP_S)
+		return sl_err_set(err, SL_EINPUT,
+				  "line %d: Timestamp '%s' is out of range: give seconds from 0 to "
+				  "%.3g", lineno, fields[1], SL_MAX_TIMESTAMP_S);
+	if (prev && !(p->timestamp_s > prev->timestamp_s))
+		return sl_err_set(err, SL_EINPUT,
+				  "line %d: Timestamp %s does not follow the previous row's %.17g: "
+				  "rows must be in increasing time order", lineno, fields[1],
+				  prev->timestamp_s);
+	for (int c = 2; c < n; c++) {
+		long v = strtol(fields[c], &end, 10);
+		if (end == fields[c] || *end || v < 0 || v > SL_MAX_POOL_COUNT ||
+		    p->counts[col_gpu[c]][col_zone[c]] + v > SL_MAX_POOL_COUNT)
+			return sl_err_set(err, SL_EINPUT,
+					  "line %d: column %d: count '%s' is not a whole number from 0 "
+					  "to %d (over the columns that name the same GPU type and "
+					  "zone)", lineno, c + 1, fields[c], SL_MAX_POOL_COUNT);
+		p->counts[col_gpu[c]][col_zone[c]] += (int)v;
+	}
+	return 0;
+}
+
+/* parse_trace: a new step whenever the counts change; duration until the next change; the last
+ * step lasts 0 s; a first step with no GPUs is dropped. Merges rows[0..count) in place and
+ * copies the steps into out. */
+static int trace_steps(struct sl_pool *rows, int count, const char *path,
+		       struct sl_pool_trace *out, struct sl_err *err)
+{
+	int steps = 0;
+	for (int r = 0; r < count; r++) {
+		if (steps > 0 && !memcmp(rows[steps - 1].counts, rows[r].counts,
+					 sizeof(rows[r].counts)))
+			continue;
+		rows[steps++] = rows[r];
+	}
+	for (int s = 0; s < steps; s++)
+		rows[s].duration_s = s + 1 < steps ? rows[s + 1].timestamp_s - rows[s].timestamp_s : 0.0;
+	int first = (steps > 1 && sl_pool_total(&rows[0]) == 0) ? 1 : 0;
+	out->step_count = steps - first;
+	out->steps = malloc((size_t)out->step_count * sizeof(*out->steps));
+	if (!out->steps)
+		return sl_err_set(err, SL_ENOMEM, "trace '%s': out of memory", path);
+	memcpy(out->steps, rows + first, (size_t)out->step_count * sizeof(*out->steps));
+	return 0;
+}
+
 int sl_trace_load_csv(const char *path, const struct sl_catalogue *cat, struct sl_pool_trace *out,
 		      struct sl_err *err)
 {
@@ -116,36 +208,9 @@ int sl_trace_load_csv(const char *path, const struct sl_catalogue *cat, struct s
 			continue;
 		int n = split_csv(line, fields, TRACE_MAX_COLUMNS);
 		if (ncols == 0) {
-			if (n < 3 || strcmp(fields[1], "Timestamp")) {
-				rc = sl_err_set(err, SL_EINPUT,
-						"line %d: expected a header ',Timestamp,<GPU>_<zone>,...'",
-						lineno);
-				break;
-			}
-			ncols = n;
-			for (int c = 2; !rc && c < n; c++) {
-				char names[1024];
-				char *us = strchr(fields[c], '_');
-				if (!us) {
-					rc = sl_err_set(err, SL_EINPUT,
-							"line %d: column '%s': expected <GPU>_<zone>", lineno,
-							fields[c]);
-					break;
-				}
-				*us = '\0';
-				col_gpu[c] = sl_catalogue_gpu_index(cat, fields[c]);
-				col_zone[c] = sl_catalogue_zone_index(cat, us + 1);
-				if (col_gpu[c] < 0)
-					rc = sl_err_set(err, SL_ENOTFOUND,
-							"line %d: column %d: unknown GPU type '%s' (known: %s)",
-							lineno, c + 1, fields[c],
-							sl_catalogue_gpu_names(cat, names, sizeof(names)));
-				else if (col_zone[c] < 0)
-					rc = sl_err_set(err, SL_ENOTFOUND,
-							"line %d: column %d: unknown zone '%s' (known: %s)", lineno,
-							c + 1, us + 1,
-							sl_catalogue_zone_names(cat, names, sizeof(names)));
-			}
+			rc = read_trace_header(fields, n, lineno, cat, col_gpu, col_zone, err);
+			if (!rc)
+				ncols = n;
 			continue;
 		}
 		if (n != ncols) {
@@ -168,43 +233,8 @@ int sl_trace_load_csv(const char *path, const struct sl_catalogue *cat, struct s
 			row_pools = np;
 			rows_cap = ncap;
 		}
-		struct sl_pool *p = &row_pools[rows];
-		memset(p, 0, sizeof(*p));
-		char *end;
-		errno = 0;
-		p->timestamp_s = strtod(fields[1], &end);
-		if (end == fields[1] || *end) {
-			rc = sl_err_set(err, SL_EINPUT, "line %d: Timestamp '%s' is not a number", lineno,
-					fields[1]);
-			break;
-		}
-		/* the steps' durations are differences of timestamps: they must be finite and grow */
-		if (errno == ERANGE || !isfinite(p->timestamp_s) || p->timestamp_s < 0 ||
-		    p->timestamp_s > SL_MAX_TIMESTAMP_S) {
-			rc = sl_err_set(err, SL_EINPUT,
-					"line %d: Timestamp '%s' is out of range: give seconds from 0 to "
-					"%.3g", lineno, fields[1], SL_MAX_TIMESTAMP_S);
-			break;
-		}
-		if (rows > 0 && !(p->timestamp_s > row_pools[rows - 1].timestamp_s)) {
-			rc = sl_err_set(err, SL_EINPUT,
-					"line %d: Timestamp %s does not follow the previous row's %.17g: "
-					"rows must be in increasing time order", lineno, fields[1],
-					row_pools[rows - 1].timestamp_s);
-			break;
-		}
-		for (int c = 2; c < n; c++) {
-			long v = strtol(fields[c], &end, 10);
-			if (end == fields[c] || *end || v < 0 || v > SL_MAX_POOL_COUNT ||
-			    p->counts[col_gpu[c]][col_zone[c]] + v > SL_MAX_POOL_COUNT) {
-				rc = sl_err_set(err, SL_EINPUT,
-						"line %d: column %d: count '%s' is not a whole number from 0 "
-						"to %d (over the columns that name the same GPU type and "
-						"zone)", lineno, c + 1, fields[c], SL_MAX_POOL_COUNT);
-				break;
-			}
-			p->counts[col_gpu[c]][col_zone[c]] += (int)v;
-		}
+		rc = read_trace_row(fields, n, lineno, col_gpu, col_zone,
+				    rows > 0 ? &row_pools[rows - 1] : NULL, &row_pools[rows], err);
 		rows++;
 	}
 	free(line);
@@ -217,27 +247,9 @@ int sl_trace_load_csv(const char *path, const struct sl_catalogue *cat, struct s
 		free(row_pools);
 		return sl_err_prefix(err, "trace '%s'", path);
 	}
-	/* parse_trace: a new step whenever the counts change; duration until the next change; the
-	 * last step lasts 0 s; a first step with no GPUs is dropped. */
-	int steps = 0;
-	for (int r = 0; r < rows; r++) {
-		if (steps > 0 && !memcmp(row_pools[steps - 1].counts, row_pools[r].counts,
-					 sizeof(row_pools[r].counts)))
-			continue;
-		row_pools[steps++] = row_pools[r];
-	}
-	for (int s = 0; s < steps; s++)
-		row_pools[s].duration_s = s + 1 < steps ? row_pools[s + 1].timestamp_s - row_pools[s].timestamp_s : 0.0;
-	int first = (steps > 1 && sl_pool_total(&row_pools[0]) == 0) ? 1 : 0;
-	out->step_count = steps - first;
-	out->steps = malloc((size_t)out->step_count * sizeof(*out->steps));
-	if (!out->steps) {
-		free(row_pools);
-		return sl_err_set(err, SL_ENOMEM, "trace '%s': out of memory", path);
-	}
-	memcpy(out->steps, row_pools + first, (size_t)out->step_count * sizeof(*out->steps));
+	rc = trace_steps(row_pools, rows, path, out, err);
 	free(row_pools);
-	return 0;
+	return rc;
 }
 
 int sl_pool_trace_load(const char *path, const struct sl_catalogue *cat,

@@ -3,19 +3,13 @@
  * blanks, and none of the keys read here follows them, so a key is found as the first
  * " Key=" (or "Key=" at the line's start) and its value runs to the next blank. */
 #include "cluster/slurm.h"
-#include "util/clock.h"
+#include "util/run_command.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #define OUT_MAX (8 << 20) /* scontrol's text for a few thousand nodes is well below this */
 
@@ -24,95 +18,24 @@ int sl_slurm_exec(char *const argv[], double timeout_s, char **out, int *status,
 {
 	*out = NULL;
 	*status = -1;
-	int p[2];
-	if (pipe2(p, O_CLOEXEC))
-		return sl_err_set(err, SL_EIO, "cannot create a pipe: %s", strerror(errno));
-	int ready[2]; /* the child says why exec failed through this one (empty: it ran) */
-	if (pipe2(ready, O_CLOEXEC)) {
-		close(p[0]);
-		close(p[1]);
-		return sl_err_set(err, SL_EIO, "cannot create a pipe: %s", strerror(errno));
-	}
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		close(ready[0]);
-		close(ready[1]);
-		return sl_err_set(err, SL_EIO, "cannot fork '%s': %s", argv[0], strerror(e));
-	}
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		dup2(p[1], STDOUT_FILENO);
-		dup2(p[1], STDERR_FILENO);
-		int devnull = open("/dev/null", O_RDONLY);
-		if (devnull >= 0)
-			dup2(devnull, STDIN_FILENO);
-		execvp(argv[0], argv);
-		int e = errno;
-		if (write(ready[1], &e, sizeof(e)) < 0) {
-			/* the parent sees an empty pipe and a 127 */
-		}
-		_exit(127);
-	}
-	close(p[1]);
-	close(ready[1]);
-	int exec_errno = 0;
-	ssize_t got_e = read(ready[0], &exec_errno, sizeof(exec_errno));
-	close(ready[0]);
-	size_t used = 0, cap = 4096;
-	char *buf = malloc(cap);
-	double deadline = sl_now_s() + timeout_s;
-	int timed_out = 0;
-	for (;;) {
-		double left = deadline - sl_now_s();
-		if (left <= 0) {
-			kill(pid, SIGKILL);
-			timed_out = 1;
-			break;
-		}
-		struct pollfd fd = {p[0], POLLIN, 0};
-		int n = poll(&fd, 1, (int)(left * 1000) + 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			continue;
-		if (buf && used + 4096 > cap && cap < OUT_MAX) {
-			char *grown = realloc(buf, cap * 2);
-			if (grown) {
-				buf = grown;
-				cap *= 2;
-			}
-		}
-		char sink[4096];
-		char *into = buf && used + 4096 <= cap ? buf + used : sink;
-		ssize_t r = read(p[0], into, 4096);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if (into != sink)
-			used += (size_t)r;
-	}
-	close(p[0]);
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!buf)
-		return sl_err_set(err, SL_ENOMEM, "out of memory");
-	buf[used < cap ? used : cap - 1] = 0;
-	if (got_e == (ssize_t)sizeof(exec_errno) && exec_errno) {
-		free(buf);
+	struct sl_run_command child = {
+		.argv = argv, .use_path = 1, .in = SL_RUN_COMMAND_DEV_NULL,
+		.out = SL_RUN_COMMAND_PIPE, .err = SL_RUN_COMMAND_TO_STDOUT,
+		.parent_death_signal = SIGKILL,
+		/* a missing command is our caller's error to explain, not a line of output */
+		.exec_failure = SL_RUN_COMMAND_EXEC_RETURN,
+	};
+	int rc = sl_run_command_start(&child, err);
+	if (rc && child.exec_errno)
 		return sl_err_set(err, SL_ENOTFOUND, "cannot run '%s': %s; install Slurm's "
 				  "commands (Debian: apt-get install slurm-client, or slurm-wlm) "
-				  "or add them to PATH", argv[0], strerror(exec_errno));
-	}
-	*out = buf;
-	*status = timed_out ? 124 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+				  "or add them to PATH", argv[0], strerror(child.exec_errno));
+	if (rc)
+		return rc;
+	rc = sl_run_command_capture(&child, timeout_s, OUT_MAX, out, err);
+	if (rc)
+		return rc;
+	*status = child.timed_out ? 124 : child.status;
 	return 0;
 }
 

@@ -571,7 +571,7 @@ int sl_zone_files_load(const char *data_dir, struct sl_zone_files **out, struct 
 {
 	*out = NULL;
 	if (!data_dir)
-		data_dir = sl_data_dir();
+		data_dir = sl_paths_data_dir();
 	struct merge *m = calloc(1, sizeof(*m));
 	struct sl_zone_files *zf = calloc(1, sizeof(*zf));
 	if (zf) {

@@ -107,7 +107,7 @@ struct sl_zone_files {
 	struct sl_zone_pair *links;      /* SL_ZONE_LINKS_MAX */
 };
 
-/* Loads the shipped files under data_dir (NULL = sl_data_dir()) and the overlays, merged and
+/* Loads the shipped files under data_dir (NULL = sl_paths_data_dir()) and the overlays, merged and
  * checked (above). */
 int sl_zone_files_load(const char *data_dir, struct sl_zone_files **out, struct sl_err *err);
 void sl_zone_files_free(struct sl_zone_files *zf);

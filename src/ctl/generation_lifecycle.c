@@ -72,93 +72,97 @@ static int forget_steps_after(struct ctl *c, long long resume, struct sl_err *er
 	return rc;
 }
 
-/* The process settings a generation's ranks need as this controller has them: --gpus, and the
- * zone files it planned with (each written to the generation's folder: an overlay may have come
- * from the pool file, which the ranks never read). Appends to argv at *n. */
-static int settings_args(const char *dir, char **argv, int *n, struct sl_err *err)
-{
-	static char paths[SL_ZONE_FILES_MAX][PATH_MAX + 32];
-	if (sl_catalogue_overlay()) { /* --gpus: the ranks plan-check with the same types */
-		argv[(*n)++] = "--gpus";
-		argv[(*n)++] = (char *)sl_catalogue_overlay();
-	}
-	for (int i = 0; i < sl_zone_files_overlay_count(); i++) {
-		snprintf(paths[i], sizeof(paths[i]), "%s/zones-%d.json", dir, i);
-		int rc = sl_zone_files_overlay_save(i, paths[i], err);
-		if (rc)
-			return rc;
-		argv[(*n)++] = "--zones";
-		argv[(*n)++] = paths[i];
-	}
-	return 0;
-}
+/* Where a generation's files are: its folder gen-<n>/, the plan and cluster file in it, and the
+ * zone files this controller planned with (zones-<i>.json: an overlay may have come from the pool
+ * file, which the ranks never read). */
+struct gen_files {
+	char dir[PATH_MAX], plan[PATH_MAX + 16], cluster[PATH_MAX + 16];
+	char zones[SL_ZONE_FILES_MAX][PATH_MAX + 32];
+	int zone_count;
+};
 
-int sl_ctl_start_generation(struct ctl *c, struct sl_err *err)
+/* gen-<index>/ with the plan and the cluster file (without the hosts left out) the generation
+ * starts with, and no steps file there of an earlier controller. */
+static int write_generation_files(struct ctl *c, int index, struct gen_files *f,
+				  struct sl_err *err)
 {
-	int index = ++c->gen_count;
-	char dir[PATH_MAX], plan_path[PATH_MAX + 16], cluster_path[PATH_MAX + 16];
-	snprintf(dir, sizeof(dir), "%s/gen-%d", c->o->run_dir, index);
-	if (mkdir(dir, 0777) && errno != EEXIST)
-		return sl_err_set(err, SL_EIO, "cannot create '%s': %s", dir, strerror(errno));
-	snprintf(plan_path, sizeof(plan_path), "%s/plan.json", dir);
-	snprintf(cluster_path, sizeof(cluster_path), "%s/cluster.json", dir);
-	snprintf(c->gen_steps_path, sizeof(c->gen_steps_path), "%s/steps.jsonl", dir);
+	snprintf(f->dir, sizeof(f->dir), "%s/gen-%d", c->o->run_dir, index);
+	if (mkdir(f->dir, 0777) && errno != EEXIST)
+		return sl_err_set(err, SL_EIO, "cannot create '%s': %s", f->dir, strerror(errno));
+	snprintf(f->plan, sizeof(f->plan), "%s/plan.json", f->dir);
+	snprintf(f->cluster, sizeof(f->cluster), "%s/cluster.json", f->dir);
+	snprintf(c->gen_steps_path, sizeof(c->gen_steps_path), "%s/steps.jsonl", f->dir);
 	/* rank 0 appends to it: a file of an earlier controller on this run directory must not
 	 * pass for this generation's steps */
 	if (unlink(c->gen_steps_path) && errno != ENOENT)
 		return sl_err_set(err, SL_EIO, "cannot remove '%s': %s", c->gen_steps_path,
 				  strerror(errno));
-	int rc = sl_plan_save(&c->next.plan, &c->env->catalogue, plan_path, err);
+	int rc = sl_plan_save(&c->next.plan, &c->env->catalogue, f->plan, err);
 	if (!rc)
-		rc = write_cluster_file(c, cluster_path, err);
-	if (rc)
-		return rc;
+		rc = write_cluster_file(c, f->cluster, err);
+	f->zone_count = 0;
+	for (int i = 0; !rc && i < sl_zone_files_overlay_count(); i++) {
+		snprintf(f->zones[i], sizeof(f->zones[i]), "%s/zones-%d.json", f->dir, i);
+		rc = sl_zone_files_overlay_save(i, f->zones[i], err);
+		f->zone_count = i + 1;
+	}
+	return rc;
+}
+
+/* The liveness probe set for the next plan: where its ranks run, none of them answered. */
+static int reset_probe(struct ctl *c, struct sl_err *err)
+{
 	free(c->probe.rank_host);
 	free(c->probe.answered);
 	c->probe.rank_host = NULL;
 	c->probe.answered = NULL;
 	c->probe.world = 0;
-	if ((rc = sl_ctl_runnable(c, &c->next.plan, &c->probe.rank_host, &c->probe.world,
-				  err)))
+	int rc = sl_ctl_runnable(c, &c->next.plan, &c->probe.rank_host, &c->probe.world, err);
+	if (rc)
 		return rc;
 	c->probe.answered = calloc((size_t)c->probe.world, 1);
 	if (!c->probe.answered)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
-	/* the previous generation is reaped; a rank of it that escaped (a host's mpirun lost) must
-	 * not train beside the next one */
-	if ((rc = sl_ctl_wait_no_training(c->o->ckpt_dir, c->o->stop_timeout_s, NULL, err)))
-		return rc;
-	long long resume = sl_ctl_newest_checkpoint(c);
-	if (c->recorded_max > (resume > 0 ? resume : 0) && (rc = forget_steps_after(c, resume, err)))
-		return rc;
+	return 0;
+}
+
+/* The numbers on `sailor run`'s command line, as text that lives as long as the command line. */
+struct run_numbers {
 	char steps[32], gb[32], every[32], seq[32], threads[32], seed[32];
-	snprintf(steps, sizeof(steps), "%lld", c->o->steps);
-	snprintf(gb, sizeof(gb), "%lld", c->o->global_batch);
-	snprintf(every, sizeof(every), "%lld", c->o->ckpt_every);
-	snprintf(seq, sizeof(seq), "%d", c->o->seq_len);
-	snprintf(threads, sizeof(threads), "%d", c->o->threads_per_rank > 0 ?
+};
+
+/* The generation's `sailor run` command line (NULL: out of memory; the caller frees the array,
+ * whose strings belong to c, f and nums). */
+static char **run_argv(const struct ctl *c, const struct gen_files *f, long long resume,
+		       struct run_numbers *nums)
+{
+	snprintf(nums->steps, sizeof(nums->steps), "%lld", c->o->steps);
+	snprintf(nums->gb, sizeof(nums->gb), "%lld", c->o->global_batch);
+	snprintf(nums->every, sizeof(nums->every), "%lld", c->o->ckpt_every);
+	snprintf(nums->seq, sizeof(nums->seq), "%d", c->o->seq_len);
+	snprintf(nums->threads, sizeof(nums->threads), "%d", c->o->threads_per_rank > 0 ?
 		 c->o->threads_per_rank : 1);
-	snprintf(seed, sizeof(seed), "%llu", c->o->seed);
-	const char *fixed[] = {c->self, "run", "--plan", plan_path, "--cluster", cluster_path,
-			       "--model", c->o->model, "--data", c->o->data, "--steps", steps,
-			       "--global-batch", gb, "--ckpt-dir", c->o->ckpt_dir, "--ckpt-every",
-			       every, "--threads-per-rank", threads, "--json", "--events-file",
-			       c->gen_steps_path};
+	snprintf(nums->seed, sizeof(nums->seed), "%llu", c->o->seed);
+	const char *fixed[] = {c->self, "run", "--plan", f->plan, "--cluster", f->cluster,
+			       "--model", c->o->model, "--data", c->o->data, "--steps", nums->steps,
+			       "--global-batch", nums->gb, "--ckpt-dir", c->o->ckpt_dir,
+			       "--ckpt-every", nums->every, "--threads-per-rank", nums->threads,
+			       "--json", "--events-file", c->gen_steps_path};
 	int nfixed = (int)(sizeof(fixed) / sizeof(fixed[0]));
 	char **argv = calloc((size_t)(nfixed + 16 + 2 * SL_ZONE_FILES_MAX + c->o->extra_count),
 			     sizeof(char *));
 	if (!argv)
-		return sl_err_set(err, SL_ENOMEM, "out of memory");
+		return NULL;
 	int n = 0;
 	for (int i = 0; i < nfixed; i++)
 		argv[n++] = (char *)fixed[i];
 	if (c->o->seq_len > 0) {
 		argv[n++] = "--seq-len";
-		argv[n++] = seq;
+		argv[n++] = nums->seq;
 	}
 	if (c->o->seed_given) {
 		argv[n++] = "--seed";
-		argv[n++] = seed;
+		argv[n++] = nums->seed;
 	}
 	if (resume >= 0)
 		argv[n++] = "--resume";
@@ -169,17 +173,24 @@ int sl_ctl_start_generation(struct ctl *c, struct sl_err *err)
 		argv[n++] = "--partition";
 		argv[n++] = (char *)c->o->partition;
 	}
-	rc = settings_args(dir, argv, &n, err);
+	if (sl_catalogue_overlay()) { /* --gpus: the ranks plan-check with the same types */
+		argv[n++] = "--gpus";
+		argv[n++] = (char *)sl_catalogue_overlay();
+	}
+	for (int i = 0; i < f->zone_count; i++) { /* the zones it planned with */
+		argv[n++] = "--zones";
+		argv[n++] = (char *)f->zones[i];
+	}
 	for (int i = 0; i < c->o->extra_count; i++)
 		argv[n++] = c->o->extra[i];
 	argv[n] = NULL;
-	char *env[] = {"SAILOR_SYNC_CHECKPOINTS=1", NULL};
-	if (!rc)
-		rc = sl_ctl_gen_start(&c->gen, index, argv, c->o->sync_checkpoints ? env : NULL, dir,
-				      err);
-	free(argv);
-	if (rc)
-		return rc;
+	return argv;
+}
+
+/* The generation just started is the one running: its counters from zero, the next candidate
+ * the current one, and the generation_start event. */
+static void begin_generation(struct ctl *c, int index, long long resume, const char *dir)
+{
 	c->running = 1;
 	c->stop = STOP_NONE;
 	c->last_output_s = sl_now_s();
@@ -205,6 +216,36 @@ int sl_ctl_start_generation(struct ctl *c, struct sl_err *err)
 	json_object_set_new(f, "pid", json_integer(c->gen.pid));
 	json_object_set_new(f, "plan", sl_ctl_plan_summary(c, &c->cur));
 	sl_ctl_event(&c->ev, "generation_start", f);
+}
+
+int sl_ctl_start_generation(struct ctl *c, struct sl_err *err)
+{
+	int index = ++c->gen_count;
+	struct gen_files f;
+	int rc = write_generation_files(c, index, &f, err);
+	if (!rc)
+		rc = reset_probe(c, err);
+	if (rc)
+		return rc;
+	/* the previous generation is reaped; a rank of it that escaped (a host's mpirun lost) must
+	 * not train beside the next one */
+	if ((rc = sl_ctl_wait_no_training(c->o->ckpt_dir, c->o->stop_timeout_s, NULL, err)))
+		return rc;
+	long long resume = sl_ctl_newest_checkpoint(c);
+	if (c->recorded_max > (resume > 0 ? resume : 0) &&
+	    (rc = forget_steps_after(c, resume, err)))
+		return rc;
+	struct run_numbers nums;
+	char **argv = run_argv(c, &f, resume, &nums);
+	if (!argv)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	char *env[] = {"SAILOR_SYNC_CHECKPOINTS=1", NULL};
+	rc = sl_ctl_gen_start(&c->gen, index, argv, c->o->sync_checkpoints ? env : NULL, f.dir,
+			      err);
+	free(argv);
+	if (rc)
+		return rc;
+	begin_generation(c, index, resume, f.dir);
 	return 0;
 }
 

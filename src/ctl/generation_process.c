@@ -3,12 +3,9 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,7 +17,6 @@ int sl_ctl_gen_start(struct sl_ctl_gen *g, int index, char *const argv[], char *
 {
 	memset(g, 0, sizeof(*g));
 	g->index = index;
-	g->fd[0] = g->fd[1] = -1;
 	char path[4200];
 	const char *names[2] = {"stdout.jsonl", "stderr.log"};
 	for (int i = 0; i < 2; i++) {
@@ -31,54 +27,32 @@ int sl_ctl_gen_start(struct sl_ctl_gen *g, int index, char *const argv[], char *
 			return sl_err_set(err, SL_EIO, "cannot write '%s': %s", path, strerror(errno));
 		}
 	}
-	int out_pipe[2], err_pipe[2];
-	if (pipe2(out_pipe, O_CLOEXEC)) {
-		sl_ctl_gen_close(g);
-		return sl_err_set(err, SL_EIO, "cannot create a pipe: %s", strerror(errno));
-	}
-	if (pipe2(err_pipe, O_CLOEXEC)) {
-		close(out_pipe[0]);
-		close(out_pipe[1]);
-		sl_ctl_gen_close(g);
-		return sl_err_set(err, SL_EIO, "cannot create a pipe: %s", strerror(errno));
-	}
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(out_pipe[0]);
-		close(out_pipe[1]);
-		close(err_pipe[0]);
-		close(err_pipe[1]);
-		sl_ctl_gen_close(g);
-		return sl_err_set(err, SL_EIO, "cannot fork a generation: %s", strerror(e));
-	}
-	if (pid == 0) {
-		setpgid(0, 0);
+	/* the controller's own handlers and its ignored SIGPIPE are not the launcher's */
+	static const int child_defaults[] = {SIGINT, SIGTERM, SIGPIPE, 0};
+	g->child = (struct sl_run_command){
+		.argv = argv, .env = env,
+		.out = SL_RUN_COMMAND_PIPE, .err = SL_RUN_COMMAND_PIPE,
+		.new_process_group = 1,
 		/* the launcher stops its ranks (with a checkpoint) when the controller dies */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(127);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		dup2(out_pipe[1], STDOUT_FILENO);
-		dup2(err_pipe[1], STDERR_FILENO);
-		for (int i = 0; env && env[i]; i++)
-			putenv(env[i]);
-		execv(argv[0], argv);
-		fprintf(stderr, "sailor control: cannot start '%s': %s\n", argv[0], strerror(errno));
-		_exit(127);
+		.parent_death_signal = SIGTERM,
+		.default_signals = child_defaults, .who = "sailor control",
+	};
+	int rc = sl_run_command_start(&g->child, err);
+	if (rc) {
+		sl_ctl_gen_close(g);
+		return rc;
 	}
-	setpgid(pid, pid); /* also here, so a signal to the group cannot race the child's call */
-	close(out_pipe[1]);
-	close(err_pipe[1]);
-	g->pid = pid;
-	g->fd[0] = out_pipe[0];
-	g->fd[1] = err_pipe[0];
+	g->pid = g->child.pid;
 	g->started_s = sl_now_s();
 	return 0;
 }
+
+/* Where pump's output goes: the generation's logs and lines, then fn. */
+struct pump_ctx {
+	struct sl_ctl_gen *g;
+	sl_ctl_line_fn *fn;
+	void *ctx;
+};
 
 static void take(struct sl_ctl_gen *g, int i, const char *buf, size_t n, sl_ctl_line_fn *fn,
 		 void *ctx)
@@ -98,28 +72,21 @@ static void take(struct sl_ctl_gen *g, int i, const char *buf, size_t n, sl_ctl_
 	}
 }
 
+/* An sl_run_command_output_fn. */
+static void take_bytes(void *ctx, int is_stderr, const char *buf, size_t n)
+{
+	struct pump_ctx *p = ctx;
+	take(p->g, is_stderr, buf, n, p->fn, p->ctx);
+}
+
 int sl_ctl_gen_pump(struct sl_ctl_gen *g, int timeout_ms, sl_ctl_line_fn *fn, void *ctx)
 {
 	if (g->reaped)
 		return 1;
-	struct pollfd fds[2] = {{g->fd[0], POLLIN, 0}, {g->fd[1], POLLIN, 0}};
-	int n = (g->fd[0] >= 0 || g->fd[1] >= 0) ? poll(fds, 2, timeout_ms) : 0;
-	char buf[8192];
-	for (int i = 0; i < 2 && n > 0; i++) {
-		if (g->fd[i] < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
-		ssize_t got = read(g->fd[i], buf, sizeof(buf));
-		if (got > 0) {
-			take(g, i, buf, (size_t)got, fn, ctx);
-		} else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-			close(g->fd[i]);
-			g->fd[i] = -1;
-		}
-	}
-	if (g->fd[0] >= 0 || g->fd[1] >= 0)
-		return 0;
-	int status = 0;
-	pid_t r = waitpid(g->pid, &status, WNOHANG);
+	struct pump_ctx p = {g, fn, ctx};
+	if (sl_run_command_read(&g->child, timeout_ms, take_bytes, &p) != 0)
+		return 0; /* a pipe is still open */
+	int r = sl_run_command_reap(&g->child, 0);
 	if (r == 0) {
 		usleep(20000); /* the pipes closed just before the exit: look again soon */
 		return 0;
@@ -132,7 +99,7 @@ int sl_ctl_gen_pump(struct sl_ctl_gen *g, int timeout_ms, sl_ctl_line_fn *fn, vo
 			take(g, i, "\n", 1, fn, ctx);
 		}
 	g->reaped = 1;
-	g->status = r < 0 ? 127 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	g->status = r < 0 ? 127 : g->child.status;
 	/* whatever the launcher left in its group (it should be nothing) goes with it */
 	kill(-g->pid, SIGKILL);
 	return 1;
@@ -259,10 +226,8 @@ int sl_ctl_reap_orphans(void)
 
 void sl_ctl_gen_close(struct sl_ctl_gen *g)
 {
+	sl_run_command_close(&g->child);
 	for (int i = 0; i < 2; i++) {
-		if (g->fd[i] >= 0)
-			close(g->fd[i]);
-		g->fd[i] = -1;
 		if (g->log[i])
 			fclose(g->log[i]);
 		g->log[i] = NULL;

@@ -1,16 +1,16 @@
 /* A generation: one `sailor run ... --json` child of the controller, its output and its end.
  *
- * The child runs in a process group of its own (so a terminal's Ctrl-C reaches only the
- * controller, which decides) with PR_SET_PDEATHSIG = SIGTERM (if the controller dies, the launcher
- * checkpoints and stops its ranks as on any SIGTERM). Its stdout and stderr come back through
- * pipes: every byte is appended to <dir>/stdout.jsonl and <dir>/stderr.log, and each complete line
- * is handed to the caller. Stopping is SIGTERM to the launcher (which makes every rank finish its
- * step and write a checkpoint), then, past a deadline, SIGKILL to the whole group and every
- * process below the launcher.
+ * The child (started by util/run_command.h) runs in a process group of its own (so a terminal's
+ * Ctrl-C reaches only the controller, which decides) with SIGTERM as its parent-death signal
+ * (if the controller dies, the launcher checkpoints and stops its ranks as on any SIGTERM). Its
+ * stdout and stderr come back through pipes: every byte is appended to <dir>/stdout.jsonl and
+ * <dir>/stderr.log, and each complete line is handed to the caller. Stopping is SIGTERM to the
+ * launcher (which makes every rank finish its step and write a checkpoint), then, past a
+ * deadline, SIGKILL to the whole group and every process below the launcher.
  *
  * Invariants: at most one child per struct; after sl_ctl_gen_pump reports the end, the child is
- * reaped and both pipes are closed. Ownership: the struct owns its descriptors and log files
- * (sl_ctl_gen_close).
+ * reaped and both pipes are closed. Ownership: the struct owns its pipes (in child) and log
+ * files (sl_ctl_gen_close).
  */
 #ifndef SL_CTL_GENERATION_PROCESS_H
 #define SL_CTL_GENERATION_PROCESS_H
@@ -19,11 +19,12 @@
 #include <sys/types.h>
 
 #include "util/err.h"
+#include "util/run_command.h"
 
 struct sl_ctl_gen {
 	int index;            /* 1, 2, ... */
-	pid_t pid;            /* the launcher; also the process group id */
-	int fd[2];            /* stdout, stderr pipes (-1 when closed) */
+	pid_t pid;            /* the launcher (child.pid); also the process group id */
+	struct sl_run_command child; /* the launcher started; its stdout, stderr pipes */
 	FILE *log[2];         /* <dir>/stdout.jsonl, <dir>/stderr.log */
 	char line[2][8192];
 	size_t used[2];

@@ -73,7 +73,7 @@ int sl_ctl_runnable(struct ctl *c, const struct sl_plan *plan, int **rank_host, 
 		struct sl_cluster view;
 		rc = filtered_cluster(c, &view);
 		if (!rc)
-			rc = sl_place_roles(&table, &view, &cat, err);
+			rc = sl_placement_assign(&table, &view, &cat, err);
 		if (!rc && rank_host) {
 			*rank_host = malloc((size_t)table.world_size * sizeof(int));
 			if (!*rank_host) {

@@ -6,8 +6,9 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
+
+#include "util/run_command.h"
 
 /* Calls fn for every JSON object line of path. */
 static int each_line(const char *path, void (*fn)(void *, json_t *), void *ctx,
@@ -109,6 +110,25 @@ static void on_event(void *ctx, json_t *e)
 	}
 }
 
+/* gnuplot on the script gp, waited for. */
+static int run_gnuplot(const char *gp, struct sl_err *err)
+{
+	char *argv[] = {"gnuplot", (char *)gp, NULL};
+	struct sl_run_command child = {.argv = argv, .use_path = 1,
+				       .exec_failure = SL_RUN_COMMAND_EXEC_RETURN};
+	int rc = sl_run_command_start(&child, err);
+	if (rc && !child.exec_errno)
+		return rc;
+	if (rc) /* the exit status below says 127, as a shell would */
+		fprintf(stderr, "sailor report: cannot run gnuplot: %s (install gnuplot-nox: "
+			"scripts/install-deps.sh)\n", strerror(child.exec_errno));
+	int status = sl_run_command_wait(&child);
+	if (child.term_signal || status)
+		return sl_err_set(err, SL_EIO, "gnuplot failed on '%s' (exit %d)", gp,
+				  child.term_signal ? -1 : status);
+	return 0;
+}
+
 int sl_ctl_report(const char *run_dir, const char *output, FILE *summary, struct sl_err *err)
 {
 	char dir[PATH_MAX], dat[PATH_MAX + 16], gp[PATH_MAX + 16], path[PATH_MAX + 32];
@@ -178,21 +198,8 @@ int sl_ctl_report(const char *run_dir, const char *output, FILE *summary, struct
 			a.reconfigs ? a.reconf_total_s / a.reconfigs : 0.0, a.reconf_max_s,
 			a.failures, a.lost_max);
 	}
-	pid_t pid = fork();
-	if (pid < 0)
-		return sl_err_set(err, SL_EIO, "cannot fork gnuplot: %s", strerror(errno));
-	if (pid == 0) {
-		execlp("gnuplot", "gnuplot", gp, (char *)NULL);
-		fprintf(stderr, "sailor report: cannot run gnuplot: %s (install gnuplot-nox: "
-			"scripts/install-deps.sh)\n", strerror(errno));
-		_exit(127);
-	}
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		return sl_err_set(err, SL_EIO, "gnuplot failed on '%s' (exit %d)", gp,
-				  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	if ((rc = run_gnuplot(gp, err)))
+		return rc;
 	if (summary)
 		fprintf(summary, "wrote '%s'\n", output);
 	return 0;

@@ -6,7 +6,7 @@
  * holders (the kernel drops an flock when the last descriptor of it closes), so a controller
  * killed with SIGKILL leaves nothing that blocks the next one. The descriptor is inherited by the
  * generation (the launcher and its ranks): after such a kill the generation still stops itself
- * (SIGTERM from PR_SET_PDEATHSIG) and writes its last checkpoint, and the next controller waits
+ * (SIGTERM, its parent-death signal) and writes its last checkpoint, and the next controller waits
  * for that instead of training beside it.
  *
  * Ownership: the lock owns its descriptors (sl_ctl_run_lock_release, or the process's end).

@@ -239,7 +239,7 @@ int sl_layer_sizes_load(const struct sl_model_config *m, const char *data_dir,
 	*out = NULL;
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/models/layer_sizes_sosp25.json",
-		 data_dir ? data_dir : sl_data_dir());
+		 data_dir ? data_dir : sl_paths_data_dir());
 	json_t *root = sl_json_load_file(path, "layer sizes", err);
 	if (!root)
 		return err ? err->code : SL_EINPUT;

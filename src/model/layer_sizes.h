@@ -45,8 +45,8 @@ struct sl_layer_sizes {
 };
 
 /* For a model config loaded by sl_model_config_load: the artifact's figures when the model's
- * name is in data/models/layer_sizes_sosp25.json under data_dir (NULL = sl_data_dir()) and its
- * shape agrees, else formulas. */
+ * name is in data/models/layer_sizes_sosp25.json under data_dir (NULL = sl_paths_data_dir())
+ * and its shape agrees, else formulas. */
 int sl_layer_sizes_load(const struct sl_model_config *model, const char *data_dir,
 			struct sl_layer_sizes **out, struct sl_err *err);
 /* Formulas only (used for hyper-parameter files and by tests). */

@@ -21,7 +21,7 @@ static int is_path(const char *s)
 static const char *known_models(char *buf, size_t size)
 {
 	char dir[4096];
-	snprintf(dir, sizeof(dir), "%s/models", sl_data_dir());
+	snprintf(dir, sizeof(dir), "%s/models", sl_paths_data_dir());
 	struct dirent **entries = NULL;
 	int n = scandir(dir, &entries, NULL, alphasort);
 	size_t used = 0;
@@ -123,7 +123,7 @@ int sl_model_config_load(const char *name_or_path, struct sl_model_config *out,
 	if (is_path(name_or_path))
 		snprintf(path, sizeof(path), "%s", name_or_path);
 	else
-		snprintf(path, sizeof(path), "%s/models/%s.json", sl_data_dir(), name_or_path);
+		snprintf(path, sizeof(path), "%s/models/%s.json", sl_paths_data_dir(), name_or_path);
 
 	struct sl_err load_err = {0};
 	json_t *root = sl_json_load_file(path, "model", &load_err);

@@ -26,7 +26,7 @@
  *   SL_EINFEASIBLE  tp larger than every such host's slots; fewer slots of that (GPU type, zone)
  *                   than the plan's ranks there; or slots enough in total but split so that
  *                   no host has tp free ones. */
-int sl_place_roles(struct sl_role_table *table, const struct sl_cluster *cluster,
+int sl_placement_assign(struct sl_role_table *table, const struct sl_cluster *cluster,
 		   const struct sl_catalogue *cat, struct sl_err *err);
 
 #endif

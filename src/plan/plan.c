@@ -1,4 +1,4 @@
-/* Plans: the struct's memory, both file formats in, ours out, and the checks that need the model
+/* Plans: the struct's memory, both file formats in, and the checks that need the model
  * (see plan.h). Invariants after load: P and D within limits, indices valid, tp >= 1. */
 #include "plan/plan.h"
 #include "plan/microbatch_share.h"
@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/atomic_file.h"
 #include "util/json.h"
 #include "util/limits.h"
 
@@ -193,8 +192,9 @@ static int stage_memory_options(const json_t *st, const char *ctx, struct sl_pla
 static int measured(const json_t *root, const char *key, double max, int *has, double *out,
 		    struct sl_err *err);
 
-static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct sl_plan *out,
-		     struct sl_err *err)
+/* The top-level figures of our format: "model" (optional), "global_batch" (optional) and
+ * "micro_batch". */
+static int read_ours_batch(const json_t *root, struct sl_plan *out, struct sl_err *err)
 {
 	long long v = 0;
 	int rc = 0;
@@ -214,75 +214,66 @@ static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct 
 	if (rc)
 		return rc;
 	out->micro_batch = (int)v;
-	json_t *stages = NULL;
-	rc = sl_json_get_array(root, "", "stages", &stages, err);
+	return 0;
+}
+
+/* stages[k] (st) before the plan is reserved: its layer range and memory options into *stage,
+ * and how many replicas its "replicas" entries add up to (*replicas). */
+static int read_ours_stage(const json_t *st, const char *ctx, struct sl_plan_stage *stage,
+			   long long *replicas, struct sl_err *err)
+{
+	json_t *reps = NULL, *layers = NULL;
+	int rc = sl_json_get_array(st, ctx, "layers", &layers, err);
 	if (rc)
 		return rc;
-	size_t P = json_array_size(stages);
-	if (P == 0 || P > SL_PLAN_MAX_STAGES)
-		return sl_err_set(err, SL_EINPUT, "stages: expected 1 to %d stages, got %zu",
-				  SL_PLAN_MAX_STAGES, P);
-	/* first pass: count replicas per stage */
-	int D = -1;
-	for (size_t k = 0; k < P; k++) {
-		char ctx[64];
-		snprintf(ctx, sizeof(ctx), "stages[%zu]", k);
-		json_t *st = json_array_get(stages, k), *reps = NULL, *layers = NULL;
-		rc = sl_json_get_array(st, ctx, "layers", &layers, err);
+	if (json_array_size(layers) != 2)
+		return sl_err_set(err, SL_EINPUT,
+				  "%s.layers: expected [first, last], an inclusive layer range",
+				  ctx);
+	long long a, b;
+	char lctx[128];
+	snprintf(lctx, sizeof(lctx), "%s.layers[0]", ctx);
+	rc = sl_json_as_int(json_array_get(layers, 0), lctx, &a, err);
+	snprintf(lctx, sizeof(lctx), "%s.layers[1]", ctx);
+	if (!rc) rc = sl_json_as_int(json_array_get(layers, 1), lctx, &b, err);
+	if (rc)
+		return rc;
+	if (a < 0 || b < a || b > SL_PLAN_MAX_LAYER)
+		return sl_err_set(err, SL_EINPUT,
+				  "%s.layers: [%lld, %lld] is not a range: expected 0 <= first <= "
+				  "last <= %d", ctx, a, b, SL_PLAN_MAX_LAYER);
+	stage->first_layer = (int)a;
+	stage->last_layer = (int)b;
+	rc = stage_memory_options(st, ctx, stage, err);
+	if (rc)
+		return rc;
+	rc = sl_json_get_array(st, ctx, "replicas", &reps, err);
+	if (rc)
+		return rc;
+	if (json_array_size(reps) == 0)
+		return sl_err_set(err, SL_EINPUT,
+				  "%s.replicas: the stage has no replicas: give it at least one "
+				  "{\"gpu\", \"zone\", \"tp\"}", ctx);
+	long long n = 0, v = 0;
+	for (size_t r = 0; r < json_array_size(reps); r++) {
+		char rctx[160];
+		snprintf(rctx, sizeof(rctx), "%s.replicas[%zu]", ctx, r);
+		rc = positive_int(json_array_get(reps, r), rctx, "count", 0, 1, SL_PLAN_MAX_PIPELINES,
+				  &v, err);
 		if (rc)
 			return rc;
-		if (json_array_size(layers) != 2)
-			return sl_err_set(err, SL_EINPUT,
-					  "%s.layers: expected [first, last], an inclusive layer range",
-					  ctx);
-		long long a, b;
-		char lctx[128];
-		snprintf(lctx, sizeof(lctx), "%s.layers[0]", ctx);
-		rc = sl_json_as_int(json_array_get(layers, 0), lctx, &a, err);
-		snprintf(lctx, sizeof(lctx), "%s.layers[1]", ctx);
-		if (!rc) rc = sl_json_as_int(json_array_get(layers, 1), lctx, &b, err);
-		if (rc)
-			return rc;
-		if (a < 0 || b < a || b > SL_PLAN_MAX_LAYER)
-			return sl_err_set(err, SL_EINPUT,
-					  "%s.layers: [%lld, %lld] is not a range: expected 0 <= first <= "
-					  "last <= %d", ctx, a, b, SL_PLAN_MAX_LAYER);
-		out->stages[k].first_layer = (int)a;
-		out->stages[k].last_layer = (int)b;
-		rc = stage_memory_options(st, ctx, &out->stages[k], err);
-		if (rc)
-			return rc;
-		rc = sl_json_get_array(st, ctx, "replicas", &reps, err);
-		if (rc)
-			return rc;
-		if (json_array_size(reps) == 0)
-			return sl_err_set(err, SL_EINPUT,
-					  "%s.replicas: the stage has no replicas: give it at least one "
-					  "{\"gpu\", \"zone\", \"tp\"}", ctx);
-		long long n = 0;
-		for (size_t r = 0; r < json_array_size(reps); r++) {
-			char rctx[160];
-			snprintf(rctx, sizeof(rctx), "%s.replicas[%zu]", ctx, r);
-			rc = positive_int(json_array_get(reps, r), rctx, "count", 0, 1, SL_PLAN_MAX_PIPELINES,
-					  &v, err);
-			if (rc)
-				return rc;
-			n += v;
-		}
-		if (n > SL_PLAN_MAX_PIPELINES)
-			return sl_err_set(err, SL_EINPUT, "%s.replicas: %lld replicas, at most %d allowed",
-					  ctx, n, SL_PLAN_MAX_PIPELINES);
-		if (D < 0)
-			D = (int)n;
-		else if (n != D)
-			return sl_err_set(err, SL_EINPUT,
-					  "%s.replicas: %lld replicas but stages[0] has %d: every stage "
-					  "needs the same number of replicas (one per pipeline)", ctx, n, D);
+		n += v;
 	}
-	rc = sl_plan_reserve(out, (int)P, D, err);
-	if (rc)
-		return rc;
-	for (size_t k = 0; k < P; k++) {
+	*replicas = n;
+	return 0;
+}
+
+/* Every stage's replicas, once the plan is reserved: replica entry r of stage k, "count" times,
+ * becomes the next pipelines' replicas of that stage. */
+static int read_ours_replicas(const json_t *stages, const struct sl_catalogue *cat,
+			      struct sl_plan *out, struct sl_err *err)
+{
+	for (size_t k = 0; k < json_array_size(stages); k++) {
 		json_t *reps = json_object_get(json_array_get(stages, k), "replicas");
 		int j = 0;
 		for (size_t r = 0; r < json_array_size(reps); r++) {
@@ -291,7 +282,7 @@ static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct 
 			json_t *e = json_array_get(reps, r);
 			const char *gpu = NULL, *zone = NULL;
 			long long count = 1, tp = 1;
-			rc = sl_json_get_string(e, rctx, "gpu", &gpu, err);
+			int rc = sl_json_get_string(e, rctx, "gpu", &gpu, err);
 			if (!rc) rc = sl_json_get_string(e, rctx, "zone", &zone, err);
 			if (!rc) rc = positive_int(e, rctx, "tp", 0, 1, 64, &tp, err);
 			if (!rc) rc = positive_int(e, rctx, "count", 0, 1, SL_PLAN_MAX_PIPELINES, &count, err);
@@ -304,42 +295,97 @@ static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct 
 					(struct sl_replica){(short)g, (short)z, (short)tp, 0};
 		}
 	}
+	return 0;
+}
+
+/* The optional "microbatches_per_pipeline": one count per pipeline (D of them). */
+static int read_ours_microbatches(const json_t *root, int D, struct sl_plan *out,
+				  struct sl_err *err)
+{
 	json_t *mbs = json_object_get(root, "microbatches_per_pipeline");
-	if (mbs && !json_is_null(mbs)) {
-		if (!json_is_array(mbs) || (int)json_array_size(mbs) != D)
-			return sl_err_set(err, SL_EINPUT,
-					  "microbatches_per_pipeline: expected an array of %d counts, one "
-					  "per pipeline", D);
-		for (int j = 0; j < D; j++) {
-			char ctx[64];
-			snprintf(ctx, sizeof(ctx), "microbatches_per_pipeline[%d]", j);
-			rc = sl_json_as_int(json_array_get(mbs, (size_t)j), ctx, &v, err);
-			if (rc)
-				return rc;
-			if (v < 1 || v > SL_MAX_GLOBAL_BATCH)
-				return sl_err_set(err, SL_EINPUT, "%s: must be 1 to %lld, got %lld", ctx,
-						  SL_MAX_GLOBAL_BATCH, v);
-			out->microbatches[j] = (int)v;
-		}
-		out->uneven_microbatches = 1;
-	}
-	/* a measured run of this plan (a validation file in our format) */
-	json_t *meas = json_object_get(root, "measured");
-	if (meas && !json_is_null(meas)) {
-		if (!json_is_object(meas))
-			return sl_err_set(err, SL_EINPUT, "measured: expected {\"iteration_s\", "
-					  "\"peak_memory_bytes\"}");
-		rc = measured(meas, "iteration_s", SL_MAX_TIME_S, &out->measured.has_real,
-			      &out->measured.real_s, err);
-		if (!rc)
-			rc = measured(meas, "peak_memory_bytes", SL_MAX_MEMORY_BYTES,
-				      &out->measured.has_max_mem, &out->measured.max_mem_bytes, err);
-		if (!rc)
-			rc = measured(meas, "dp_sync_s", SL_MAX_TIME_S, &out->measured.has_red_grads,
-				      &out->measured.red_grads_s, err);
+	if (!mbs || json_is_null(mbs))
+		return 0;
+	if (!json_is_array(mbs) || (int)json_array_size(mbs) != D)
+		return sl_err_set(err, SL_EINPUT,
+				  "microbatches_per_pipeline: expected an array of %d counts, one "
+				  "per pipeline", D);
+	for (int j = 0; j < D; j++) {
+		char ctx[64];
+		long long v = 0;
+		snprintf(ctx, sizeof(ctx), "microbatches_per_pipeline[%d]", j);
+		int rc = sl_json_as_int(json_array_get(mbs, (size_t)j), ctx, &v, err);
 		if (rc)
-			return sl_err_prefix(err, "measured");
+			return rc;
+		if (v < 1 || v > SL_MAX_GLOBAL_BATCH)
+			return sl_err_set(err, SL_EINPUT, "%s: must be 1 to %lld, got %lld", ctx,
+					  SL_MAX_GLOBAL_BATCH, v);
+		out->microbatches[j] = (int)v;
 	}
+	out->uneven_microbatches = 1;
+	return 0;
+}
+
+/* The optional "measured": a measured run of this plan (a validation file in our format). */
+static int read_ours_measured(const json_t *root, struct sl_plan *out, struct sl_err *err)
+{
+	json_t *meas = json_object_get(root, "measured");
+	if (!meas || json_is_null(meas))
+		return 0;
+	if (!json_is_object(meas))
+		return sl_err_set(err, SL_EINPUT, "measured: expected {\"iteration_s\", "
+				  "\"peak_memory_bytes\"}");
+	int rc = measured(meas, "iteration_s", SL_MAX_TIME_S, &out->measured.has_real,
+			  &out->measured.real_s, err);
+	if (!rc)
+		rc = measured(meas, "peak_memory_bytes", SL_MAX_MEMORY_BYTES,
+			      &out->measured.has_max_mem, &out->measured.max_mem_bytes, err);
+	if (!rc)
+		rc = measured(meas, "dp_sync_s", SL_MAX_TIME_S, &out->measured.has_red_grads,
+			      &out->measured.red_grads_s, err);
+	if (rc)
+		return sl_err_prefix(err, "measured");
+	return 0;
+}
+
+static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct sl_plan *out,
+		     struct sl_err *err)
+{
+	int rc = read_ours_batch(root, out, err);
+	if (rc)
+		return rc;
+	json_t *stages = NULL;
+	rc = sl_json_get_array(root, "", "stages", &stages, err);
+	if (rc)
+		return rc;
+	size_t P = json_array_size(stages);
+	if (P == 0 || P > SL_PLAN_MAX_STAGES)
+		return sl_err_set(err, SL_EINPUT, "stages: expected 1 to %d stages, got %zu",
+				  SL_PLAN_MAX_STAGES, P);
+	/* first pass: layers and replica counts per stage, which give the plan's shape */
+	int D = -1;
+	for (size_t k = 0; k < P; k++) {
+		char ctx[64];
+		snprintf(ctx, sizeof(ctx), "stages[%zu]", k);
+		long long n = 0;
+		rc = read_ours_stage(json_array_get(stages, k), ctx, &out->stages[k], &n, err);
+		if (rc)
+			return rc;
+		if (n > SL_PLAN_MAX_PIPELINES)
+			return sl_err_set(err, SL_EINPUT, "%s.replicas: %lld replicas, at most %d allowed",
+					  ctx, n, SL_PLAN_MAX_PIPELINES);
+		if (D < 0)
+			D = (int)n;
+		else if (n != D)
+			return sl_err_set(err, SL_EINPUT,
+					  "%s.replicas: %lld replicas but stages[0] has %d: every stage "
+					  "needs the same number of replicas (one per pipeline)", ctx, n, D);
+	}
+	rc = sl_plan_reserve(out, (int)P, D, err);
+	if (!rc) rc = read_ours_replicas(stages, cat, out, err);
+	if (!rc) rc = read_ours_microbatches(root, D, out, err);
+	if (!rc) rc = read_ours_measured(root, out, err);
+	if (rc)
+		return rc;
 	out->format = SL_PLAN_FORMAT_SAILOR;
 	return 0;
 }
@@ -400,6 +446,88 @@ static int measured(const json_t *root, const char *key, double max, int *has, d
 	return 0;
 }
 
+/* One stage's layer list of a SOSP'25 plan (ls, at lctx): consecutive layer numbers, the first
+ * and last into *first and *last. */
+static int read_sosp_layers(const json_t *ls, const char *lctx, long long *first,
+			    long long *last, struct sl_err *err)
+{
+	if (!json_is_array(ls) || json_array_size(ls) == 0)
+		return sl_err_set(err, SL_EINPUT, "%s: expected a non-empty list of layers", lctx);
+	long long prev = 0;
+	*first = 0;
+	for (size_t i = 0; i < json_array_size(ls); i++) {
+		char ictx[224];
+		snprintf(ictx, sizeof(ictx), "%s[%zu]", lctx, i);
+		long long l;
+		int rc = sl_json_as_int(json_array_get(ls, i), ictx, &l, err);
+		if (rc)
+			return rc;
+		if (l < 0 || l > SL_PLAN_MAX_LAYER)
+			return sl_err_set(err, SL_EINPUT, "%s: layer %lld is not in 0..%d", ictx,
+					  l, SL_PLAN_MAX_LAYER);
+		if (i == 0)
+			*first = l;
+		else if (l != prev + 1)
+			return sl_err_set(err, SL_EINPUT,
+					  "%s: layers must be consecutive, %lld follows %lld", ictx,
+					  l, prev);
+		prev = l;
+	}
+	if (*first < 0)
+		return sl_err_set(err, SL_EINPUT, "%s: layer numbers start at 0", lctx);
+	*last = prev;
+	return 0;
+}
+
+/* The stages of a SOSP'25 pipeline description (at ctx) before the plan is reserved: each
+ * stage's layers (layers[k]) into out->stages[k], and the number of replicas every stage has
+ * (tmp[k], under the key tkey) into *D. */
+static int read_sosp_stages(const json_t *layers, const json_t *tmp, const char *ctx,
+			    const char *tkey, struct sl_plan *out, int *D, struct sl_err *err)
+{
+	size_t P = json_array_size(layers);
+	*D = -1;
+	for (size_t k = 0; k < P; k++) {
+		json_t *ls = json_array_get(layers, k), *reps = json_array_get(tmp, k);
+		char lctx[192];
+		snprintf(lctx, sizeof(lctx), "%s.layers_per_stage[%zu]", ctx, k);
+		long long first = 0, last = 0;
+		int rc = read_sosp_layers(ls, lctx, &first, &last, err);
+		if (rc)
+			return rc;
+		out->stages[k].first_layer = (int)first;
+		out->stages[k].last_layer = (int)last;
+		snprintf(lctx, sizeof(lctx), "%s.%s[%zu]", ctx, tkey, k);
+		if (!json_is_array(reps) || json_array_size(reps) == 0)
+			return sl_err_set(err, SL_EINPUT, "%s: the stage has no replicas", lctx);
+		int n = (int)json_array_size(reps);
+		if (n > SL_PLAN_MAX_PIPELINES)
+			return sl_err_set(err, SL_EINPUT, "%s: %d replicas, at most %d allowed", lctx, n,
+					  SL_PLAN_MAX_PIPELINES);
+		if (*D < 0)
+			*D = n;
+		else if (n != *D)
+			return sl_err_set(err, SL_EINPUT,
+					  "%s: %d replicas but stage 0 has %d: every stage needs the same "
+					  "number of replicas", lctx, n, *D);
+	}
+	return 0;
+}
+
+/* The measured figures a SOSP'25 validation file may carry: "real", "max_mem", "red_grads". */
+static int read_sosp_measured(const json_t *root, struct sl_plan *out, struct sl_err *err)
+{
+	int rc = measured(root, "real", SL_MAX_TIME_S, &out->measured.has_real,
+			  &out->measured.real_s, err);
+	if (!rc)
+		rc = measured(root, "max_mem", SL_MAX_MEMORY_BYTES, &out->measured.has_max_mem,
+			      &out->measured.max_mem_bytes, err);
+	if (!rc)
+		rc = measured(root, "red_grads", SL_MAX_TIME_S, &out->measured.has_red_grads,
+			      &out->measured.red_grads_s, err);
+	return rc;
+}
+
 static int read_sosp(const json_t *root, const struct sl_catalogue *cat, struct sl_plan *out,
 		     struct sl_err *err)
 {
@@ -442,49 +570,9 @@ static int read_sosp(const json_t *root, const struct sl_catalogue *cat, struct 
 		return sl_err_set(err, SL_EINPUT, "%s.%s: has %zu stages but layers_per_stage has %zu",
 				  ctx, tkey, json_array_size(tmp), P);
 	int D = -1;
-	for (size_t k = 0; k < P; k++) {
-		json_t *ls = json_array_get(layers, k), *reps = json_array_get(tmp, k);
-		char lctx[192];
-		snprintf(lctx, sizeof(lctx), "%s.layers_per_stage[%zu]", ctx, k);
-		if (!json_is_array(ls) || json_array_size(ls) == 0)
-			return sl_err_set(err, SL_EINPUT, "%s: expected a non-empty list of layers", lctx);
-		long long first = 0, prev = 0;
-		for (size_t i = 0; i < json_array_size(ls); i++) {
-			char ictx[224];
-			snprintf(ictx, sizeof(ictx), "%s[%zu]", lctx, i);
-			long long l;
-			rc = sl_json_as_int(json_array_get(ls, i), ictx, &l, err);
-			if (rc)
-				return rc;
-			if (l < 0 || l > SL_PLAN_MAX_LAYER)
-				return sl_err_set(err, SL_EINPUT, "%s: layer %lld is not in 0..%d", ictx,
-						  l, SL_PLAN_MAX_LAYER);
-			if (i == 0)
-				first = l;
-			else if (l != prev + 1)
-				return sl_err_set(err, SL_EINPUT,
-						  "%s: layers must be consecutive, %lld follows %lld", ictx,
-						  l, prev);
-			prev = l;
-		}
-		if (first < 0)
-			return sl_err_set(err, SL_EINPUT, "%s: layer numbers start at 0", lctx);
-		out->stages[k].first_layer = (int)first;
-		out->stages[k].last_layer = (int)prev;
-		snprintf(lctx, sizeof(lctx), "%s.%s[%zu]", ctx, tkey, k);
-		if (!json_is_array(reps) || json_array_size(reps) == 0)
-			return sl_err_set(err, SL_EINPUT, "%s: the stage has no replicas", lctx);
-		int n = (int)json_array_size(reps);
-		if (n > SL_PLAN_MAX_PIPELINES)
-			return sl_err_set(err, SL_EINPUT, "%s: %d replicas, at most %d allowed", lctx, n,
-					  SL_PLAN_MAX_PIPELINES);
-		if (D < 0)
-			D = n;
-		else if (n != D)
-			return sl_err_set(err, SL_EINPUT,
-					  "%s: %d replicas but stage 0 has %d: every stage needs the same "
-					  "number of replicas", lctx, n, D);
-	}
+	rc = read_sosp_stages(layers, tmp, ctx, tkey, out, &D, err);
+	if (rc)
+		return rc;
 	rc = sl_plan_reserve(out, (int)P, D, err);
 	for (size_t k = 0; !rc && k < P; k++) {
 		json_t *reps = json_array_get(tmp, k);
@@ -495,16 +583,8 @@ static int read_sosp(const json_t *root, const struct sl_catalogue *cat, struct 
 					       sl_plan_replica(out, (int)k, j), err);
 		}
 	}
-	if (rc)
-		return rc;
-	rc = measured(root, "real", SL_MAX_TIME_S, &out->measured.has_real,
-		      &out->measured.real_s, err);
 	if (!rc)
-		rc = measured(root, "max_mem", SL_MAX_MEMORY_BYTES, &out->measured.has_max_mem,
-			      &out->measured.max_mem_bytes, err);
-	if (!rc)
-		rc = measured(root, "red_grads", SL_MAX_TIME_S, &out->measured.has_red_grads,
-			      &out->measured.red_grads_s, err);
+		rc = read_sosp_measured(root, out, err);
 	if (rc)
 		return rc;
 	out->format = SL_PLAN_FORMAT_SOSP25;
@@ -646,76 +726,4 @@ int sl_plan_check(const struct sl_plan *plan, int num_layers, long long global_b
 	if (sl_plan_microbatch_counts(plan, global_batch, NULL, err))
 		return check_fail(plan, err);
 	return 0;
-}
-
-/* ---- writing ---- */
-
-json_t *sl_plan_to_json(const struct sl_plan *plan, const struct sl_catalogue *cat)
-{
-	json_t *root = json_object();
-	json_object_set_new(root, "schema", json_string("sailor.plan/1"));
-	if (plan->model[0])
-		json_object_set_new(root, "model", json_string(plan->model));
-	if (plan->global_batch > 0)
-		json_object_set_new(root, "global_batch", json_integer(plan->global_batch));
-	json_object_set_new(root, "micro_batch", json_integer(plan->micro_batch));
-	json_t *stages = json_array();
-	for (int k = 0; k < plan->num_stages; k++) {
-		json_t *st = json_object();
-		json_t *layers = json_array();
-		json_array_append_new(layers, json_integer(plan->stages[k].first_layer));
-		json_array_append_new(layers, json_integer(plan->stages[k].last_layer));
-		json_object_set_new(st, "layers", layers);
-		if (plan->stages[k].recompute != SL_RECOMPUTE_NONE)
-			json_object_set_new(st, "recompute",
-					    json_string(sl_recompute_name(plan->stages[k].recompute)));
-		if (plan->stages[k].zero)
-			json_object_set_new(st, "zero", json_integer(plan->stages[k].zero));
-		json_t *reps = json_array();
-		for (int j = 0; j < plan->num_pipelines;) {
-			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			int n = 1;
-			while (j + n < plan->num_pipelines) {
-				const struct sl_replica *q = sl_plan_replica(plan, k, j + n);
-				if (q->gpu != r->gpu || q->zone != r->zone || q->tp != r->tp)
-					break;
-				n++;
-			}
-			json_t *e = json_object();
-			json_object_set_new(e, "gpu", json_string(cat->gpus[r->gpu].name));
-			json_object_set_new(e, "zone", json_string(cat->zones[r->zone].name));
-			json_object_set_new(e, "tp", json_integer(r->tp));
-			json_object_set_new(e, "count", json_integer(n));
-			json_array_append_new(reps, e);
-			j += n;
-		}
-		json_object_set_new(st, "replicas", reps);
-		json_array_append_new(stages, st);
-	}
-	json_object_set_new(root, "stages", stages);
-	if (plan->uneven_microbatches) {
-		json_t *m = json_array();
-		for (int j = 0; j < plan->num_pipelines; j++)
-			json_array_append_new(m, json_integer(plan->microbatches[j]));
-		json_object_set_new(root, "microbatches_per_pipeline", m);
-	}
-	return root;
-}
-
-int sl_plan_save(const struct sl_plan *plan, const struct sl_catalogue *cat, const char *path,
-		 struct sl_err *err)
-{
-	struct sl_atomic_file af;
-	int rc = sl_atomic_open(&af, path, "plan", err);
-	if (rc)
-		return rc;
-	json_t *root = sl_plan_to_json(plan, cat);
-	if (sl_json_print(af.f, root) != 0) {
-		sl_atomic_abort(&af);
-		rc = sl_err_set(err, SL_EIO, "cannot write plan '%s'", path);
-	} else {
-		rc = sl_atomic_commit(&af, err);
-	}
-	json_decref(root);
-	return rc;
 }

@@ -162,7 +162,7 @@ static int load_memory(json_t *entries, struct sl_profile_entry *e, struct sl_er
 
 /* source.entries["mbs M tp T"].median_s.recompute_attention of a profile of our runtime: the
  * attention core rerun alone, the work selective recomputation adds to a block's backward
- * (profiler.c); kept as its share of the entry's block forward. Optional: profiles made before
+ * (profiler_measure.c); kept as its share of the entry's block forward. Optional: profiles made before
  * the profiler measured it have none (share 0). */
 static int load_attention_share(json_t *entries, struct sl_profile_entry *e, struct sl_err *err)
 {
@@ -308,7 +308,8 @@ const struct sl_profile_entry *sl_profile_find(const struct sl_profile *prof, in
 char *sl_profile_path(char *buf, size_t size, const char *data_dir, const char *model,
 		      const char *gpu)
 {
-	snprintf(buf, size, "%s/profiles/%s/%s.json", data_dir ? data_dir : sl_data_dir(), model, gpu);
+	snprintf(buf, size, "%s/profiles/%s/%s.json", data_dir ? data_dir : sl_paths_data_dir(), model,
+		 gpu);
 	return buf;
 }
 

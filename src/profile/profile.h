@@ -82,7 +82,7 @@ void sl_profile_fold_layers(struct sl_profile *prof, const int *map);
 /* The entry for (mbs, tp), or NULL. */
 const struct sl_profile_entry *sl_profile_find(const struct sl_profile *prof, int mbs, int tp);
 
-/* "<data_dir>/profiles/<model>/<gpu>.json" into buf (data_dir NULL = sl_data_dir()). */
+/* "<data_dir>/profiles/<model>/<gpu>.json" into buf (data_dir NULL = sl_paths_data_dir()). */
 char *sl_profile_path(char *buf, size_t size, const char *data_dir, const char *model,
 		      const char *gpu);
 

@@ -241,9 +241,169 @@ static int burst_size_index(const struct sl_netprof_options *o)
 #define RESULT_MESSAGE_CPU(o) (2 * (o)->size_count + 3)
 #define RESULT_COUNT(o) (4 * (o)->size_count + 3)
 
+/* The quiet before a probe's message: BURST_IDLE_S in which the link carries nothing. */
+static void let_link_idle(void)
+{
+	struct timespec quiet = {0, (long)(BURST_IDLE_S * 1e9)};
+	nanosleep(&quiet, NULL);
+}
+
+/* A message of n bytes from p->a to p->b and its one-byte answer, on whichever end this is. */
+static int message_and_answer(struct sl_comm *c, const struct pair *p, char *buf, long long n,
+			      struct sl_err *err)
+{
+	char ack = 1;
+	int rc;
+	if (c->rank == p->a) {
+		rc = send_wait(c, buf, n, SL_COMM_BYTE, p->b, TAG_DATA, err);
+		if (!rc)
+			rc = recv_wait(c, &ack, 1, SL_COMM_BYTE, p->b, TAG_ACK, err);
+	} else {
+		rc = recv_wait(c, buf, n, SL_COMM_BYTE, p->a, TAG_DATA, err);
+		if (!rc)
+			rc = send_wait(c, &ack, 1, SL_COMM_BYTE, p->a, TAG_ACK, err);
+	}
+	return rc;
+}
+
+/* The rounds of one kind of sample (0: point-to-point, 1: all-reduce over g) of n bytes: round
+ * 0 untimed, counting the operations of a sample, then the repeats timed; t[r] gets round r's
+ * seconds per operation, msg_cpu[r] its CPU inside MPI calls per operation, less its tests'
+ * cost when they find nothing (measure_pair). */
+static int time_rounds(const struct sl_netprof_options *o, struct sl_comm *c,
+		       struct sl_comm_group *g, const struct pair *p, char *buf, long long n,
+		       int kind, double empty_test_cpu_s, double *t, double *msg_cpu,
+		       struct sl_err *err)
+{
+	int me = c->rank, calls = 1, rc = 0;
+	for (int r = 0; r <= o->repeats && !rc; r++) {
+		int counting = r == 0;
+		if (kind == 1)
+			rc = sl_comm_barrier(c, g, err);
+		double t0 = sl_now_s(), call0 = c->call_cpu_s;
+		long tests0 = c->sleeping_tests;
+		int done = 0;
+		for (; !rc && (counting || done < calls); done++) {
+			if (kind == 1)
+				rc = sl_comm_allreduce(c, g, buf, n / 4 > 0 ? n / 4 : 1, SL_COMM_FLOAT,
+						       SL_COMM_SUM, err);
+			else
+				rc = message_and_answer(c, p, buf, n, err);
+			if (counting && !rc) {
+				double more = me == p->a && done + 1 < 1000 &&
+					      sl_now_s() - t0 < o->min_sample_s;
+				rc = sl_comm_allreduce(c, g, &more, 1, SL_COMM_DOUBLE, SL_COMM_MAX, err);
+				if (!rc && more == 0) {
+					calls = done + 1;
+					counting = 0;
+				}
+			}
+		}
+		t[r] = (sl_now_s() - t0) / (done > 0 ? done : 1);
+		msg_cpu[r] = (c->call_cpu_s - call0 -
+			      (double)(c->sleeping_tests - tests0) * empty_test_cpu_s) /
+			     (done > 0 ? done : 1);
+	}
+	return rc;
+}
+
+/* Every size's samples, from a barrier of the whole job (in: this rank is one of the pair's):
+ * results[2s] and [2s + 1] the point-to-point and all-reduce medians, on rank a, and each end's
+ * CPU per message (RESULT_MESSAGE_CPU). t and msg_cpu are scratch of repeats + 2. */
+static int measure_sizes(const struct sl_netprof_options *o, struct sl_comm *c,
+			 struct sl_comm_group *g, const struct pair *p, int in, char *buf,
+			 double empty_test_cpu_s, double *t, double *msg_cpu, double *results,
+			 struct sl_err *err)
+{
+	int me = c->rank, rc = 0;
+	for (int s = 0; s < o->size_count && !rc; s++) {
+		long long n = o->sizes[s];
+		rc = sl_comm_barrier(c, &c->world, err);
+		/* Point-to-point, then all-reduce. Round 0 is untimed (connection set-up) and counts
+		 * how many operations a timed sample makes: it repeats them until min_sample_s has
+		 * passed on rank a, which tells b after each one. A sample of one message would
+		 * catch a device that is a CPU quota either inside a burst or across a whole
+		 * throttled gap; a sample of many shows its average. */
+		for (int kind = 0; kind < 2 && !rc && in; kind++) {
+			rc = time_rounds(o, c, g, p, buf, n, kind, empty_test_cpu_s, t, msg_cpu, err);
+			if (!rc && me == p->a)
+				results[2 * s + kind] = median(t + 1, o->repeats);
+			if (kind == 0 && !rc) { /* each end's CPU per message goes to rank a */
+				double mine[2] = {0, 0};
+				mine[me == p->a ? 0 : 1] =
+					empty_test_cpu_s < 0 ? -1 : fmax(0, median(msg_cpu + 1, o->repeats));
+				rc = sl_comm_allreduce(c, g, mine, 2, SL_COMM_DOUBLE, SL_COMM_SUM, err);
+				if (!rc && me == p->a) {
+					results[RESULT_MESSAGE_CPU(o) + 2 * s] = mine[0];
+					results[RESULT_MESSAGE_CPU(o) + 2 * s + 1] = mine[1];
+				}
+			}
+		}
+	}
+	return rc;
+}
+
+/* The burst probe, between hosts: one message after quiet, as often as the repeats;
+ * results[2 x sizes] its median round trip, on rank a (0 within a host). */
+static int burst_probe(const struct sl_netprof_options *o, struct sl_comm *c,
+		       struct sl_comm_group *g, const struct pair *p, int in, char *buf, double *t,
+		       double *results, struct sl_err *err)
+{
+	int me = c->rank, rc = 0;
+	long long nb = o->sizes[burst_size_index(o)];
+	for (int r = 0; r < o->repeats && !rc && in && !p->within_host; r++) {
+		rc = sl_comm_barrier(c, g, err);
+		if (!rc && me == p->a) {
+			let_link_idle();
+			double t0 = sl_now_s();
+			rc = message_and_answer(c, p, buf, nb, err);
+			t[r] = sl_now_s() - t0;
+		} else if (!rc) {
+			rc = message_and_answer(c, p, buf, nb, err);
+		}
+	}
+	if (!rc && me == p->a)
+		results[2 * o->size_count] = p->within_host ? 0 : median(t, o->repeats);
+	return rc;
+}
+
+/* The eager probe, between hosts: after quiet, a one-byte round trip, then the message's;
+ * results[2 x sizes + 1] and [+ 2] the fastest of each, on rank a (0 within a host). */
+static int eager_probe(const struct sl_netprof_options *o, struct sl_comm *c,
+		       struct sl_comm_group *g, const struct pair *p, int in, char *buf, double *t,
+		       double *results, struct sl_err *err)
+{
+	int me = c->rank, rc = 0;
+	double best = HUGE_VAL, best_small = HUGE_VAL;
+	for (int r = 0; r < EAGER_PROBE_REPEATS && !rc && in && !p->within_host; r++) {
+		rc = sl_comm_barrier(c, g, err);
+		for (int k = 0; k < 2 && !rc; k++) {
+			long long n = k ? EAGER_PROBE_BYTES : 1;
+			if (me == p->a) {
+				if (k == 0)
+					let_link_idle();
+				double t0 = sl_now_s();
+				rc = message_and_answer(c, p, buf, n, err);
+				t[k] = sl_now_s() - t0;
+			} else {
+				rc = message_and_answer(c, p, buf, n, err);
+			}
+		}
+		if (!rc && me == p->a) {
+			best = fmin(best, t[1]);
+			best_small = fmin(best_small, t[0]);
+		}
+	}
+	if (!rc && me == p->a) {
+		results[2 * o->size_count + 1] = p->within_host ? 0 : best;
+		results[2 * o->size_count + 2] = p->within_host ? 0 : best_small;
+	}
+	return rc;
+}
+
 /* Measures one pair: on rank a, results[size][0] = p2p median seconds, [1] = all-reduce, and
  * results[2 x sizes] = the burst probe's median round trip after idling (between hosts), then
- * the message probe's (RESULT_MESSAGE_CPU).
+ * the eager probe's, then the message probe's (RESULT_MESSAGE_CPU).
  * The message probe: what moving a message costs each end in CPU, apart from the sleeps and
  * wake-ups between its tests (which the device profile's idle_wait measures): the thread CPU
  * inside the MPI calls of the point-to-point samples (comm.h, count_call_cpu) less what their
@@ -262,120 +422,12 @@ static int measure_pair(const struct sl_netprof_options *o, struct sl_comm *c,
 	double *msg_cpu = malloc((size_t)(o->repeats + 2) * sizeof(double));
 	if (!rc && (!t || !msg_cpu))
 		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
-	char ack = 1;
-	for (int s = 0; s < o->size_count && !rc; s++) {
-		long long n = o->sizes[s];
-		rc = sl_comm_barrier(c, &c->world, err);
-		/* Point-to-point, then all-reduce. Round 0 is untimed (connection set-up) and counts
-		 * how many operations a timed sample makes: it repeats them until min_sample_s has
-		 * passed on rank a, which tells b after each one. A sample of one message would
-		 * catch a device that is a CPU quota either inside a burst or across a whole
-		 * throttled gap; a sample of many shows its average. */
-		for (int kind = 0; kind < 2 && !rc && in; kind++) {
-			int calls = 1;
-			for (int r = 0; r <= o->repeats && !rc; r++) {
-				int counting = r == 0;
-				if (kind == 1)
-					rc = sl_comm_barrier(c, &g, err);
-				double t0 = sl_now_s(), call0 = c->call_cpu_s;
-				long tests0 = c->sleeping_tests;
-				int done = 0;
-				for (; !rc && (counting || done < calls); done++) {
-					if (kind == 1)
-						rc = sl_comm_allreduce(c, &g, buf, n / 4 > 0 ? n / 4 : 1,
-								       SL_COMM_FLOAT, SL_COMM_SUM, err);
-					else if (me == p->a) {
-						rc = send_wait(c, buf, n, SL_COMM_BYTE, p->b, TAG_DATA, err);
-						if (!rc)
-							rc = recv_wait(c, &ack, 1, SL_COMM_BYTE, p->b,
-								       TAG_ACK, err);
-					} else {
-						rc = recv_wait(c, buf, n, SL_COMM_BYTE, p->a, TAG_DATA, err);
-						if (!rc)
-							rc = send_wait(c, &ack, 1, SL_COMM_BYTE, p->a,
-								       TAG_ACK, err);
-					}
-					if (counting && !rc) {
-						double more = me == p->a && done + 1 < 1000 &&
-							      sl_now_s() - t0 < o->min_sample_s;
-						rc = sl_comm_allreduce(c, &g, &more, 1, SL_COMM_DOUBLE,
-								       SL_COMM_MAX, err);
-						if (!rc && more == 0) {
-							calls = done + 1;
-							counting = 0;
-						}
-					}
-				}
-				t[r] = (sl_now_s() - t0) / (done > 0 ? done : 1);
-				msg_cpu[r] = (c->call_cpu_s - call0 -
-					      (double)(c->sleeping_tests - tests0) * empty_test_cpu_s) /
-					     (done > 0 ? done : 1);
-			}
-			if (!rc && me == p->a)
-				results[2 * s + kind] = median(t + 1, o->repeats);
-			if (kind == 0 && !rc) { /* each end's CPU per message goes to rank a */
-				double mine[2] = {0, 0};
-				mine[me == p->a ? 0 : 1] =
-					empty_test_cpu_s < 0 ? -1 : fmax(0, median(msg_cpu + 1, o->repeats));
-				rc = sl_comm_allreduce(c, &g, mine, 2, SL_COMM_DOUBLE, SL_COMM_SUM, err);
-				if (!rc && me == p->a) {
-					results[RESULT_MESSAGE_CPU(o) + 2 * s] = mine[0];
-					results[RESULT_MESSAGE_CPU(o) + 2 * s + 1] = mine[1];
-				}
-			}
-		}
-	}
-	/* the burst probe: one message after quiet, as often as the repeats */
-	long long nb = o->sizes[burst_size_index(o)];
-	for (int r = 0; r < o->repeats && !rc && in && !p->within_host; r++) {
-		rc = sl_comm_barrier(c, &g, err);
-		if (!rc && me == p->a) {
-			struct timespec quiet = {0, (long)(BURST_IDLE_S * 1e9)};
-			nanosleep(&quiet, NULL);
-			double t0 = sl_now_s();
-			rc = send_wait(c, buf, nb, SL_COMM_BYTE, p->b, TAG_DATA, err);
-			if (!rc)
-				rc = recv_wait(c, &ack, 1, SL_COMM_BYTE, p->b, TAG_ACK, err);
-			t[r] = sl_now_s() - t0;
-		} else if (!rc) {
-			rc = recv_wait(c, buf, nb, SL_COMM_BYTE, p->a, TAG_DATA, err);
-			if (!rc)
-				rc = send_wait(c, &ack, 1, SL_COMM_BYTE, p->a, TAG_ACK, err);
-		}
-	}
-	if (!rc && me == p->a)
-		results[2 * o->size_count] = p->within_host ? 0 : median(t, o->repeats);
-	/* the eager probe: after quiet, a one-byte round trip, then the message's */
-	double best = HUGE_VAL, best_small = HUGE_VAL;
-	for (int r = 0; r < EAGER_PROBE_REPEATS && !rc && in && !p->within_host; r++) {
-		rc = sl_comm_barrier(c, &g, err);
-		for (int k = 0; k < 2 && !rc; k++) {
-			long long n = k ? EAGER_PROBE_BYTES : 1;
-			if (me == p->a) {
-				if (k == 0) {
-					struct timespec quiet = {0, (long)(BURST_IDLE_S * 1e9)};
-					nanosleep(&quiet, NULL);
-				}
-				double t0 = sl_now_s();
-				rc = send_wait(c, buf, n, SL_COMM_BYTE, p->b, TAG_DATA, err);
-				if (!rc)
-					rc = recv_wait(c, &ack, 1, SL_COMM_BYTE, p->b, TAG_ACK, err);
-				t[k] = sl_now_s() - t0;
-			} else {
-				rc = recv_wait(c, buf, n, SL_COMM_BYTE, p->a, TAG_DATA, err);
-				if (!rc)
-					rc = send_wait(c, &ack, 1, SL_COMM_BYTE, p->a, TAG_ACK, err);
-			}
-		}
-		if (!rc && me == p->a) {
-			best = fmin(best, t[1]);
-			best_small = fmin(best_small, t[0]);
-		}
-	}
-	if (!rc && me == p->a) {
-		results[2 * o->size_count + 1] = p->within_host ? 0 : best;
-		results[2 * o->size_count + 2] = p->within_host ? 0 : best_small;
-	}
+	if (!rc)
+		rc = measure_sizes(o, c, &g, p, in, buf, empty_test_cpu_s, t, msg_cpu, results, err);
+	if (!rc)
+		rc = burst_probe(o, c, &g, p, in, buf, t, results, err);
+	if (!rc)
+		rc = eager_probe(o, c, &g, p, in, buf, t, results, err);
 	free(t);
 	free(msg_cpu);
 	if (in)
@@ -420,6 +472,157 @@ static int write_atomically(const char *path, const json_t *v, struct sl_err *er
 	return sl_atomic_commit(&af, err);
 }
 
+/* The message probe (measure_pair) on a rank that waits asleep: what its tests cost when they
+ * find nothing, then the CPU inside its MPI calls from here on. One rank at a time, as the
+ * pairs are measured: ranks probing at once on shared cores cost each other. */
+static int probe_empty_tests(struct sl_comm *comm, double *empty_test_cpu_s, struct sl_err *err)
+{
+	int rc = 0;
+	for (int r = 0; !rc && r < comm->size; r++) {
+		rc = sl_comm_barrier(comm, &comm->world, err);
+		if (rc || r != comm->rank || comm->idle_wait != SL_COMM_WAIT_SLEEP)
+			continue;
+		struct sl_comm_idle_cost cost;
+		rc = sl_comm_idle_wait_probe(comm, 0.2, &cost, err);
+		*empty_test_cpu_s = cost.call_cpu_per_test_s;
+		comm->count_call_cpu = 1;
+	}
+	return rc;
+}
+
+/* Rank 0: the message probe's figures of a pair (source.pairs[].message_cpu), where both ends
+ * measured them (ranks that wait asleep); jb is the pair's sizes. */
+static void add_message_cpu(json_t *pr, const struct sl_netprof_options *o,
+			    const double *results, json_t *jb)
+{
+	int cpu_measured = 1;
+	for (int k = 0; k < 2 * o->size_count; k++)
+		cpu_measured &= results[RESULT_MESSAGE_CPU(o) + k] >= 0;
+	if (!cpu_measured)
+		return;
+	json_t *snd = json_array(), *rcv = json_array();
+	for (int sz = 0; sz < o->size_count; sz++) {
+		json_array_append_new(snd, json_real(results[RESULT_MESSAGE_CPU(o) + 2 * sz]));
+		json_array_append_new(rcv, json_real(results[RESULT_MESSAGE_CPU(o) + 2 * sz + 1]));
+	}
+	json_object_set_new(pr, "message_cpu",
+			    json_pack("{s:O, s:o, s:o}", "bytes", jb, "sender_s", snd,
+				      "receiver_s", rcv));
+}
+
+/* Rank 0: what the burst and eager probes of a pair between hosts say about its link
+ * (source.pairs[]: burst_bytes, whole_message_bytes and the probes' raw figures). */
+static void add_link_probes(json_t *pr, const struct sl_netprof_options *o, const double *results)
+{
+	/* bytes the link let through at once after quiet: what the message saved against its
+	 * back-to-back time, at the back-to-back rate */
+	int sb = burst_size_index(o);
+	double sustained = results[2 * sb], after_idle = results[2 * o->size_count];
+	double burst = sustained > 0 && after_idle > 0
+			       ? fmax(0, 1 - after_idle / sustained) * o->sizes[sb]
+			       : 0;
+	json_object_set_new(pr, "burst_bytes", json_real(burst));
+	/* the eager probe's message moved at once what it beat the rate by */
+	double eager_rt = results[2 * o->size_count + 1];
+	double small_rt = results[2 * o->size_count + 2];
+	if (!isfinite(eager_rt) || !isfinite(small_rt))
+		eager_rt = small_rt = 0; /* not measured: whole stays 0 */
+	double extra = fmax(0, eager_rt - small_rt);
+	double whole = sustained > 0 && eager_rt > 0
+			       ? EAGER_PROBE_BYTES - extra * o->sizes[sb] / sustained
+			       : 0;
+	whole = fmin(EAGER_PROBE_BYTES, fmax(0, whole));
+	json_object_set_new(pr, "whole_message_bytes", json_real(whole));
+	json_object_set_new(pr, "eager_probe",
+			    json_pack("{s:I, s:f, s:I, s:f, s:f}", "bytes",
+				      (json_int_t)EAGER_PROBE_BYTES, "idle_s", BURST_IDLE_S,
+				      "repeats", (json_int_t)EAGER_PROBE_REPEATS, "round_trip_s",
+				      eager_rt, "one_byte_round_trip_s", small_rt));
+	json_object_set_new(pr, "burst_probe",
+			    json_pack("{s:I, s:f, s:f, s:f}", "bytes", (json_int_t)o->sizes[sb],
+				      "idle_s", BURST_IDLE_S, "after_idle_s", after_idle,
+				      "back_to_back_s", sustained));
+}
+
+/* Rank 0: a pair's record in source.pairs from rank a's results: its hosts, bandwidth per size
+ * and their fits, and the probes' figures; *fp gets the point-to-point fit. */
+static json_t *pair_record(const struct sl_netprof_options *o, const struct sl_catalogue *cat,
+			   const struct sl_host *ha, const struct sl_host *hb, const struct pair *p,
+			   const double *results, struct sl_link_fit *fp)
+{
+	double bytes[SL_NETPROF_MAX_SIZES], p2p[SL_NETPROF_MAX_SIZES], ar[SL_NETPROF_MAX_SIZES];
+	json_t *jb = json_array(), *jp = json_array(), *ja = json_array();
+	for (int s = 0; s < o->size_count; s++) {
+		bytes[s] = (double)o->sizes[s];
+		p2p[s] = results[2 * s] > 0 ? bytes[s] / results[2 * s] : 0;
+		ar[s] = results[2 * s + 1] > 0 ? bytes[s] / results[2 * s + 1] : 0;
+		json_array_append_new(jb, json_integer(o->sizes[s]));
+		json_array_append_new(jp, json_real(p2p[s]));
+		json_array_append_new(ja, json_real(ar[s]));
+	}
+	struct sl_link_fit fa;
+	sl_netprof_fit(bytes, p2p, o->size_count, fp);
+	sl_netprof_fit(bytes, ar, o->size_count, &fa);
+	const char *za = cat->zones[ha->zone].name, *zb = cat->zones[hb->zone].name;
+	const char *ga = cat->gpus[ha->gpu].name, *gb = cat->gpus[hb->gpu].name;
+	json_t *pr = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}",
+			       "kind", p->within_host ? "within a host" : "between hosts",
+			       "sender", ha->name, "receiver", hb->name, "sender_zone", za,
+			       "receiver_zone", zb, "sender_gpu", ga, "receiver_gpu", gb, "bytes", jb,
+			       "p2p_bps", jp, "allreduce_bps", ja, "p2p_fit", fit_json(fp),
+			       "allreduce_fit", fit_json(&fa));
+	add_message_cpu(pr, o, results, jb);
+	if (!p->within_host)
+		add_link_probes(pr, o, results);
+	return pr;
+}
+
+/* Rank 0: the pair's point-to-point fit where the simulator reads it: intra_node for a pair
+ * within a host, else both directions of the link between the two endpoints. */
+static void put_pair_fit(json_t *root, const struct sl_catalogue *cat, const struct sl_host *ha,
+			 const struct sl_host *hb, const struct pair *p, const struct sl_link_fit *fp)
+{
+	const char *za = cat->zones[ha->zone].name, *zb = cat->zones[hb->zone].name;
+	const char *ga = cat->gpus[ha->gpu].name, *gb = cat->gpus[hb->gpu].name;
+	if (p->within_host) {
+		json_t *intra = json_object_get(root, "intra_node");
+		if (!intra) {
+			intra = json_object();
+			json_object_set_new(root, "intra_node", intra);
+		}
+		json_object_set_new(intra, ga, json_pack("{s:o}", "2", fit_json(fp)));
+	} else {
+		put_link(root, za, ga, zb, gb, fp);
+		put_link(root, zb, gb, za, ga, fp);
+	}
+}
+
+/* Rank 0: the network file's "source", which takes over list (source.pairs); t_start: when the
+ * pairs' measurement began. */
+static json_t *source_json(const struct sl_netprof_options *o, json_t *list, int world,
+			   double t_start)
+{
+	char host[256] = "unknown", date[32];
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = 0;
+	time_t tt = time(NULL);
+	struct tm tm;
+	gmtime_r(&tt, &tm);
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	json_t *src = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:s, s:o}", "profiler",
+				"sailor profile --network (MPI ranks on the cluster's hosts)",
+				"cluster", o->cluster, "launcher_host", host, "date", date,
+				"repeats", o->repeats, "ranks", world, "wall_s",
+				sl_now_s() - t_start, "statistic",
+				"median over repeats of samples of at least min_sample_s (the time per "
+				"operation kept); p2p: bytes / round trip with a 1-byte "
+				"answer; allreduce: bytes / time of a sum over the pair",
+				"pairs", list);
+	if (o->command)
+		json_object_set_new(src, "command", json_string(o->command));
+	return src;
+}
+
 int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalogue *cat,
 		      struct sl_comm *comm, struct sl_err *err)
 {
@@ -439,19 +642,9 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 			sl_comm_idle_wait_for(
 				cat->gpus[cluster.hosts[lay.rank_host[comm->rank]].gpu].cpu_quota_cores),
 			err);
-	/* the message probe (measure_pair) on a rank that waits asleep: what its tests cost when
-	 * they find nothing, then the CPU inside its MPI calls from here on. One rank at a time,
-	 * as the pairs are measured: ranks probing at once on shared cores cost each other. */
 	double empty_test_cpu_s = -1;
-	for (int r = 0; !rc && r < comm->size; r++) {
-		rc = sl_comm_barrier(comm, &comm->world, err);
-		if (rc || r != comm->rank || comm->idle_wait != SL_COMM_WAIT_SLEEP)
-			continue;
-		struct sl_comm_idle_cost cost;
-		rc = sl_comm_idle_wait_probe(comm, 0.2, &cost, err);
-		empty_test_cpu_s = cost.call_cpu_per_test_s;
-		comm->count_call_cpu = 1;
-	}
+	if (!rc)
+		rc = probe_empty_tests(comm, &empty_test_cpu_s, err);
 	struct pair *pairs = NULL;
 	char *buf = NULL;
 	double *results = NULL;
@@ -488,112 +681,12 @@ int sl_netprof_worker(const struct sl_netprof_options *o, const struct sl_catalo
 			continue;
 		const struct sl_host *ha = &cluster.hosts[lay.rank_host[p->a]];
 		const struct sl_host *hb = &cluster.hosts[lay.rank_host[p->b]];
-		double bytes[SL_NETPROF_MAX_SIZES], p2p[SL_NETPROF_MAX_SIZES], ar[SL_NETPROF_MAX_SIZES];
-		json_t *jb = json_array(), *jp = json_array(), *ja = json_array();
-		for (int s = 0; s < o->size_count; s++) {
-			bytes[s] = (double)o->sizes[s];
-			p2p[s] = results[2 * s] > 0 ? bytes[s] / results[2 * s] : 0;
-			ar[s] = results[2 * s + 1] > 0 ? bytes[s] / results[2 * s + 1] : 0;
-			json_array_append_new(jb, json_integer(o->sizes[s]));
-			json_array_append_new(jp, json_real(p2p[s]));
-			json_array_append_new(ja, json_real(ar[s]));
-		}
-		struct sl_link_fit fp, fa;
-		sl_netprof_fit(bytes, p2p, o->size_count, &fp);
-		sl_netprof_fit(bytes, ar, o->size_count, &fa);
-		const char *za = cat->zones[ha->zone].name, *zb = cat->zones[hb->zone].name;
-		const char *ga = cat->gpus[ha->gpu].name, *gb = cat->gpus[hb->gpu].name;
-		json_array_append_new(list, json_pack(
-			"{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}",
-			"kind", p->within_host ? "within a host" : "between hosts",
-			"sender", ha->name, "receiver", hb->name, "sender_zone", za,
-			"receiver_zone", zb, "sender_gpu", ga, "receiver_gpu", gb, "bytes", jb,
-			"p2p_bps", jp, "allreduce_bps", ja, "p2p_fit", fit_json(&fp),
-			"allreduce_fit", fit_json(&fa)));
-		/* the message probe, where both ends measured it (ranks that wait asleep) */
-		int cpu_measured = 1;
-		for (int k = 0; k < 2 * o->size_count; k++)
-			cpu_measured &= results[RESULT_MESSAGE_CPU(o) + k] >= 0;
-		if (cpu_measured) {
-			json_t *snd = json_array(), *rcv = json_array();
-			for (int sz = 0; sz < o->size_count; sz++) {
-				json_array_append_new(
-					snd, json_real(results[RESULT_MESSAGE_CPU(o) + 2 * sz]));
-				json_array_append_new(
-					rcv, json_real(results[RESULT_MESSAGE_CPU(o) + 2 * sz + 1]));
-			}
-			json_object_set_new(json_array_get(list, json_array_size(list) - 1),
-					    "message_cpu",
-					    json_pack("{s:O, s:o, s:o}", "bytes", jb, "sender_s", snd,
-						      "receiver_s", rcv));
-		}
-		if (!p->within_host) {
-			/* bytes the link let through at once after quiet: what the message saved
-			 * against its back-to-back time, at the back-to-back rate */
-			int sb = burst_size_index(o);
-			double sustained = results[2 * sb], after_idle = results[2 * o->size_count];
-			double burst = sustained > 0 && after_idle > 0
-					       ? fmax(0, 1 - after_idle / sustained) * o->sizes[sb]
-					       : 0;
-			json_t *pr = json_array_get(list, json_array_size(list) - 1);
-			json_object_set_new(pr, "burst_bytes", json_real(burst));
-			/* the eager probe's message moved at once what it beat the rate by */
-			double eager_rt = results[2 * o->size_count + 1];
-			double small_rt = results[2 * o->size_count + 2];
-			if (!isfinite(eager_rt) || !isfinite(small_rt))
-				eager_rt = small_rt = 0; /* not measured: whole stays 0 */
-			double extra = fmax(0, eager_rt - small_rt);
-			double whole = sustained > 0 && eager_rt > 0
-					       ? EAGER_PROBE_BYTES -
-							 extra * o->sizes[sb] / sustained
-					       : 0;
-			whole = fmin(EAGER_PROBE_BYTES, fmax(0, whole));
-			json_object_set_new(pr, "whole_message_bytes", json_real(whole));
-			json_object_set_new(pr, "eager_probe",
-					    json_pack("{s:I, s:f, s:I, s:f, s:f}", "bytes",
-						      (json_int_t)EAGER_PROBE_BYTES, "idle_s",
-						      BURST_IDLE_S, "repeats",
-						      (json_int_t)EAGER_PROBE_REPEATS,
-						      "round_trip_s", eager_rt,
-						      "one_byte_round_trip_s", small_rt));
-			json_object_set_new(pr, "burst_probe",
-					    json_pack("{s:I, s:f, s:f, s:f}", "bytes",
-						      (json_int_t)o->sizes[sb], "idle_s", BURST_IDLE_S,
-						      "after_idle_s", after_idle, "back_to_back_s",
-						      sustained));
-		}
-		if (p->within_host) {
-			json_t *intra = json_object_get(root, "intra_node");
-			if (!intra) {
-				intra = json_object();
-				json_object_set_new(root, "intra_node", intra);
-			}
-			json_object_set_new(intra, ga, json_pack("{s:o}", "2", fit_json(&fp)));
-		} else {
-			put_link(root, za, ga, zb, gb, &fp);
-			put_link(root, zb, gb, za, ga, &fp);
-		}
+		struct sl_link_fit fp;
+		json_array_append_new(list, pair_record(o, cat, ha, hb, p, results, &fp));
+		put_pair_fit(root, cat, ha, hb, p, &fp);
 	}
 	if (!rc && comm->rank == 0) {
-		char host[256] = "unknown", date[32];
-		gethostname(host, sizeof(host) - 1);
-		host[sizeof(host) - 1] = 0;
-		time_t tt = time(NULL);
-		struct tm tm;
-		gmtime_r(&tt, &tm);
-		strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		json_t *src = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:s, s:o}", "profiler",
-					"sailor profile --network (MPI ranks on the cluster's hosts)",
-					"cluster", o->cluster, "launcher_host", host, "date", date,
-					"repeats", o->repeats, "ranks", lay.world, "wall_s",
-					sl_now_s() - t_start, "statistic",
-					"median over repeats of samples of at least min_sample_s (the time per "
-					"operation kept); p2p: bytes / round trip with a 1-byte "
-					"answer; allreduce: bytes / time of a sum over the pair",
-					"pairs", list);
-		if (o->command)
-			json_object_set_new(src, "command", json_string(o->command));
-		json_object_set_new(root, "source", src);
+		json_object_set_new(root, "source", source_json(o, list, lay.world, t_start));
 		list = NULL;
 		rc = write_atomically(o->output, root, err);
 	}

@@ -25,9 +25,9 @@
  * message probe: each end's thread CPU inside the MPI calls of the point-to-point samples, less
  * what their tests cost when they find nothing (the idle-wait probe, run on one rank at a time
  * before the pairs), per message (source.pairs[].message_cpu: bytes, sender_s, receiver_s; the
- * runtime model charges it, time_replay.c).
+ * replay model charges it, time_replay.c).
  *
- * Output (sl_netprof_to_json), loadable as data/network/zone_bandwidths.json (whose loader
+ * Output (written by rank 0 of sl_netprof_worker), loadable as data/network/zone_bandwidths.json (whose loader
  * skips keys that are not zones):
  *   {"schema": "sailor.network/1",
  *    "source": {host, date, repeats, sizes, "pairs": [raw measurements and fits]},
@@ -39,7 +39,7 @@
  * measured in one direction (sender = the pair's first endpoint) and written for both: the
  * testbed shapes both directions alike. Counts are 1 (one rank per host sending).
  *
- * Ownership: sl_netprof_measure allocates *out; sl_netprof_result_free frees it.
+ * Ownership: sl_netprof_layout fills *out, which sl_netprof_layout_free frees.
  */
 #ifndef SL_PROFILER_NETPROF_H
 #define SL_PROFILER_NETPROF_H

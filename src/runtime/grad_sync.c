@@ -13,7 +13,10 @@
 #include "train/gpt_layers.h"
 #include "runtime/zero.h"
 
-int sl_param_is_sharded(const struct sl_param *p) { return p->tp > 1 && p->shard_dim >= 0; }
+int sl_grad_sync_param_is_sharded(const struct sl_param *p)
+{
+	return p->tp > 1 && p->shard_dim >= 0;
+}
 
 static long long whole_numel(const struct sl_param *p)
 {
@@ -93,7 +96,7 @@ static void scatter_whole(const struct sl_param *p, float *whole, int contribute
 	memset(whole, 0, (size_t)n * sizeof(float));
 	if (!contributes)
 		return;
-	if (!sl_param_is_sharded(p)) {
+	if (!sl_grad_sync_param_is_sharded(p)) {
 		memcpy(whole, p->grad, (size_t)p->numel * sizeof(float));
 		return;
 	}
@@ -103,7 +106,7 @@ static void scatter_whole(const struct sl_param *p, float *whole, int contribute
 
 static void gather_whole(struct sl_param *p, const float *whole)
 {
-	if (!sl_param_is_sharded(p)) {
+	if (!sl_grad_sync_param_is_sharded(p)) {
 		memcpy(p->grad, whole, (size_t)p->numel * sizeof(float));
 		return;
 	}
@@ -122,7 +125,7 @@ static int sync_whole(struct sl_grad_sync *s, const struct sl_comm_group *g,
 		while (i < n && used + (size_t)whole_numel(list[i]) <= s->bucket_floats) {
 			const struct sl_param *p = list[i];
 			scatter_whole(p, s->bucket + used,
-				      sl_param_is_sharded(p) || s->me.tp_rank == 0);
+				      sl_grad_sync_param_is_sharded(p) || s->me.tp_rank == 0);
 			used += (size_t)whole_numel(p);
 			i++;
 		}
@@ -178,7 +181,7 @@ int sl_grad_sync_norm(struct sl_grad_sync *s, struct sl_param *const *params, in
 			const struct sl_param *p = params[i];
 			if (s->zero && sl_zero_holds(s->zero, p))
 				continue; /* counted in the pieces */
-			if (!sl_param_is_sharded(p) && s->me.tp_rank != 0)
+			if (!sl_grad_sync_param_is_sharded(p) && s->me.tp_rank != 0)
 				continue;
 			if (is_tied(s, p) && s->me.stage != 0)
 				continue; /* the head's copy: the embedding's table counts */

@@ -64,6 +64,6 @@ int sl_grad_sync_norm(struct sl_grad_sync *s, struct sl_param *const *params, in
 		      double *norm, struct sl_err *err);
 
 /* 1 when p is split across its TP group (each element held by one TP rank). */
-int sl_param_is_sharded(const struct sl_param *p);
+int sl_grad_sync_param_is_sharded(const struct sl_param *p);
 
 #endif

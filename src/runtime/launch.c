@@ -138,7 +138,7 @@ static int check_placed(const struct sl_role_table *table, const struct sl_clust
 		int h = table->roles[r].host;
 		if (h < 0 || h >= cluster->host_count)
 			return sl_err_set(err, SL_EINPUT, "launch: rank %d has no host (host %d of %d); "
-					  "run sl_place_roles with the cluster first", r, h,
+					  "run sl_placement_assign with the cluster first", r, h,
 					  cluster->host_count);
 	}
 	return 0;
@@ -292,14 +292,13 @@ static int has_bind_to(const char *const *args, int count)
 	return 0;
 }
 
-int sl_launch_build(const struct sl_role_table *table, const struct sl_cluster *cluster,
-		    const struct sl_launch_opts *opts, const char *const *worker_argv,
-		    struct sl_launch_cmd *out, struct sl_err *err)
+/* What sl_launch_build refuses before it writes or builds anything: no worker program, one
+ * mpirun would take for an option, an empty role table, an environment entry that is not
+ * NAME=VALUE or NAME. */
+static int check_launch_request(const struct sl_role_table *table,
+				const struct sl_launch_opts *opts, const char *const *worker_argv,
+				struct sl_err *err)
 {
-	static const struct sl_launch_opts defaults = {0};
-	memset(out, 0, sizeof(*out));
-	if (!opts)
-		opts = &defaults;
 	if (!worker_argv || !worker_argv[0] || !worker_argv[0][0])
 		return sl_err_set(err, SL_EINPUT, "launch: no worker command; pass the program "
 				  "every rank runs");
@@ -319,7 +318,58 @@ int sl_launch_build(const struct sl_role_table *table, const struct sl_cluster *
 					  "NAME=VALUE or NAME (letters, digits, '_')",
 					  opts->env[i]);
 	}
-	int rc = 0;
+	return 0;
+}
+
+/* mpirun's own options: the rank count, the placement files (or --oversubscribe on this
+ * machine), --bind-to none unless the cluster file or the caller bind, then their arguments. */
+static void push_mpirun_options(struct strvec *argv, const struct sl_role_table *table,
+				const struct sl_cluster *cluster, const struct sl_launch_opts *opts,
+				const struct sl_launch_cmd *out)
+{
+	vec_push(argv, opts->mpirun ? opts->mpirun : "mpirun");
+	vec_push(argv, "-np");
+	vec_pushf(argv, "%d", table->world_size);
+	if (cluster) {
+		vec_push(argv, "--hostfile");
+		vec_push(argv, out->hostfile);
+		vec_push(argv, "--rankfile");
+		vec_push(argv, out->rankfile);
+		if (cluster->agent) {
+			vec_push(argv, "--mca");
+			vec_push(argv, "plm_rsh_agent");
+			vec_push(argv, cluster->agent);
+		}
+	} else {
+		/* all ranks on this machine, usually more than its cores (2 on the test machines):
+		 * without --oversubscribe OpenMPI refuses more ranks than cores */
+		vec_push(argv, "--oversubscribe");
+	}
+	/* OpenMPI binds each rank to a core by default, which puts a rank's OpenMP threads on one
+	 * core; the runtime sizes its own threads instead */
+	if (!has_bind_to((const char *const *)(cluster ? cluster->mpirun_args : NULL),
+			 cluster ? cluster->mpirun_arg_count : 0) &&
+	    !has_bind_to(opts->mpirun_args, -1)) {
+		vec_push(argv, "--bind-to");
+		vec_push(argv, "none");
+	}
+	for (int i = 0; cluster && i < cluster->mpirun_arg_count; i++)
+		vec_push(argv, cluster->mpirun_args[i]);
+	for (int i = 0; opts->mpirun_args && opts->mpirun_args[i]; i++)
+		vec_push(argv, opts->mpirun_args[i]);
+}
+
+int sl_launch_build(const struct sl_role_table *table, const struct sl_cluster *cluster,
+		    const struct sl_launch_opts *opts, const char *const *worker_argv,
+		    struct sl_launch_cmd *out, struct sl_err *err)
+{
+	static const struct sl_launch_opts defaults = {0};
+	memset(out, 0, sizeof(*out));
+	if (!opts)
+		opts = &defaults;
+	int rc = check_launch_request(table, opts, worker_argv, err);
+	if (rc)
+		return rc;
 	if (cluster) {
 		rc = sl_launch_write_files(table, cluster, opts->dir ? opts->dir : ".", out->hostfile,
 					   out->rankfile, err);
@@ -328,36 +378,7 @@ int sl_launch_build(const struct sl_role_table *table, const struct sl_cluster *
 	}
 
 	struct strvec argv = {0}, env = {0};
-	vec_push(&argv, opts->mpirun ? opts->mpirun : "mpirun");
-	vec_push(&argv, "-np");
-	vec_pushf(&argv, "%d", table->world_size);
-	if (cluster) {
-		vec_push(&argv, "--hostfile");
-		vec_push(&argv, out->hostfile);
-		vec_push(&argv, "--rankfile");
-		vec_push(&argv, out->rankfile);
-		if (cluster->agent) {
-			vec_push(&argv, "--mca");
-			vec_push(&argv, "plm_rsh_agent");
-			vec_push(&argv, cluster->agent);
-		}
-	} else {
-		/* all ranks on this machine, usually more than its cores (2 on the test machines):
-		 * without --oversubscribe OpenMPI refuses more ranks than cores */
-		vec_push(&argv, "--oversubscribe");
-	}
-	/* OpenMPI binds each rank to a core by default, which puts a rank's OpenMP threads on one
-	 * core; the runtime sizes its own threads instead */
-	if (!has_bind_to((const char *const *)(cluster ? cluster->mpirun_args : NULL),
-			 cluster ? cluster->mpirun_arg_count : 0) &&
-	    !has_bind_to(opts->mpirun_args, -1)) {
-		vec_push(&argv, "--bind-to");
-		vec_push(&argv, "none");
-	}
-	for (int i = 0; cluster && i < cluster->mpirun_arg_count; i++)
-		vec_push(&argv, cluster->mpirun_args[i]);
-	for (int i = 0; opts->mpirun_args && opts->mpirun_args[i]; i++)
-		vec_push(&argv, opts->mpirun_args[i]);
+	push_mpirun_options(&argv, table, cluster, opts, out);
 
 	int threads = opts->threads_per_rank;
 	if (threads <= 0) {
@@ -407,25 +428,6 @@ void sl_launch_cmd_free(struct sl_launch_cmd *cmd)
 	free_strings(cmd->argv);
 	free_strings(cmd->env);
 	memset(cmd, 0, sizeof(*cmd));
-}
-
-int sl_launch_setenv(const struct sl_launch_cmd *cmd, struct sl_err *err)
-{
-	for (int i = 0; cmd->env && cmd->env[i]; i++) {
-		const char *eq = strchr(cmd->env[i], '=');
-		if (!eq)
-			continue;
-		char name[256];
-		size_t len = (size_t)(eq - cmd->env[i]);
-		if (len >= sizeof(name))
-			return sl_err_set(err, SL_EINPUT, "launch: variable name too long in '%s'",
-					  cmd->env[i]);
-		memcpy(name, cmd->env[i], len);
-		name[len] = '\0';
-		if (setenv(name, eq + 1, 1) != 0)
-			return sl_err_set(err, SL_EIO, "cannot set %s: %s", name, strerror(errno));
-	}
-	return 0;
 }
 
 int sl_launch_find_mpirun(char *buf, size_t size, struct sl_err *err)

@@ -36,7 +36,7 @@
 #define SL_LAUNCH_HOSTFILE "sailor.hostfile"
 
 /* Hostfile / rankfile text for a placed table (every roles[r].host a valid cluster index, as
- * sl_place_roles leaves it). NULL with err set if a rank is unplaced or memory runs out. */
+ * sl_placement_assign leaves it). NULL with err set if a rank is unplaced or memory runs out. */
 char *sl_launch_format_hostfile(const struct sl_role_table *table,
 				const struct sl_cluster *cluster, struct sl_err *err);
 char *sl_launch_format_rankfile(const struct sl_role_table *table,
@@ -65,15 +65,15 @@ struct sl_launch_opts {
 struct sl_launch_cmd {
 	char **argv;       /* NULL-terminated: "mpirun", options, then the worker command line */
 	int argc;
-	/* "NAME=VALUE" for mpirun's OWN environment (set them before exec, e.g. with
-	 * sl_launch_setenv): OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 when
-	 * running as root. NULL-terminated. */
+	/* "NAME=VALUE" for mpirun's OWN environment (the env of util/run_command.h, which puts
+	 * them into the child's before exec): OMPI_ALLOW_RUN_AS_ROOT=1 and
+	 * OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 when running as root. NULL-terminated. */
 	char **env;
 	char hostfile[SL_LAUNCH_PATH_MAX];  /* "" for a local run */
 	char rankfile[SL_LAUNCH_PATH_MAX];
 };
 
-/* Builds the mpirun command for a table placed by sl_place_roles (cluster may be NULL: a local
+/* Builds the mpirun command for a table placed by sl_placement_assign (cluster may be NULL: a local
  * run). With a cluster it also writes the host/rank files (sl_launch_write_files into
  * opts->dir). The argv is, in order:
  *   mpirun -np <world>
@@ -93,10 +93,6 @@ int sl_launch_build(const struct sl_role_table *table, const struct sl_cluster *
 		    struct sl_launch_cmd *out, struct sl_err *err);
 
 void sl_launch_cmd_free(struct sl_launch_cmd *cmd);
-
-/* setenv()s every cmd->env entry in this process (call in the child before execvp, or in the
- * launcher if it has no other use for its environment). */
-int sl_launch_setenv(const struct sl_launch_cmd *cmd, struct sl_err *err);
 
 /* Finds an executable "mpirun" on PATH and writes its path to buf. SL_ENOTFOUND with a message
  * naming the Debian package (openmpi-bin) when there is none. */

@@ -2,22 +2,17 @@
 #include "runtime/launch_run.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "runtime/launch.h"
 #include "plan/roles.h"
 #include "runtime/start_failure.h"
-#include "util/clock.h"
 #include "util/log.h"
+#include "util/run_command.h"
 
 /* Copies n bytes to fd (the caller's stdout or stderr), whole. */
 static void copy_out(int fd, const char *buf, size_t n)
@@ -52,92 +47,42 @@ static void take(struct lines *l, int is_stderr, const char *buf, size_t n,
 	}
 }
 
+/* Where exec_once sends mpirun's output: copied to to[0] (stdout) and to[1] (stderr), and fed
+ * line by line to the start watch. */
+struct feed {
+	int to[2];
+	struct lines lines[2];
+	struct sl_start_watch *w;
+};
+
+/* An sl_run_command_output_fn. */
+static void feed_bytes(void *ctx, int is_stderr, const char *buf, size_t n)
+{
+	struct feed *f = ctx;
+	copy_out(f->to[is_stderr], buf, n);
+	take(&f->lines[is_stderr], is_stderr, buf, n, f->w);
+}
+
 /* One run of cmd: its output copied to out_fd and err_fd and fed to w; *status its exit status
  * (128 + signal); SL_ETIMEOUT past timeout_s (SIGTERM, then SIGKILL 3 s later). */
 static int exec_once(const struct sl_launch_cmd *cmd, int timeout_s, int out_fd, int err_fd,
 		     const char *who, struct sl_start_watch *w, int *status, struct sl_err *err)
 {
-	int pipes[2][2];
-	if (pipe2(pipes[0], O_CLOEXEC))
-		return sl_err_set(err, SL_EIO, "cannot create a pipe: %s", strerror(errno));
-	if (pipe2(pipes[1], O_CLOEXEC)) {
-		close(pipes[0][0]);
-		close(pipes[0][1]);
-		return sl_err_set(err, SL_EIO, "cannot create a pipe: %s", strerror(errno));
-	}
-	pid_t parent = getpid(), pid = fork();
-	if (pid < 0) {
-		for (int i = 0; i < 2; i++) {
-			close(pipes[i][0]);
-			close(pipes[i][1]);
-		}
-		return sl_err_set(err, SL_EIO, "cannot fork mpirun: %s", strerror(errno));
-	}
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(127);
-		dup2(pipes[0][1], STDOUT_FILENO);
-		dup2(pipes[1][1], STDERR_FILENO);
-		struct sl_err e = {0};
-		if (sl_launch_setenv(cmd, &e)) {
-			fprintf(stderr, "%s: %s\n", who, e.msg);
-			_exit(127);
-		}
-		execvp(cmd->argv[0], cmd->argv);
-		fprintf(stderr, "%s: cannot start '%s': %s\n", who, cmd->argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(pipes[0][1]);
-	close(pipes[1][1]);
-	struct pollfd fds[2] = {{pipes[0][0], POLLIN, 0}, {pipes[1][0], POLLIN, 0}};
-	int to[2] = {out_fd, err_fd};
-	struct lines lines[2];
-	lines[0].used = lines[1].used = 0;
-	char buf[8192];
+	struct sl_run_command child = {
+		.argv = cmd->argv, .use_path = 1, .env = cmd->env,
+		.out = SL_RUN_COMMAND_PIPE, .err = SL_RUN_COMMAND_PIPE,
+		.parent_death_signal = SIGTERM, .who = who,
+	};
+	int rc = sl_run_command_start(&child, err);
+	if (rc)
+		return rc;
+	struct feed f = {.to = {out_fd, err_fd}, .w = w};
 	/* bounded: mpirun is stopped after timeout_s */
-	double deadline = sl_now_s() + timeout_s, drain_until = 0;
-	int killed = 0, exited = 0;
-	while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-		int n = poll(fds, 2, 50);
-		for (int i = 0; i < 2 && n > 0; i++) {
-			if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			ssize_t got = read(fds[i].fd, buf, sizeof(buf));
-			if (got > 0) {
-				copy_out(to[i], buf, (size_t)got);
-				take(&lines[i], i, buf, (size_t)got, w);
-			} else if (got == 0 || errno != EINTR) {
-				close(fds[i].fd);
-				fds[i].fd = -1;
-			}
-		}
-		if (!exited && waitpid(pid, status, WNOHANG) == pid) {
-			exited = 1;
-			/* a daemon mpirun left may hold the pipes: take what is there, not more */
-			drain_until = sl_now_s() + 1.0;
-		}
-		if (exited && sl_now_s() > drain_until)
-			break;
-		if (!exited && !killed && sl_now_s() > deadline) {
-			kill(pid, SIGTERM);
-			killed = 1;
-			deadline = sl_now_s() + 3;
-		} else if (!exited && killed == 1 && sl_now_s() > deadline) {
-			kill(pid, SIGKILL);
-			killed = 2;
-		}
-	}
-	for (int i = 0; i < 2; i++) {
-		if (fds[i].fd >= 0)
-			close(fds[i].fd);
-		if (lines[i].used)
-			take(&lines[i], i, "\n", 1, w);
-	}
-	while (!exited && waitpid(pid, status, 0) < 0 && errno == EINTR)
-		;
-	*status = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
-	if (killed)
+	*status = sl_run_command_finish(&child, timeout_s, 3.0, feed_bytes, &f);
+	for (int i = 0; i < 2; i++)
+		if (f.lines[i].used)
+			take(&f.lines[i], i, "\n", 1, w);
+	if (child.timed_out)
 		return sl_err_set(err, SL_ETIMEOUT, "the job took longer than %d s and was stopped",
 				  timeout_s);
 	return 0;

@@ -206,8 +206,9 @@ static const char *zone_name(const struct sl_catalogue *cat, int z)
 	return z >= 0 && z < cat->zone_count ? cat->zones[z].name : "?";
 }
 
-int sl_placement_check(const struct sl_role_table *table, const struct sl_cluster *cluster,
-		       const struct sl_catalogue *cat, struct sl_comm *comm, struct sl_err *err)
+int sl_launch_slurm_check_placement(const struct sl_role_table *table,
+				    const struct sl_cluster *cluster, const struct sl_catalogue *cat,
+				    struct sl_comm *comm, struct sl_err *err)
 {
 	char mine[NAME_BYTES] = "";
 	const char *node = getenv("SLURMD_NODENAME");

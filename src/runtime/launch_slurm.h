@@ -8,7 +8,7 @@
  *        --export=ALL,OMP_NUM_THREADS=n,OPENBLAS_NUM_THREADS=n <worker argv...>
  * with SLURM_HOSTFILE=<dir>/sailor.slurm-hosts in srun's environment: one node name a line, line
  * r the node of rank r (what --distribution=arbitrary reads), so rank r runs where
- * sl_place_roles put it. That file is the job's node list (the allocation is exactly those
+ * sl_placement_assign put it. That file is the job's node list (the allocation is exactly those
  * nodes); --nodelist is not given as well, since with an arbitrary distribution Slurm 22.05
  * wants it to repeat each node once per task ("Asked for 4 tasks have 2 in the nodelist"). PMIx (Debian's OpenMPI 4.1 is built with it) wires up the ranks; no
  * mpirun. The job name is how the launcher and the controller address the job: signals go to
@@ -59,7 +59,8 @@ int sl_launch_slurm_build(const struct sl_role_table *table, const struct sl_clu
  * and zone are those of the rank's replica, and the ranks of one replica (a TP group) must
  * share it. Every rank reaches the same verdict; SL_EINPUT names the first misplaced rank, its
  * role and the host it is on. */
-int sl_placement_check(const struct sl_role_table *table, const struct sl_cluster *cluster,
-		       const struct sl_catalogue *cat, struct sl_comm *comm, struct sl_err *err);
+int sl_launch_slurm_check_placement(const struct sl_role_table *table,
+				    const struct sl_cluster *cluster, const struct sl_catalogue *cat,
+				    struct sl_comm *comm, struct sl_err *err);
 
 #endif

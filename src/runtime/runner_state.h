@@ -1,6 +1,6 @@
-/* The worker's state, private to runner.c and runner_checkpoint.c: one struct worker per rank
- * for the life of sl_runner_run. Ownership: the worker owns everything it points to except
- * o, comm and out (the caller's); runner.c's teardown frees it. */
+/* The worker's state, private to runner.c, runner_checkpoint.c and runner_timeline.c: one
+ * struct worker per rank for the life of sl_runner_run. Ownership: the worker owns everything
+ * it points to except o, comm and out (the caller's); runner.c's teardown frees it. */
 #ifndef SL_RUNTIME_RUNNER_STATE_H
 #define SL_RUNTIME_RUNNER_STATE_H
 
@@ -96,5 +96,11 @@ void sl_runner_report_persisted(struct worker *w, char *ckpt, size_t size, int l
 /* Loads the newest checkpoint of --ckpt-dir into the rank's model, optimizer and data loader;
  * *start is its step. Data and sequence length must be the checkpoint's. */
 int sl_runner_resume(struct worker *w, long long *start, struct sl_err *err);
+
+/* ---- --timeline (runner_timeline.c) ---- */
+
+/* Gathers every rank's spans on rank 0, which writes them to --timeline; every rank calls it
+ * (point-to-point messages to and from rank 0). */
+int sl_runner_write_timeline(struct worker *w, struct sl_err *err);
 
 #endif

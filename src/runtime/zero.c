@@ -59,7 +59,7 @@ static long long bucket_counts(struct sl_zero *z, long long b0, long long b1)
 /* Mixed view: whether this rank adds p's local values (replicated tensors: TP rank 0 only). */
 static int adds(const struct sl_zero *z, const struct sl_param *p)
 {
-	return z->uniform || sl_param_is_sharded(p) || z->me.tp_rank == 0;
+	return z->uniform || sl_grad_sync_param_is_sharded(p) || z->me.tp_rank == 0;
 }
 
 /* Copies between the bucket [b0, b1) of the view and the held parameters' local arrays:
@@ -80,7 +80,7 @@ static void transfer(struct sl_zero *z, long long b0, long long b1, int which, i
 		if (lo >= hi || (to_bucket && !adds(z, p)))
 			continue;
 		float *local = array_of(p, which);
-		if (z->uniform || !sl_param_is_sharded(p)) {
+		if (z->uniform || !sl_grad_sync_param_is_sharded(p)) {
 			/* the local array is the view's range of p, element for element */
 			if (to_bucket)
 				memcpy(bucket + (lo - b0), local + (lo - vs),
@@ -300,7 +300,7 @@ double sl_zero_grad_sumsq(const struct sl_zero *z)
 		const struct sl_zero_segment *s = &z->segs[i];
 		const struct sl_param *p = z->held[s->param];
 		/* uniform: every TP rank's group holds the replicated tensors; count them once */
-		if (z->uniform && !sl_param_is_sharded(p) && z->me.tp_rank != 0)
+		if (z->uniform && !sl_grad_sync_param_is_sharded(p) && z->me.tp_rank != 0)
 			continue;
 		sum += sl_sum_squares(seg_grad(z, s), (long)s->len);
 	}

@@ -68,6 +68,37 @@ static int fits_anywhere(const struct sl_sim_env *env, const struct sl_pool *poo
 	return 0;
 }
 
+/* How many of the pool's GPU types have no layer time for the model at any micro-batch and TP
+ * degree (no profile of it, and none to estimate one from: sim/estimate.c), their names into
+ * names; *types counts the pool's types. The search cannot place a replica on such a type, so a
+ * search that found nothing must say so rather than blame memory. */
+static int untimed_pool_types(const struct sl_sim_env *env, const struct sl_pool *pool,
+			      int *types, char *names, size_t size)
+{
+	const struct sl_catalogue *cat = &env->catalogue;
+	int untimed = 0;
+	size_t used = 0;
+	*types = 0;
+	names[0] = '\0';
+	for (int g = 0; g < cat->gpu_count; g++) {
+		if (sl_pool_gpu_total(pool, g) == 0)
+			continue;
+		++*types;
+		int timed = 0;
+		for (int m = 0; m < SL_SIM_MBS_SLOTS && !timed; m++)
+			for (int t = 0; t < TP_SLOTS && !timed; t++)
+				timed = sl_sim_time_source(env, g, 1 << m, tp_values[t]) != SL_TIME_NONE;
+		if (timed)
+			continue;
+		int n = snprintf(names + used, size - used, "%s%s", untimed ? ", " : "",
+				 cat->gpus[g].name);
+		if (n > 0 && (size_t)n < size - used)
+			used += (size_t)n;
+		untimed++;
+	}
+	return untimed;
+}
+
 /* A unit of parallel work: the zones searched, in fill order, and one micro-batch size. */
 struct work_item {
 	int zone_order[SL_MAX_SEARCH_ZONES];
@@ -256,6 +287,142 @@ struct search_pass {
 	int record;
 };
 
+/* The searches of one search_once on its threads: thread t's state (and its variants' state,
+ * with a variant_req), the rankings they fill, and its error. */
+struct thread_searches {
+	int count;
+	struct search_state *states[SEARCH_MAX_THREADS];
+	struct search_state *variant_states[SEARCH_MAX_THREADS];
+	struct sl_search_outcome partial[SEARCH_MAX_THREADS];
+	struct sl_search_outcome variant_partial[SEARCH_MAX_THREADS];
+	struct sl_err errs[SEARCH_MAX_THREADS];
+	int rcs[SEARCH_MAX_THREADS];
+};
+
+/* Every thread's state (ts->count of them), its rankings empty. Returns SL_ENOMEM (err says so)
+ * when a state could not be made; the states made are freed by finish_threads. */
+static int start_threads(const struct sl_sim_env *env, const struct sl_pool *pool,
+			 const struct sl_search_request *req, const struct search_pass *pass,
+			 struct thread_searches *ts, struct sl_err *err)
+{
+	int rc = 0;
+	for (int t = 0; t < ts->count; t++) {
+		sl_search_outcome_init(&ts->partial[t]);
+		sl_search_outcome_init(&ts->variant_partial[t]);
+	}
+	for (int t = 0; t < ts->count && !rc; t++) {
+		ts->errs[t] = (struct sl_err){0};
+		ts->states[t] = state_new(env, pool, req, &ts->partial[t], err);
+		if (ts->states[t] && pass->variant_req) {
+			ts->variant_states[t] =
+				state_new(env, pool, pass->variant_req, &ts->variant_partial[t], err);
+			ts->states[t]->variant = ts->variant_states[t];
+		}
+		if (!ts->states[t] || (pass->variant_req && !ts->variant_states[t]))
+			rc = SL_ENOMEM;
+		else
+			ts->states[t]->skip_unchanged_shapes = pass->skip_unchanged_shapes;
+	}
+	return rc;
+}
+
+/* A thread's state set up for work item i (w): the pool's GPUs in the item's zones, in its fill
+ * order, the GPU types there, and the item's shape records. */
+static void start_item(struct search_state *st, const struct work_item *w, int i,
+		       const struct sl_pool *pool, const struct sl_catalogue *cat,
+		       const struct search_pass *pass)
+{
+	st->item_stamp++; /* a new work item: other GPUs, other syncs */
+	memset(st->assign.avail, 0, sizeof(st->assign.avail));
+	st->assign.zone_order_count = w->zone_count;
+	for (int zi = 0; zi < w->zone_count; zi++) {
+		int z = w->zone_order[zi];
+		st->assign.zone_order[zi] = z;
+		for (int g = 0; g < cat->gpu_count; g++)
+			st->assign.avail[g][zi] = pool->counts[g][z];
+	}
+	st->assign.type_count = 0;
+	for (int g = 0; g < cat->gpu_count; g++) {
+		st->type_gpus[g] = sl_search_subset_gpus(&st->assign, g);
+		if (st->type_gpus[g] > 0)
+			st->assign.types[st->assign.type_count++] = g;
+	}
+	st->record_into = pass->records && pass->record ? &pass->records[i] : NULL;
+	st->record_from = pass->records && !pass->record ? &pass->records[i] : NULL;
+}
+
+/* The work items, shared out over the threads as they come free; a thread that failed takes no
+ * more. Returns the first failed thread's error (in thread order), into err. */
+static int run_items(const struct work_item *items, int item_count, const struct sl_pool *pool,
+		     const struct sl_catalogue *cat, const struct search_pass *pass,
+		     struct thread_searches *ts, struct sl_err *err)
+{
+#pragma omp parallel for num_threads(ts->count) schedule(dynamic, 1)
+	for (int i = 0; i < item_count; i++) {
+		int t = omp_get_thread_num();
+		struct search_state *st = ts->states[t];
+		if (ts->rcs[t])
+			continue;
+		const struct work_item *w = &items[i];
+		start_item(st, w, i, pool, cat, pass);
+		ts->rcs[t] = sl_search_micro_batch(st, w->mbs, &ts->errs[t]);
+	}
+	for (int t = 0; t < ts->count; t++)
+		if (ts->rcs[t]) {
+			if (err)
+				*err = ts->errs[t];
+			return ts->rcs[t];
+		}
+	return 0;
+}
+
+/* Merges the threads' rankings in thread order (into final's, and the variants' into
+ * variant_rank), adds their counts to stats, and frees them. Merges only while rc is 0;
+ * returns rc or the first merge's error. */
+static int finish_threads(struct thread_searches *ts, struct search_state *final,
+			  struct sl_ranking *variant_rank, const struct search_pass *pass,
+			  struct sl_search_stats *stats, int rc, struct sl_err *err)
+{
+	for (int t = 0; t < ts->count; t++) {
+		if (!rc && ts->states[t])
+			rc = merge(&final->rank, &ts->partial[t], err);
+		if (!rc && ts->variant_states[t])
+			rc = merge(variant_rank, &ts->variant_partial[t], err);
+		if (ts->states[t]) {
+			stats->simulated[pass->phase] += ts->states[t]->simulated;
+			stats->shapes += ts->states[t]->shapes;
+			stats->skipped_shapes += ts->states[t]->skipped_shapes;
+			stats->gpu_pruned_shapes += ts->states[t]->gpu_pruned_shapes;
+		}
+		if (ts->variant_states[t])
+			stats->simulated[SL_PHASE_VARIANTS] += ts->variant_states[t]->simulated;
+		state_free(ts->states[t]);
+		state_free(ts->variant_states[t]);
+		sl_search_outcome_free(&ts->partial[t]);
+		sl_search_outcome_free(&ts->variant_partial[t]);
+	}
+	return rc;
+}
+
+/* After the threads: the local search, then (with the option) uneven micro-batch counts, on the
+ * merged ranking, each timed into stats. */
+static int improve_ranking(const struct sl_sim_env *env, const struct sl_pool *pool,
+			   const struct sl_search_request *req, long long global_batch,
+			   struct search_state *final, struct sl_search_stats *stats, int rc,
+			   struct sl_err *err)
+{
+	double refine_start_s = sl_now_s();
+	if (!rc)
+		rc = sl_search_refine(env, pool, &final->rank, &stats->simulated[SL_PHASE_REFINE], err);
+	double uneven_start_s = sl_now_s();
+	stats->time_s[SL_PHASE_REFINE] += uneven_start_s - refine_start_s;
+	if (!rc && req->uneven_microbatches)
+		rc = sl_search_try_uneven(env, &final->rank, global_batch,
+					  &stats->simulated[SL_PHASE_UNEVEN], err);
+	stats->time_s[SL_PHASE_UNEVEN] += sl_now_s() - uneven_start_s;
+	return rc;
+}
+
 /* One search of the space req describes, as pass says. */
 static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 		       const struct sl_search_request *req, const struct search_pass *pass,
@@ -274,81 +441,30 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	int item_count = work_items(env, pool, global_batch, &items);
 	if (item_count < 0)
 		return sl_err_set(err, SL_ENOMEM, "out of memory for the search");
-	int threads = search_threads();
-	if (threads > item_count)
-		threads = item_count > 0 ? item_count : 1;
-	struct search_state *states[SEARCH_MAX_THREADS] = {0};
-	struct search_state *variant_states[SEARCH_MAX_THREADS] = {0};
-	struct sl_search_outcome partial[SEARCH_MAX_THREADS];
-	struct sl_search_outcome variant_partial[SEARCH_MAX_THREADS];
-	struct sl_err errs[SEARCH_MAX_THREADS];
-	int rcs[SEARCH_MAX_THREADS] = {0};
-	int rc = 0;
-	for (int t = 0; t < threads; t++) {
-		sl_search_outcome_init(&partial[t]);
-		sl_search_outcome_init(&variant_partial[t]);
-	}
-	for (int t = 0; t < threads && !rc; t++) {
-		errs[t] = (struct sl_err){0};
-		states[t] = state_new(env, pool, req, &partial[t], err);
-		if (states[t] && pass->variant_req) {
-			variant_states[t] =
-				state_new(env, pool, pass->variant_req, &variant_partial[t], err);
-			states[t]->variant = variant_states[t];
-		}
-		if (!states[t] || (pass->variant_req && !variant_states[t]))
-			rc = SL_ENOMEM;
-		else
-			states[t]->skip_unchanged_shapes = pass->skip_unchanged_shapes;
-	}
+	struct thread_searches ts;
+	ts.count = search_threads();
+	if (ts.count > item_count)
+		ts.count = item_count > 0 ? item_count : 1;
+	memset(ts.states, 0, sizeof(ts.states));
+	memset(ts.variant_states, 0, sizeof(ts.variant_states));
+	memset(ts.rcs, 0, sizeof(ts.rcs));
+	int rc = start_threads(env, pool, req, pass, &ts, err);
 	const struct sl_catalogue *cat = &env->catalogue;
 	/* one shared bound when only the best plan counts; top K and the frontier need each
 	 * thread's own K-th best (the variants have their own: they must not prune this search) */
 	_Atomic double shared_bound = DBL_MAX, variant_bound = DBL_MAX;
-	for (int t = 0; t < threads && !rc; t++) {
-		states[t]->shared_bound = req->top_k <= 1 && !req->pareto ? &shared_bound : NULL;
-		if (variant_states[t])
-			variant_states[t]->shared_bound =
+	for (int t = 0; t < ts.count && !rc; t++) {
+		ts.states[t]->shared_bound = req->top_k <= 1 && !req->pareto ? &shared_bound : NULL;
+		if (ts.variant_states[t])
+			ts.variant_states[t]->shared_bound =
 				req->top_k <= 1 && !req->pareto ? &variant_bound : NULL;
 	}
-	for (int t = 0; t < threads && !rc && seed; t++)
-		rc = merge(&states[t]->rank, seed, err);
+	for (int t = 0; t < ts.count && !rc && seed; t++)
+		rc = merge(&ts.states[t]->rank, seed, err);
 	if (!rc)
 		bound_from(&shared_bound, req, seed);
-	if (!rc) {
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-		for (int i = 0; i < item_count; i++) {
-			int t = omp_get_thread_num();
-			struct search_state *st = states[t];
-			if (rcs[t])
-				continue;
-			const struct work_item *w = &items[i];
-			st->item_stamp++; /* a new work item: other GPUs, other syncs */
-			memset(st->assign.avail, 0, sizeof(st->assign.avail));
-			st->assign.zone_order_count = w->zone_count;
-			for (int zi = 0; zi < w->zone_count; zi++) {
-				int z = w->zone_order[zi];
-				st->assign.zone_order[zi] = z;
-				for (int g = 0; g < cat->gpu_count; g++)
-					st->assign.avail[g][zi] = pool->counts[g][z];
-			}
-			st->assign.type_count = 0;
-			for (int g = 0; g < cat->gpu_count; g++) {
-				st->type_gpus[g] = sl_search_subset_gpus(&st->assign, g);
-				if (st->type_gpus[g] > 0)
-					st->assign.types[st->assign.type_count++] = g;
-			}
-			st->record_into = pass->records && pass->record ? &pass->records[i] : NULL;
-			st->record_from = pass->records && !pass->record ? &pass->records[i] : NULL;
-			rcs[t] = sl_search_micro_batch(st, w->mbs, &errs[t]);
-		}
-		for (int t = 0; t < threads && !rc; t++)
-			if (rcs[t]) {
-				rc = rcs[t];
-				if (err)
-					*err = errs[t];
-			}
-	}
+	if (!rc)
+		rc = run_items(items, item_count, pool, cat, pass, &ts, err);
 	free(items);
 	double loop_end_s = sl_now_s();
 	stats->time_s[pass->phase] += loop_end_s - start_s;
@@ -358,35 +474,10 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	struct sl_ranking variant_rank;
 	if (!rc && pass->variants)
 		rc = sl_ranking_init(&variant_rank, pass->variant_req, pass->variants, err);
-	for (int t = 0; t < threads; t++) {
-		if (!rc && states[t])
-			rc = merge(&final->rank, &partial[t], err);
-		if (!rc && variant_states[t])
-			rc = merge(&variant_rank, &variant_partial[t], err);
-		if (states[t]) {
-			stats->simulated[pass->phase] += states[t]->simulated;
-			stats->shapes += states[t]->shapes;
-			stats->skipped_shapes += states[t]->skipped_shapes;
-			stats->gpu_pruned_shapes += states[t]->gpu_pruned_shapes;
-		}
-		if (variant_states[t])
-			stats->simulated[SL_PHASE_VARIANTS] += variant_states[t]->simulated;
-		state_free(states[t]);
-		state_free(variant_states[t]);
-		sl_search_outcome_free(&partial[t]);
-		sl_search_outcome_free(&variant_partial[t]);
-	}
+	rc = finish_threads(&ts, final, &variant_rank, pass, stats, rc, err);
 	if (!rc && pass->variants)
 		sl_ranking_finish(&variant_rank);
-	double refine_start_s = sl_now_s();
-	if (!rc)
-		rc = sl_search_refine(env, pool, &final->rank, &stats->simulated[SL_PHASE_REFINE], err);
-	double uneven_start_s = sl_now_s();
-	stats->time_s[SL_PHASE_REFINE] += uneven_start_s - refine_start_s;
-	if (!rc && req->uneven_microbatches)
-		rc = sl_search_try_uneven(env, &final->rank, global_batch,
-					  &stats->simulated[SL_PHASE_UNEVEN], err);
-	stats->time_s[SL_PHASE_UNEVEN] += sl_now_s() - uneven_start_s;
+	rc = improve_ranking(env, pool, req, global_batch, final, stats, rc, err);
 	if (!rc)
 		sl_ranking_finish(&final->rank);
 	stats_total(outcome);
@@ -503,8 +594,20 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 		sl_search_outcome_free(&other);
 	}
 	outcome->search_time_s = sl_now_s() - start_s;
-	if (!rc && outcome->count == 0 && !outcome->has_cheapest && !outcome->has_fastest &&
-	    !fits_anywhere(env, pool, req))
+	int nothing = !rc && outcome->count == 0 && !outcome->has_cheapest && !outcome->has_fastest;
+	int types = 0, without = 0;
+	char untimed[512];
+	if (nothing)
+		without = untimed_pool_types(env, pool, &types, untimed, sizeof(untimed));
+	if (nothing && without)
+		rc = sl_err_set(err, without == types ? SL_ENOTFOUND : SL_EINFEASIBLE,
+				"%s%s %s no profile of model '%s', and no profiled type to estimate one "
+				"from: measure one on each with `sailor profile --model %s --gpu TYPE -o "
+				"DIR` (with the --gpus file that defines TYPE), then plan with --profiles "
+				"DIR", without == types ? "" : "no plan fits in memory on the pool's GPU "
+				"types that have a profile; ", untimed, without > 1 ? "have" : "has",
+				env->model.name, env->model.name);
+	else if (nothing && !fits_anywhere(env, pool, req))
 		rc = sl_err_set(err, SL_EINFEASIBLE,
 				"model '%s' fits on none of the pool's GPUs, even split into one layer "
 				"per stage with micro-batch 1 and the largest TP degree the pool allows: "

@@ -126,63 +126,15 @@ static int enough_gpus(const struct sl_assign_input *in)
 	return need <= total;
 }
 
-/* search_thresholds' preparation for one (micro-batch, partition, D, nmb): which replica kinds
- * fit (st->fits) and their times there (st->fit_time_s: with options at the least
- * recomputation that fits); the candidate thresholds (st->taus: the eligible set changes only
- * where tau crosses the fit time of a kind that fits, so those times, sorted and without
- * repeats, are all the distinct sets there are); per threshold the GPUs a pipeline needs at
- * least (st->need_per_pipeline, what enough_gpus counts, per pipeline; LLONG_MAX where some
- * stage has no eligible kind); per stage the fastest fit time and the cheapest rent of the
- * kinds that fit. Returns 0 when some stage has no kind that fits. */
-static int fit_kinds(struct search_state *st, const struct sl_partition *part, int mbs, int D,
-		     int nmb)
+/* fit_kinds' last step: per threshold taus[i] (of n), the GPUs a pipeline needs at least
+ * (st->need_per_pipeline[i], what enough_gpus counts, per pipeline; LLONG_MAX where some stage has
+ * no eligible kind). Stage k's replicas need at least the smallest TP degree among its eligible
+ * kinds, which only falls as tau grows; summed over the stages through its changes at the
+ * thresholds where a stage's least TP falls. */
+static void count_needed_gpus(struct search_state *st, int P, int n)
 {
 	const struct sl_assign_input *in = &st->assign;
-	int P = part->num_stages;
 	int (*fits)[SL_MAX_GPU_TYPES][TP_SLOTS] = st->fits;
-	for (int k = 0; k < P; k++) {
-		int first = part->first[k], last = part->first[k + 1] - 1;
-		int any = 0;
-		memset(fits[k], 0, sizeof(fits[k]));
-		st->fastest_fit_s[k] = DBL_MAX;
-		st->cheapest_fit_usd_per_s[k] = DBL_MAX;
-		for (int ti = 0; ti < in->type_count; ti++) {
-			int g = in->types[ti];
-			for (int t = 0; t < TP_SLOTS; t++) {
-				if (st->stage_time_s[k][g][t] < 0)
-					continue;
-				/* without options: whether it fits (level 0); with: the least
-				 * recomputation under which it fits, and its time there */
-				int level = sl_search_kind_level(st, st->options_on, k, g, t, first,
-								  last, P, mbs, nmb, D);
-				fits[k][g][t] = level >= 0;
-				double c = level > 0 ? st->stage_time_rc_s[k][g][t][level]
-						     : st->stage_time_s[k][g][t];
-				st->fit_time_s[k][g][t] = c;
-				if (!fits[k][g][t])
-					continue;
-				any = 1;
-				/* as eligible_at computes them */
-				if (c < st->fastest_fit_s[k])
-					st->fastest_fit_s[k] = c;
-				double usd = tp_values[t] * in->usd_per_hour[g] / 3600.0;
-				if (usd < st->cheapest_fit_usd_per_s[k])
-					st->cheapest_fit_usd_per_s[k] = usd;
-			}
-		}
-		if (!any)
-			return 0;
-	}
-	int n = 0;
-	for (int k = 0; k < P; k++)
-		for (int ti = 0; ti < in->type_count; ti++)
-			for (int t = 0; t < TP_SLOTS; t++)
-				if (fits[k][in->types[ti]][t])
-					st->taus[n++] = st->fit_time_s[k][in->types[ti]][t];
-	n = st->tau_count = sort_unique(st->taus, n, st->taus_scratch);
-	/* enough_gpus at each threshold: stage k's replicas need at least the smallest TP degree
-	 * among its eligible kinds, which only falls as tau grows; summed over the stages through
-	 * its changes at the thresholds where a stage's least TP falls */
 	long long *need = st->need_per_pipeline;
 	int *missing = st->missing_stages;
 	for (int i = 0; i <= n; i++) {
@@ -236,38 +188,89 @@ static int fit_kinds(struct search_state *st, const struct sl_partition *part, i
 		lacking += missing[i];
 		need[i] = lacking > 0 ? LLONG_MAX : sum;
 	}
+}
+
+/* search_thresholds' preparation for one (micro-batch, partition, D, nmb): which replica kinds
+ * fit (st->fits) and their times there (st->fit_time_s: with options at the least
+ * recomputation that fits); the candidate thresholds (st->taus: the eligible set changes only
+ * where tau crosses the fit time of a kind that fits, so those times, sorted and without
+ * repeats, are all the distinct sets there are); per threshold the GPUs a pipeline needs at
+ * least (count_needed_gpus); per stage the fastest fit time and the cheapest rent of the kinds
+ * that fit. Returns 0 when some stage has no kind that fits. */
+static int fit_kinds(struct search_state *st, const struct sl_partition *part, int mbs, int D,
+		     int nmb)
+{
+	const struct sl_assign_input *in = &st->assign;
+	int P = part->num_stages;
+	int (*fits)[SL_MAX_GPU_TYPES][TP_SLOTS] = st->fits;
+	for (int k = 0; k < P; k++) {
+		int first = part->first[k], last = part->first[k + 1] - 1;
+		int any = 0;
+		memset(fits[k], 0, sizeof(fits[k]));
+		st->fastest_fit_s[k] = DBL_MAX;
+		st->cheapest_fit_usd_per_s[k] = DBL_MAX;
+		for (int ti = 0; ti < in->type_count; ti++) {
+			int g = in->types[ti];
+			for (int t = 0; t < TP_SLOTS; t++) {
+				if (st->stage_time_s[k][g][t] < 0)
+					continue;
+				/* without options: whether it fits (level 0); with: the least
+				 * recomputation under which it fits, and its time there */
+				int level = sl_search_kind_level(st, st->options_on, k, g, t, first,
+								  last, P, mbs, nmb, D);
+				fits[k][g][t] = level >= 0;
+				double c = level > 0 ? st->stage_time_rc_s[k][g][t][level]
+						     : st->stage_time_s[k][g][t];
+				st->fit_time_s[k][g][t] = c;
+				if (!fits[k][g][t])
+					continue;
+				any = 1;
+				/* as eligible_at computes them */
+				if (c < st->fastest_fit_s[k])
+					st->fastest_fit_s[k] = c;
+				double usd = tp_values[t] * in->usd_per_hour[g] / 3600.0;
+				if (usd < st->cheapest_fit_usd_per_s[k])
+					st->cheapest_fit_usd_per_s[k] = usd;
+			}
+		}
+		if (!any)
+			return 0;
+	}
+	int n = 0;
+	for (int k = 0; k < P; k++)
+		for (int ti = 0; ti < in->type_count; ti++)
+			for (int t = 0; t < TP_SLOTS; t++)
+				if (fits[k][in->types[ti]][t])
+					st->taus[n++] = st->fit_time_s[k][in->types[ti]][t];
+	n = st->tau_count = sort_unique(st->taus, n, st->taus_scratch);
+	count_needed_gpus(st, P, n);
 	return 1;
 }
 
-/* For one (micro-batch, partition, D): the thresholds tau are the distinct per-stage times of
- * replicas that fit. A larger tau makes more replicas eligible, each with fewer GPUs, so whether
- * the pool can supply the plan is monotone in tau: a binary search finds the smallest feasible
- * one (the fastest plan of this shape); with a budget, a throughput floor or the cost objective,
- * larger thresholds (slower, cheaper plans) are tried after it too. */
-static int search_thresholds(struct search_state *st, const struct sl_partition *part, int mbs,
-			     int D, int nmb, struct sl_err *err)
+/* Whether the search with options would only repeat the search without them on this shape:
+ * where the options let more kinds fit, but all of them are slower than every threshold the
+ * search without options considered here, and that search went to its threshold limit, this
+ * search would consider exactly the same eligible sets (the new kinds are eligible only above
+ * them), build the same plans, and that search already ranked each with its options or pruned it
+ * (see sl_search_fastest_changed_kind_s). */
+static int shape_unchanged_by_options(struct search_state *st, const struct sl_partition *part,
+				      int mbs, int D, int nmb)
+{
+	double fastest_new_s = sl_search_fastest_changed_kind_s(st, part, mbs, D, nmb);
+	double tau_max_s = fastest_new_s < DBL_MAX
+				   ? sl_search_shape_record_find(st, part->num_stages, D) : -1;
+	return fastest_new_s == DBL_MAX || (tau_max_s >= 0 && fastest_new_s > tau_max_s);
+}
+
+/* Which kinds fit, their times, the thresholds and the GPUs they need (fit_kinds). They depend
+ * on D and nmb only through the memory: under sosp25 not at all, without options not once D > 1
+ * and every stage holds all the micro-batches it can (sl_search_kind_level). There the previous
+ * D's are reused (taus_stamp: the partition they belong to). Returns 0 when some stage has no
+ * kind that fits. */
+static int shape_kinds(struct search_state *st, const struct sl_partition *part, int mbs, int D,
+		       int nmb)
 {
 	int P = part->num_stages;
-	int (*fits)[SL_MAX_GPU_TYPES][TP_SLOTS] = st->fits;
-	struct sl_assign_input *in = &st->assign;
-	st->shapes++;
-	if (st->skip_unchanged_shapes) {
-		/* Where the options let more kinds fit, but all of them are slower than every
-		 * threshold the search without options considered here, and that search went to its
-		 * threshold limit: this search would consider exactly the same eligible sets (the
-		 * new kinds are eligible only above them), build the same plans, and that search
-		 * already ranked each with its options or pruned it (see sl_search_fastest_changed_kind_s). */
-		double fastest_new_s = sl_search_fastest_changed_kind_s(st, part, mbs, D, nmb);
-		double tau_max_s = fastest_new_s < DBL_MAX ? sl_search_shape_record_find(st, P, D) : -1;
-		if (fastest_new_s == DBL_MAX || (tau_max_s >= 0 && fastest_new_s > tau_max_s)) {
-			st->skipped_shapes++;
-			return 0;
-		}
-	}
-	/* Which kinds fit, their times, the thresholds and the GPUs they need depend on D and nmb
-	 * only through the memory: under sosp25 not at all, without options not once D > 1 and
-	 * every stage holds all the micro-batches it can (sl_search_kind_level). There the previous
-	 * D's are reused (taus_stamp: the partition they belong to). */
 	int stable = st->cm == SL_COST_SOSP25 || (!st->options_on && D >= 2 && nmb >= P);
 	if (!(stable && st->taus_stamp == st->partition_stamp)) {
 		st->taus_stamp = 0;
@@ -276,9 +279,15 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 		if (stable)
 			st->taus_stamp = st->partition_stamp;
 	}
-	int tau_count = st->tau_count;
-	const double *taus = st->taus;
+	return 1;
+}
 
+/* The plan every candidate of this shape is built in (st->plan: its batch and stages; the
+ * replicas are the assignment's) and the assignment's shape. */
+static int start_shape_plan(struct search_state *st, const struct sl_partition *part, int mbs,
+			    int D, struct sl_err *err)
+{
+	int P = part->num_stages;
 	int rc = sl_plan_reserve(&st->plan, P, D, err);
 	if (rc)
 		return rc;
@@ -289,22 +298,22 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 		st->plan.stages[k] = (struct sl_plan_stage){.first_layer = part->first[k],
 							    .last_layer = part->first[k + 1] - 1};
 	}
-	in->num_stages = P;
-	in->num_pipelines = D;
-	double fastest_eligible_s[SL_PLAN_MAX_STAGES], rent_usd_per_s;
+	st->assign.num_stages = P;
+	st->assign.num_pipelines = D;
+	return 0;
+}
 
-	/* Every plan of this shape, whichever replicas it takes, is as slow as its slowest
-	 * replica's fit time tau_plan, and uses at least D replicas per stage of the fewest GPUs a
-	 * kind no slower than tau_plan needs: so the pool's GPU count alone (enough_gpus, monotone
-	 * in tau) bounds tau_plan from below, and with it the iteration (the bottleneck runs all its
-	 * micro-batches), before any assignment; the rent at the cheapest kind that fits. Shapes
-	 * this prunes never reach the assignment's search below. need_per_pipeline[i] (fit_kinds)
-	 * is what enough_gpus counts at taus[i], per pipeline. */
+/* The smallest threshold index at which the pool's GPUs (of the types and zones searched) are
+ * enough for D replicas of every stage, counted as enough_gpus counts (need_per_pipeline,
+ * fit_kinds; monotone in tau); tau_count when there is none. */
+static int least_threshold_by_gpus(const struct search_state *st, int D)
+{
+	const struct sl_assign_input *in = &st->assign;
 	long long total = 0;
 	for (int ti = 0; ti < in->type_count; ti++)
 		for (int zi = 0; zi < in->zone_order_count; zi++)
 			total += in->avail[in->types[ti]][zi];
-	int lo = 0, hi = tau_count;
+	int lo = 0, hi = st->tau_count;
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
 		if (st->need_per_pipeline[mid] != LLONG_MAX && st->need_per_pipeline[mid] * D <= total)
@@ -312,39 +321,48 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 		else
 			lo = mid + 1;
 	}
-	if (lo == tau_count)
-		return 0; /* too few GPUs for D replicas of every stage at any threshold */
-	double least_tau_s = taus[lo];
-	{
-		/* as eligible_at at the largest threshold: every kind that fits */
-		rent_usd_per_s = 0;
-		for (int k = 0; k < P; k++)
-			rent_usd_per_s += D * st->cheapest_fit_usd_per_s[k];
-		double busiest = sl_search_busiest_microbatches(st, mbs, D, nmb);
-		double time_lb_s = sl_search_time_lower_bound(P, busiest, st->fastest_fit_s);
-		/* the slowest replica's pipeline runs at least the fewest micro-batches of the
-		 * planner's split (with uneven counts it may get fewer than the average) */
-		double fewest = sl_search_fewest_microbatches(st, mbs, D, nmb);
-		if (!st->req->uneven_microbatches && time_lb_s < fewest * least_tau_s)
-			time_lb_s = fewest * least_tau_s;
-		time_lb_s += st->sync_lb_s;
-		if (sl_search_prunable(st, time_lb_s, rent_usd_per_s * time_lb_s)) {
-			st->gpu_pruned_shapes++;
-			return 0;
-		}
-	}
-	if (sl_search_enumerate_small_shape(st, P, D, nmb, fits, &rc, err))
-		return rc;
-	
-	/* smallest feasible threshold: no smaller than the GPU count allows, and usually that one
-	 * or close above it, so searched from there in growing steps, then bisected */
-	hi = tau_count; /* answer in [lo, hi]; hi = tau_count means none */
-	int held = -1;  /* the threshold whose assignment st->assigned holds (its last probe) */
+	return lo;
+}
+
+/* Whether no plan of this shape can win, by the bounds that hold before any assignment: the
+ * slowest replica is no faster than least_tau_s (the GPU count allows no smaller threshold), the
+ * pipeline no faster than its stages' fastest fit times, and the rent at the cheapest kind that
+ * fits (as eligible_at at the largest threshold: every kind that fits). */
+static int shape_prunable_by_gpus(struct search_state *st, int P, int mbs, int D, int nmb,
+				  double least_tau_s)
+{
+	double rent_usd_per_s = 0;
+	for (int k = 0; k < P; k++)
+		rent_usd_per_s += D * st->cheapest_fit_usd_per_s[k];
+	double busiest = sl_search_busiest_microbatches(st, mbs, D, nmb);
+	double time_lb_s = sl_search_time_lower_bound(P, busiest, st->fastest_fit_s);
+	/* the slowest replica's pipeline runs at least the fewest micro-batches of the
+	 * planner's split (with uneven counts it may get fewer than the average) */
+	double fewest = sl_search_fewest_microbatches(st, mbs, D, nmb);
+	if (!st->req->uneven_microbatches && time_lb_s < fewest * least_tau_s)
+		time_lb_s = fewest * least_tau_s;
+	time_lb_s += st->sync_lb_s;
+	return sl_search_prunable(st, time_lb_s, rent_usd_per_s * time_lb_s);
+}
+
+/* The smallest feasible threshold index from lo on (tau_count: none): no smaller than the GPU
+ * count allows, and usually that one or close above it, so searched from there in growing
+ * steps, then bisected. *held: the threshold whose assignment st->assigned holds (its last
+ * probe), -1 when the last probe failed; eligible_at's outputs are that last probe's. */
+static int smallest_feasible_threshold(struct search_state *st, int P, int D, int lo,
+				       double *fastest_eligible_s, double *rent_usd_per_s,
+				       int *held)
+{
+	int (*fits)[SL_MAX_GPU_TYPES][TP_SLOTS] = st->fits;
+	struct sl_assign_input *in = &st->assign;
+	const double *taus = st->taus;
+	int hi = st->tau_count; /* answer in [lo, hi]; hi = tau_count means none */
+	*held = -1;
 	for (int step = 1, probe = lo; probe < hi; step *= 2) {
-		held = -1;
-		if (eligible_at(st, P, D, taus[probe], fits, fastest_eligible_s, &rent_usd_per_s) &&
+		*held = -1;
+		if (eligible_at(st, P, D, taus[probe], fits, fastest_eligible_s, rent_usd_per_s) &&
 		    enough_gpus(in) && !sl_assign_count(in, st->assigned)) {
-			hi = held = probe;
+			hi = *held = probe;
 			break;
 		}
 		lo = probe + 1;
@@ -352,17 +370,31 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	}
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
-		held = -1;
-		if (eligible_at(st, P, D, taus[mid], fits, fastest_eligible_s, &rent_usd_per_s) &&
+		*held = -1;
+		if (eligible_at(st, P, D, taus[mid], fits, fastest_eligible_s, rent_usd_per_s) &&
 		    enough_gpus(in) && !sl_assign_count(in, st->assigned))
-			hi = held = mid;
+			hi = *held = mid;
 		else
 			lo = mid + 1;
 	}
+	return lo;
+}
+
+/* Thresholds from the smallest feasible one (lo) up: each that yields a new set of eligible
+ * replicas counts, simulated or pruned, up to the limit; a shape taken to the limit is recorded
+ * (sl_search_shape_record_add). held, fastest_eligible_s and *rent_usd_per_s as
+ * smallest_feasible_threshold left them. */
+static int rank_thresholds(struct search_state *st, int P, int mbs, int D, int nmb, int lo,
+			   int held, double *fastest_eligible_s, double *rent_usd_per_s,
+			   struct sl_err *err)
+{
+	int (*fits)[SL_MAX_GPU_TYPES][TP_SLOTS] = st->fits;
+	struct sl_assign_input *in = &st->assign;
+	int tau_count = st->tau_count;
+	const double *taus = st->taus;
+	int rc = 0;
 	int constrained = st->req->objective == SL_OBJECTIVE_COST ||
 			  st->req->max_cost_usd_per_iter > 0 || st->req->min_throughput_it_s > 0;
-	/* thresholds from the smallest feasible one up: each that yields a new set of eligible
-	 * replicas counts, simulated or pruned, up to the limit */
 	int considered = 0;
 	int previous_tp[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES];
 	int have_previous = 0;
@@ -371,7 +403,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	for (int i = lo; i < tau_count && considered < limit; i++) {
 		/* the feasible probe held was the last to set the eligible replicas */
 		if (i != held &&
-		    !eligible_at(st, P, D, taus[i], fits, fastest_eligible_s, &rent_usd_per_s))
+		    !eligible_at(st, P, D, taus[i], fits, fastest_eligible_s, rent_usd_per_s))
 			continue;
 		size_t table = sizeof(previous_tp[0]) * (size_t)P;
 		if (have_previous && !memcmp(previous_tp, in->tp_for, table))
@@ -383,7 +415,7 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 		double busiest = sl_search_busiest_microbatches(st, mbs, D, nmb);
 		double time_lb_s = sl_search_time_lower_bound(P, busiest, fastest_eligible_s) +
 				   st->sync_lb_s;
-		if (sl_search_prunable(st, time_lb_s, rent_usd_per_s * time_lb_s))
+		if (sl_search_prunable(st, time_lb_s, *rent_usd_per_s * time_lb_s))
 			continue;
 		if ((i != held && sl_assign_count(in, st->assigned)) || sl_search_counted_prunable(st, nmb))
 			continue;
@@ -395,10 +427,118 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 	return 0;
 }
 
+/* For one (micro-batch, partition, D): the thresholds tau are the distinct per-stage times of
+ * replicas that fit. A larger tau makes more replicas eligible, each with fewer GPUs, so whether
+ * the pool can supply the plan is monotone in tau: a binary search finds the smallest feasible
+ * one (the fastest plan of this shape); with a budget, a throughput floor or the cost objective,
+ * larger thresholds (slower, cheaper plans) are tried after it too. */
+static int search_thresholds(struct search_state *st, const struct sl_partition *part, int mbs,
+			     int D, int nmb, struct sl_err *err)
+{
+	int P = part->num_stages;
+	st->shapes++;
+	if (st->skip_unchanged_shapes && shape_unchanged_by_options(st, part, mbs, D, nmb)) {
+		st->skipped_shapes++;
+		return 0;
+	}
+	if (!shape_kinds(st, part, mbs, D, nmb))
+		return 0;
+	int rc = start_shape_plan(st, part, mbs, D, err);
+	if (rc)
+		return rc;
+	/* Every plan of this shape, whichever replicas it takes, is as slow as its slowest
+	 * replica's fit time tau_plan, and uses at least D replicas per stage of the fewest GPUs a
+	 * kind no slower than tau_plan needs: so the pool's GPU count alone (enough_gpus, monotone
+	 * in tau) bounds tau_plan from below, and with it the iteration (the bottleneck runs all its
+	 * micro-batches), before any assignment; the rent at the cheapest kind that fits. Shapes
+	 * this prunes never reach the assignment's search below. */
+	int lo = least_threshold_by_gpus(st, D);
+	if (lo == st->tau_count)
+		return 0; /* too few GPUs for D replicas of every stage at any threshold */
+	if (shape_prunable_by_gpus(st, P, mbs, D, nmb, st->taus[lo])) {
+		st->gpu_pruned_shapes++;
+		return 0;
+	}
+	if (sl_search_enumerate_small_shape(st, P, D, nmb, st->fits, &rc, err))
+		return rc;
+	double fastest_eligible_s[SL_PLAN_MAX_STAGES], rent_usd_per_s = 0;
+	int held;
+	lo = smallest_feasible_threshold(st, P, D, lo, fastest_eligible_s, &rent_usd_per_s, &held);
+	return rank_thresholds(st, P, mbs, D, nmb, lo, held, fastest_eligible_s, &rent_usd_per_s,
+			       err);
+}
+
+/* The least a stage's micro-batch costs over the kinds that can hold it (search_partition's work
+ * bounds): GPU-seconds and dollars (rent x busy time). */
+struct stage_work {
+	double least_gpu_s, least_usd;
+};
+
+/* Stage k of the partition on every replica kind (GPU type, TP slot) of the types searched, with
+ * one micro-batch in flight and one pipeline: its compute times (st->stage_time_s, -1 where the
+ * kind cannot run it; st->stage_time_rc_s per recomputation level with options), the fastest
+ * time and the cheapest rent (*fastest_s, *cheapest_usd_per_s) and the least work (*work) of
+ * the kinds. Returns the smallest TP degree with a time, 0 when none has one. */
+static int time_stage_kinds(struct search_state *st, const struct sl_partition *part, int k,
+			    int mbs, double *fastest_s, double *cheapest_usd_per_s,
+			    struct stage_work *work)
+{
+	const struct sl_sim_env *env = st->env;
+	int P = part->num_stages;
+	int first = part->first[k], last = part->first[k + 1] - 1;
+	double fastest = DBL_MAX, cheapest = DBL_MAX;
+	double least_gpu_s = DBL_MAX, least_usd = DBL_MAX;
+	int min_tp = 0;
+	for (int g = 0; g < env->catalogue.gpu_count; g++) {
+		for (int t = 0; t < TP_SLOTS; t++) {
+			/* the replica kind, with one micro-batch in flight and one pipeline (for
+			 * the work bounds below) */
+			struct sl_sim_replica_query q = {
+				.gpu = g, .mbs = mbs, .tp = tp_values[t], .first_layer = first,
+				.last_layer = last, .stage = k, .num_stages = P,
+				.microbatches = 1, .num_pipelines = 1};
+			double c = -1;
+			if (tp_values[t] <= sl_sim_gpus_per_node(env, g) &&
+			    st->type_gpus[g] >= tp_values[t])
+				c = sl_sim_stage_compute_s(env, st->cm, &q);
+			st->stage_time_s[k][g][t] = c;
+			if (c < 0)
+				continue;
+			st->stage_time_rc_s[k][g][t][0] = c;
+			for (int lv = 1; st->options_on && lv < SL_SEARCH_RECOMPUTE_LEVELS; lv++) {
+				struct sl_sim_replica_query rc = q;
+				rc.recompute = sl_search_recompute_order[lv];
+				st->stage_time_rc_s[k][g][t][lv] =
+					sl_sim_stage_compute_s(env, st->cm, &rc);
+			}
+			if (c < fastest)
+				fastest = c;
+			double usd = tp_values[t] * st->assign.usd_per_hour[g] / 3600.0;
+			if (usd < cheapest)
+				cheapest = usd;
+			/* the work bounds count only replicas that can hold the stage at all: with
+			 * one micro-batch in flight and one pipeline, the least memory it needs
+			 * (under some recomputation, with options; c is no more than its time) */
+			if (sl_search_least_level(env, st->req, &q) >= 0) {
+				if (tp_values[t] * c < least_gpu_s)
+					least_gpu_s = tp_values[t] * c;
+				if (usd * c < least_usd)
+					least_usd = usd * c;
+			}
+			if (!min_tp || tp_values[t] < min_tp)
+				min_tp = tp_values[t];
+		}
+	}
+	*fastest_s = fastest;
+	*cheapest_usd_per_s = cheapest;
+	work->least_gpu_s = least_gpu_s;
+	work->least_usd = least_usd;
+	return min_tp;
+}
+
 static int search_partition(struct search_state *st, const struct sl_partition *part, int mbs,
 			    long long max_gpus, struct sl_err *err)
 {
-	const struct sl_sim_env *env = st->env;
 	int P = part->num_stages;
 	st->partition_stamp++; /* sl_search_kind_level's memo holds this partition's kinds from here */
 	if (st->skip_unchanged_shapes && sl_search_options_change_no_shape(st, part, mbs))
@@ -410,56 +550,14 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 	double work_gpu_s = 0, work_usd = 0;
 	int min_gpus_per_pipeline = 0;
 	for (int k = 0; k < P; k++) {
-		int first = part->first[k], last = part->first[k + 1] - 1;
-		fastest_s[k] = DBL_MAX;
-		cheapest_usd_per_s[k] = DBL_MAX;
-		double least_gpu_s = DBL_MAX, least_usd = DBL_MAX;
-		int min_tp = 0;
-		for (int g = 0; g < env->catalogue.gpu_count; g++) {
-			for (int t = 0; t < TP_SLOTS; t++) {
-				/* the replica kind, with one micro-batch in flight and one pipeline (for
-				 * the work bounds below) */
-				struct sl_sim_replica_query q = {
-					.gpu = g, .mbs = mbs, .tp = tp_values[t], .first_layer = first,
-					.last_layer = last, .stage = k, .num_stages = P,
-					.microbatches = 1, .num_pipelines = 1};
-				double c = -1;
-				if (tp_values[t] <= sl_sim_gpus_per_node(env, g) &&
-				    st->type_gpus[g] >= tp_values[t])
-					c = sl_sim_stage_compute_s(env, st->cm, &q);
-				st->stage_time_s[k][g][t] = c;
-				if (c < 0)
-					continue;
-				st->stage_time_rc_s[k][g][t][0] = c;
-				for (int lv = 1; st->options_on && lv < SL_SEARCH_RECOMPUTE_LEVELS; lv++) {
-					struct sl_sim_replica_query rc = q;
-					rc.recompute = sl_search_recompute_order[lv];
-					st->stage_time_rc_s[k][g][t][lv] =
-						sl_sim_stage_compute_s(env, st->cm, &rc);
-				}
-				if (c < fastest_s[k])
-					fastest_s[k] = c;
-				double usd = tp_values[t] * st->assign.usd_per_hour[g] / 3600.0;
-				if (usd < cheapest_usd_per_s[k])
-					cheapest_usd_per_s[k] = usd;
-				/* the work bounds count only replicas that can hold the stage at all: with
-				 * one micro-batch in flight and one pipeline, the least memory it needs
-				 * (under some recomputation, with options; c is no more than its time) */
-				if (sl_search_least_level(env, st->req, &q) >= 0) {
-					if (tp_values[t] * c < least_gpu_s)
-						least_gpu_s = tp_values[t] * c;
-					if (usd * c < least_usd)
-						least_usd = usd * c;
-				}
-				if (!min_tp || tp_values[t] < min_tp)
-					min_tp = tp_values[t];
-			}
-		}
-		if (!min_tp || least_gpu_s == DBL_MAX)
+		struct stage_work work;
+		int min_tp = time_stage_kinds(st, part, k, mbs, &fastest_s[k], &cheapest_usd_per_s[k],
+					      &work);
+		if (!min_tp || work.least_gpu_s == DBL_MAX)
 			return 0; /* no GPU of the pool has a time for this stage, or none holds it */
 		min_gpus_per_pipeline += min_tp;
-		work_gpu_s += least_gpu_s;
-		work_usd += least_usd;
+		work_gpu_s += work.least_gpu_s;
+		work_usd += work.least_usd;
 	}
 	/* Every plan of this shape runs at least ceil(G/b) micro-batches through every stage: the
 	 * pool's GPUs need work_gpu_s each, so T >= passes * work_gpu_s / GPUs, and every busy GPU

@@ -228,7 +228,7 @@ int sl_sim_env_load_overlaid(const char *model, const char *data_dir,
 {
 	*out = NULL;
 	if (!data_dir)
-		data_dir = sl_data_dir();
+		data_dir = sl_paths_data_dir();
 	struct sl_sim_env *env = calloc(1, sizeof(*env));
 	if (!env)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");

@@ -106,7 +106,7 @@ void sl_sim_env_set_timeline(struct sl_sim_env *env, struct sl_sim_timeline *tim
 void sl_sim_timeline_free(struct sl_sim_timeline *timeline);
 
 /* Loads everything for one model (a name or a hyper-parameter file, as sl_model_config_load)
- * from data_dir (NULL = sl_data_dir()). Errors name the file that failed. */
+ * from data_dir (NULL = sl_paths_data_dir()). Errors name the file that failed. */
 int sl_sim_env_load(const char *model, const char *data_dir, struct sl_sim_env **out,
 		    struct sl_err *err);
 /* As sl_sim_env_load, but profiles found in profile_overlay_dir (laid out like data/profiles:

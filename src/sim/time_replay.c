@@ -219,7 +219,7 @@ static int build(struct runtime_sim *s, long long G, struct sl_sim_result *out,
 	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
 	int rc = sl_role_table_build(plan, G, &s->t, err);
 	if (!rc && env->cluster)
-		rc = sl_place_roles(&s->t, env->cluster, &env->catalogue, err);
+		rc = sl_placement_assign(&s->t, env->cluster, &env->catalogue, err);
 	if (!rc)
 		rc = sl_schedule_build_all(&s->t, &s->sched, err);
 	if (rc)

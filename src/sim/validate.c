@@ -39,16 +39,14 @@ static struct sl_error_summary summarise(const double *e, int n)
 	return s;
 }
 
-int sl_validation_run(const struct sl_sim_env *env, const char *dir, enum sl_cost_model cm,
-		      struct sl_validation *out, struct sl_err *err)
+/* The names of the folder's .json files, sorted, into *names (the caller frees them and the
+ * array, also on failure). */
+static int list_plan_files(const char *dir, char ***names, int *count, struct sl_err *err)
 {
-	memset(out, 0, sizeof(*out));
-	out->cost_model = cm;
 	DIR *d = opendir(dir);
 	if (!d)
 		return sl_err_set(err, errno == ENOENT ? SL_ENOTFOUND : SL_EIO,
 				  "folder '%s': cannot read: %s", dir, strerror(errno));
-	char **names = NULL;
 	int n = 0, cap = 0, rc = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
@@ -57,31 +55,55 @@ int sl_validation_run(const struct sl_sim_env *env, const char *dir, enum sl_cos
 			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 32;
-			char **nn = realloc(names, (size_t)cap * sizeof(*nn));
+			char **nn = realloc(*names, (size_t)cap * sizeof(*nn));
 			if (!nn) {
 				rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 				break;
 			}
-			names = nn;
+			*names = nn;
 		}
-		names[n] = strdup(e->d_name);
-		if (!names[n]) {
+		(*names)[n] = strdup(e->d_name);
+		if (!(*names)[n]) {
 			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 			break;
 		}
 		n++;
 	}
 	closedir(d);
+	*count = n;
 	if (!rc && n > 0)
-		qsort(names, (size_t)n, sizeof(*names), cmp_name);
-	if (!rc && n > 0) {
-		out->runs = calloc((size_t)n, sizeof(*out->runs));
-		if (!out->runs)
-			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
-	}
-	struct sl_sim_result *res = rc ? NULL : malloc(sizeof(*res));
-	if (!rc && !res)
-		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+		qsort(*names, (size_t)n, sizeof(**names), cmp_name);
+	return rc;
+}
+
+/* One measured run against its simulation, as a row of the report. */
+static void record_run(struct sl_validation_run *r, const char *name, const struct sl_plan *plan,
+		       const struct sl_sim_result *res)
+{
+	snprintf(r->file, sizeof(r->file), "%s", name);
+	r->stages = plan->num_stages;
+	r->pipelines = plan->num_pipelines;
+	r->micro_batch = plan->micro_batch;
+	r->global_batch = res->global_batch;
+	r->real_s = plan->measured.real_s;
+	r->sim_s = res->iteration_time_s;
+	r->time_error = (r->sim_s - r->real_s) / r->real_s;
+	r->real_mem_bytes = plan->measured.max_mem_bytes;
+	r->sim_mem_bytes = res->peak_memory_bytes;
+	r->memory_error = (r->sim_mem_bytes - r->real_mem_bytes) / r->real_mem_bytes;
+	r->red_grads_s = plan->measured.has_red_grads ? plan->measured.red_grads_s : 0.0;
+	r->sim_dp_sync_s = res->dp_sync_s;
+}
+
+/* Every named plan file of dir simulated into out->runs (room for n), those without a measured
+ * time and memory counted as skipped. */
+static int simulate_runs(const struct sl_sim_env *env, const char *dir, char **names, int n,
+			 enum sl_cost_model cm, struct sl_validation *out, struct sl_err *err)
+{
+	int rc = 0;
+	struct sl_sim_result *res = malloc(sizeof(*res));
+	if (!res)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	struct sl_plan plan;
 	sl_plan_init(&plan);
 	for (int i = 0; !rc && i < n; i++) {
@@ -104,41 +126,19 @@ int sl_validation_run(const struct sl_sim_env *env, const char *dir, enum sl_cos
 			sl_err_prefix(err, "run '%s'", path);
 			break;
 		}
-		struct sl_validation_run *r = &out->runs[out->run_count++];
-		snprintf(r->file, sizeof(r->file), "%s", names[i]);
-		r->stages = plan.num_stages;
-		r->pipelines = plan.num_pipelines;
-		r->micro_batch = plan.micro_batch;
-		r->global_batch = res->global_batch;
-		r->real_s = plan.measured.real_s;
-		r->sim_s = res->iteration_time_s;
-		r->time_error = (r->sim_s - r->real_s) / r->real_s;
-		r->real_mem_bytes = plan.measured.max_mem_bytes;
-		r->sim_mem_bytes = res->peak_memory_bytes;
-		r->memory_error = (r->sim_mem_bytes - r->real_mem_bytes) / r->real_mem_bytes;
-		r->red_grads_s = plan.measured.has_red_grads ? plan.measured.red_grads_s : 0.0;
-		r->sim_dp_sync_s = res->dp_sync_s;
+		record_run(&out->runs[out->run_count++], names[i], &plan, res);
 	}
 	sl_plan_free(&plan);
 	free(res);
-	for (int i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	if (rc) {
-		sl_validation_free(out);
-		return rc;
-	}
-	if (out->run_count == 0) {
-		sl_validation_free(out);
-		return sl_err_set(err, SL_EINPUT,
-				  "folder '%s': no measured runs (plan files with \"real\" and "
-				  "\"max_mem\")", dir);
-	}
+	return rc;
+}
+
+/* The summaries of |relative error| of iteration time and of peak memory. */
+static int summarise_runs(struct sl_validation *out, struct sl_err *err)
+{
 	double *te = malloc((size_t)out->run_count * 2 * sizeof(double));
-	if (!te) {
-		sl_validation_free(out);
+	if (!te)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
-	}
 	for (int i = 0; i < out->run_count; i++) {
 		te[i] = out->runs[i].time_error;
 		te[out->run_count + i] = out->runs[i].memory_error;
@@ -147,6 +147,35 @@ int sl_validation_run(const struct sl_sim_env *env, const char *dir, enum sl_cos
 	out->memory = summarise(te + out->run_count, out->run_count);
 	free(te);
 	return 0;
+}
+
+int sl_validation_run(const struct sl_sim_env *env, const char *dir, enum sl_cost_model cm,
+		      struct sl_validation *out, struct sl_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->cost_model = cm;
+	char **names = NULL;
+	int n = 0;
+	int rc = list_plan_files(dir, &names, &n, err);
+	if (!rc && n > 0) {
+		out->runs = calloc((size_t)n, sizeof(*out->runs));
+		if (!out->runs)
+			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
+	}
+	if (!rc)
+		rc = simulate_runs(env, dir, names, n, cm, out, err);
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (!rc && out->run_count == 0)
+		rc = sl_err_set(err, SL_EINPUT,
+				"folder '%s': no measured runs (plan files with \"real\" and "
+				"\"max_mem\")", dir);
+	if (!rc)
+		rc = summarise_runs(out, err);
+	if (rc)
+		sl_validation_free(out);
+	return rc;
 }
 
 void sl_validation_free(struct sl_validation *v)

@@ -24,11 +24,12 @@ int sl_gpt_init_slots(struct sl_gpt *gpt, const struct sl_model_config *model, i
 				threads, err);
 }
 
-int sl_gpt_init_opts(struct sl_gpt *gpt, const struct sl_model_config *model, int first,
-		     int last, int max_batch, int seq, const struct sl_gpt_options *opts, int tp,
-		     int tp_rank, const struct sl_tp_comm *comm, int threads, struct sl_err *err)
+/* The stage's shape against the model, before anything is allocated: the recomputation mode,
+ * the layer range, the slots, TP against the model's widths, heads against hidden, and the
+ * sequence length. */
+static int check_stage_shape(const struct sl_model_config *model, int first, int last, int seq,
+			     const struct sl_gpt_options *opts, int tp, struct sl_err *err)
 {
-	memset(gpt, 0, sizeof(*gpt));
 	int slots = opts->slots;
 	if (opts->recompute < SL_GPT_RECOMPUTE_NONE || opts->recompute > SL_GPT_RECOMPUTE_SELECTIVE)
 		return sl_err_set(err, SL_EINPUT, "recompute mode %d: must be none, full or selective",
@@ -56,6 +57,114 @@ int sl_gpt_init_opts(struct sl_gpt *gpt, const struct sl_model_config *model, in
 				  "sequence length %d is longer than model '%s' allows (seq_len %d): "
 				  "use --seq-len %d or less",
 				  seq, model->name, model->seq_len, model->seq_len);
+	return 0;
+}
+
+/* Each of the stage's layers (gpt->layers[0 .. layer_count)), plan layer first + i. On failure
+ * gpt->layer_count is the number built, for sl_gpt_free. */
+static int init_layers(struct sl_gpt *gpt, const struct sl_model_config *model,
+		       const struct sl_gpt_options *opts, const struct sl_tp_comm *comm,
+		       struct sl_err *err)
+{
+	int n = model->num_blocks;
+	int rc = 0;
+	int count = 0;
+	for (int i = 0; i < gpt->layer_count && !rc; i++) {
+		int index = gpt->first + i;
+		struct sl_gpt_layer_config cfg = {
+			.kind = index == 0 ? SL_GPT_EMBEDDING
+					   : (index == n + 1 ? SL_GPT_HEAD : SL_GPT_BLOCK),
+			.index = index,
+			.num_blocks = n,
+			.hidden = model->hidden,
+			.heads = model->heads,
+			.ffn_hidden = model->ffn_hidden,
+			.max_seq_len = model->seq_len,
+			.vocab = model->vocab,
+			.tp = gpt->tp,
+			.tp_rank = gpt->tp_rank,
+			.own_wte = index == n + 1 && gpt->first > 0,
+			.slots = gpt->slots,
+			.recompute = opts->recompute,
+			.moments = opts->moments,
+		};
+		if (comm)
+			cfg.comm = *comm;
+		rc = sl_gpt_layer_init(&gpt->layers[i], &cfg, gpt->max_batch, gpt->seq, err);
+		if (!rc)
+			count++;
+	}
+	if (rc)
+		gpt->layer_count = count;
+	return rc;
+}
+
+/* One working set for every recomputing block (they run one at a time): as large as the
+ * largest any layer asks, attached to those that ask. */
+static int attach_shared_working_set(struct sl_gpt *gpt, struct sl_err *err)
+{
+	for (int i = 0; i < gpt->layer_count; i++)
+		if (gpt->layers[i].shared_floats > gpt->shared_floats)
+			gpt->shared_floats = gpt->layers[i].shared_floats;
+	if (!gpt->shared_floats)
+		return 0;
+	gpt->shared = sl_alloc_floats(gpt->shared_floats);
+	if (!gpt->shared)
+		return sl_err_set(err, SL_ENOMEM, "cannot allocate the recomputation working "
+				  "set (%.1f MiB)",
+				  (double)gpt->shared_floats * sizeof(float) / (1 << 20));
+	for (int i = 0; i < gpt->layer_count; i++)
+		if (gpt->layers[i].shared_floats)
+			sl_gpt_layer_attach_shared(&gpt->layers[i], gpt->shared);
+	return 0;
+}
+
+/* Activation buffers between layers (per slot; none after the head), plus two gradient
+ * buffers, in one block. */
+static int alloc_activations(struct sl_gpt *gpt, struct sl_err *err)
+{
+	size_t act = (size_t)gpt->max_batch * gpt->seq * gpt->model.hidden;
+	act = (act + 15) / 16 * 16;
+	size_t nacts = (size_t)gpt->layer_count * gpt->slots;
+	gpt->act_block = sl_alloc_floats(act * (nacts + 2));
+	if (!gpt->act_block)
+		return sl_err_set(err, SL_ENOMEM, "cannot allocate activations for micro-batch %d x %d",
+				  gpt->max_batch, gpt->seq);
+	for (size_t k = 0; k < nacts; k++)
+		gpt->acts[k] = gpt->layers[k % gpt->layer_count].cfg.kind == SL_GPT_HEAD
+				       ? NULL
+				       : gpt->act_block + act * k;
+	gpt->grad_a = gpt->act_block + act * nacts;
+	gpt->grad_b = gpt->grad_a + act;
+	return 0;
+}
+
+/* The parameter list, in stage order. */
+static int collect_params(struct sl_gpt *gpt, struct sl_err *err)
+{
+	int total = 0;
+	for (int i = 0; i < gpt->layer_count; i++)
+		total += gpt->layers[i].param_count;
+	gpt->params = calloc((size_t)total, sizeof(*gpt->params));
+	if (!gpt->params)
+		return sl_err_set(err, SL_ENOMEM, "cannot allocate the parameter list");
+	for (int i = 0; i < gpt->layer_count; i++)
+		for (int j = 0; j < gpt->layers[i].param_count; j++) {
+			gpt->params[gpt->param_count++] = &gpt->layers[i].params[j];
+			gpt->param_numel += gpt->layers[i].params[j].numel;
+		}
+	return 0;
+}
+
+int sl_gpt_init_opts(struct sl_gpt *gpt, const struct sl_model_config *model, int first,
+		     int last, int max_batch, int seq, const struct sl_gpt_options *opts, int tp,
+		     int tp_rank, const struct sl_tp_comm *comm, int threads, struct sl_err *err)
+{
+	memset(gpt, 0, sizeof(*gpt));
+	int rc = check_stage_shape(model, first, last, seq, opts, tp, err);
+	if (rc)
+		return rc;
+	int slots = opts->slots;
 	gpt->model = *model;
 	gpt->first = first;
 	gpt->last = last;
@@ -73,92 +182,20 @@ int sl_gpt_init_opts(struct sl_gpt *gpt, const struct sl_model_config *model, in
 		sl_gpt_free(gpt);
 		return sl_err_set(err, SL_ENOMEM, "cannot allocate the model's layers");
 	}
-	int rc = 0;
-	int count = 0;
-	for (int i = 0; i < gpt->layer_count && !rc; i++) {
-		int index = first + i;
-		struct sl_gpt_layer_config cfg = {
-			.kind = index == 0 ? SL_GPT_EMBEDDING
-					   : (index == n + 1 ? SL_GPT_HEAD : SL_GPT_BLOCK),
-			.index = index,
-			.num_blocks = n,
-			.hidden = model->hidden,
-			.heads = model->heads,
-			.ffn_hidden = model->ffn_hidden,
-			.max_seq_len = model->seq_len,
-			.vocab = model->vocab,
-			.tp = tp,
-			.tp_rank = tp_rank,
-			.own_wte = index == n + 1 && first > 0,
-			.slots = slots,
-			.recompute = opts->recompute,
-			.moments = opts->moments,
-		};
-		if (comm)
-			cfg.comm = *comm;
-		rc = sl_gpt_layer_init(&gpt->layers[i], &cfg, max_batch, seq, err);
-		if (!rc)
-			count++;
-	}
-	if (rc) {
-		gpt->layer_count = count;
-		sl_gpt_free(gpt);
-		return rc;
-	}
-	/* one working set for every recomputing block (they run one at a time) */
-	for (int i = 0; i < gpt->layer_count; i++)
-		if (gpt->layers[i].shared_floats > gpt->shared_floats)
-			gpt->shared_floats = gpt->layers[i].shared_floats;
-	if (gpt->shared_floats) {
-		gpt->shared = sl_alloc_floats(gpt->shared_floats);
-		if (!gpt->shared) {
-			sl_gpt_free(gpt);
-			return sl_err_set(err, SL_ENOMEM, "cannot allocate the recomputation working "
-					  "set (%.1f MiB)",
-					  (double)gpt->shared_floats * sizeof(float) / (1 << 20));
-		}
-		for (int i = 0; i < gpt->layer_count; i++)
-			if (gpt->layers[i].shared_floats)
-				sl_gpt_layer_attach_shared(&gpt->layers[i], gpt->shared);
-	}
-	if (first == 0 && last == n + 1)
+	rc = init_layers(gpt, model, opts, comm, err);
+	if (!rc)
+		rc = attach_shared_working_set(gpt, err);
+	if (!rc && first == 0 && last == model->num_blocks + 1)
 		sl_gpt_layer_tie(&gpt->layers[gpt->layer_count - 1], &gpt->layers[0]);
-	/* Activation buffers between layers (per slot), plus two gradient buffers. */
-	size_t act = (size_t)max_batch * seq * model->hidden;
-	act = (act + 15) / 16 * 16;
-	size_t nacts = (size_t)gpt->layer_count * slots;
-	gpt->act_block = sl_alloc_floats(act * (nacts + 2));
-	if (!gpt->act_block) {
+	if (!rc)
+		rc = alloc_activations(gpt, err);
+	if (!rc)
+		rc = sl_gpt_workspace_init(&gpt->ws, gpt->layers, gpt->layer_count, threads, err);
+	if (!rc)
+		rc = collect_params(gpt, err);
+	if (rc)
 		sl_gpt_free(gpt);
-		return sl_err_set(err, SL_ENOMEM, "cannot allocate activations for micro-batch %d x %d",
-				  max_batch, seq);
-	}
-	for (size_t k = 0; k < nacts; k++)
-		gpt->acts[k] = gpt->layers[k % gpt->layer_count].cfg.kind == SL_GPT_HEAD
-				       ? NULL
-				       : gpt->act_block + act * k;
-	gpt->grad_a = gpt->act_block + act * nacts;
-	gpt->grad_b = gpt->grad_a + act;
-	rc = sl_gpt_workspace_init(&gpt->ws, gpt->layers, gpt->layer_count, threads, err);
-	if (rc) {
-		sl_gpt_free(gpt);
-		return rc;
-	}
-	/* The parameter list, in stage order. */
-	int total = 0;
-	for (int i = 0; i < gpt->layer_count; i++)
-		total += gpt->layers[i].param_count;
-	gpt->params = calloc((size_t)total, sizeof(*gpt->params));
-	if (!gpt->params) {
-		sl_gpt_free(gpt);
-		return sl_err_set(err, SL_ENOMEM, "cannot allocate the parameter list");
-	}
-	for (int i = 0; i < gpt->layer_count; i++)
-		for (int j = 0; j < gpt->layers[i].param_count; j++) {
-			gpt->params[gpt->param_count++] = &gpt->layers[i].params[j];
-			gpt->param_numel += gpt->layers[i].params[j].numel;
-		}
-	return 0;
+	return rc;
 }
 
 void sl_gpt_free(struct sl_gpt *gpt)

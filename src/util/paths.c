@@ -16,7 +16,7 @@ static int is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-const char *sl_data_dir(void)
+const char *sl_paths_data_dir(void)
 {
 	if (data_dir[0])
 		return data_dir;

@@ -7,6 +7,6 @@
 #include <stddef.h>
 
 /* The data directory, without a trailing slash. Never NULL (falls back to "data"). */
-const char *sl_data_dir(void);
+const char *sl_paths_data_dir(void);
 
 #endif

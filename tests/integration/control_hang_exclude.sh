@@ -65,7 +65,10 @@ resume=$(echo "$f1" | grep -o '"resume_step":[0-9]*' | cut -d: -f2)
 wait_for 20 at_least generation_start 2 || fail "no second generation"
 grep -q "\"resume_step\":$resume," <<<"$(grep '"event":"generation_start"' "$work/run/events.jsonl" | sed -n 2p)" \
   || fail "generation 2 does not resume from the newest checkpoint (step $resume)"
-[ -f "$work/ckpt/step-$(printf %08d "$resume").ckpt" ] || fail "checkpoint of step $resume missing"
+# and it loaded that very checkpoint: its ready line says the step it starts after (the file
+# itself may be gone by now: generation 2 trains on and keeps only the newest --ckpt-keep 2)
+wait_for 20 grep -qs "\"event\":\"ready\",\"step\":$resume," "$work/run/gen-2/stdout.jsonl" \
+  || fail "generation 2 did not load the checkpoint of step $resume"
 
 # 2. the same host hangs again: it is left out, and training goes on without it
 freeze_rank1 2

@@ -137,6 +137,13 @@ expect_error "mars-1a" plan --model OPT-350 --pool "$tmp/zone.json"
 echo '{"schema": "sailor.pool/1", "gpus": [' >"$tmp/broken.json"
 expect_error "broken.json" plan --model OPT-350 --pool "$tmp/broken.json"
 expect_error "unknown model" plan --model GPT-17 --pool data/examples/pool-a100-v100.json
+# a pool of device types with no profile of the model (and none to estimate one from) says so,
+# and what to run, rather than blaming memory
+echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "cpu-fast", "zone": "us-central1-a", "count": 2},
+  {"gpu": "cpu-slow", "zone": "us-central1-b", "count": 2}]}' >"$tmp/cpu.json"
+expect_error "cpu-fast, cpu-slow have no profile of model 'gpt2-tiny'.*sailor profile --model gpt2-tiny --gpu TYPE" \
+  plan --model gpt2-tiny --pool "$tmp/cpu.json" --gpus data/testbed/gpus-cpu.json --global-batch 8
+grep -q "fits in memory" "$tmp/err" && fail "a missing profile is blamed on memory: $(cat "$tmp/err")"
 echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "RTX-2080", "zone": "us-central1-a", "count": 1}]}' >"$tmp/small.json"
 expect_error "fits on none" plan --model OPT-30 --pool "$tmp/small.json"
 

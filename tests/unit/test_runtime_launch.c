@@ -325,7 +325,7 @@ static void placement_on_a_heterogeneous_cluster(void **state)
 	hosts[4].gpu = A100; hosts[4].zone = ZB;
 	struct sl_cluster c;
 	make_cluster(&c, 5, hosts);
-	assert_int_equal(sl_place_roles(&t, &c, &cat, &err), 0);
+	assert_int_equal(sl_placement_assign(&t, &c, &cat, &err), 0);
 	/* first fit decreasing: the tp 4 replica (0,2) takes a0; then tp 2 in rank order: (0,0)
 	 * -> a1 (a0 is full), (1,0) -> va, (1,1) -> v0; then tp 1: (0,1) -> v0, (1,2) -> a1 */
 	int want[12];
@@ -353,11 +353,11 @@ static void placement_on_a_heterogeneous_cluster(void **state)
 	for (int h = 0; h < 5; h++)
 		assert_true(used[h] <= c.hosts[h].slots);
 	/* deterministic: placing again gives the same */
-	assert_int_equal(sl_place_roles(&t, &c, &cat, &err), 0);
+	assert_int_equal(sl_placement_assign(&t, &c, &cat, &err), 0);
 	for (int i = 0; i < 12; i++)
 		assert_int_equal(t.roles[i].host, want[i]);
 	/* no cluster: everything local */
-	assert_int_equal(sl_place_roles(&t, NULL, &cat, &err), 0);
+	assert_int_equal(sl_placement_assign(&t, NULL, &cat, &err), 0);
 	for (int i = 0; i < 12; i++)
 		assert_int_equal(t.roles[i].host, -1);
 	sl_cluster_free(&c);
@@ -372,7 +372,7 @@ static void check_place_error(const struct rep_spec *reps, int P, int D,
 	struct sl_cluster c;
 	make_table(&t, P, D, reps);
 	make_cluster(&c, n, hosts);
-	int rc = sl_place_roles(&t, &c, &cat, &err);
+	int rc = sl_placement_assign(&t, &c, &cat, &err);
 	if (rc != code)
 		fail_msg("code %d, want %d (%s)", rc, code, err.msg);
 	for (int i = 0; words[i]; i++)
@@ -463,7 +463,7 @@ static void rankfile_and_hostfile_contents(void **state)
 	};
 	struct sl_cluster c;
 	make_cluster(&c, 5, hosts);
-	assert_int_equal(sl_place_roles(&t, &c, &cat, &err), 0);
+	assert_int_equal(sl_placement_assign(&t, &c, &cat, &err), 0);
 	/* tp 2 first: (0,0) -> a, (1,0) -> b; then tp 1: (0,1) -> c, (1,1) -> v */
 	char *hf = sl_launch_format_hostfile(&t, &c, &err);
 	char *rf = sl_launch_format_rankfile(&t, &c, &err);
@@ -497,7 +497,7 @@ static void rankfile_and_hostfile_contents(void **state)
 	t.roles[3].host = -1;
 	assert_null(sl_launch_format_rankfile(&t, &c, &err));
 	assert_non_null(strstr(err.msg, "rank 3 has no host"));
-	assert_non_null(strstr(err.msg, "sl_place_roles"));
+	assert_non_null(strstr(err.msg, "sl_placement_assign"));
 	sl_cluster_free(&c);
 	free_table(&t);
 }
@@ -515,7 +515,7 @@ static void argv_for_local_and_cluster_runs(void **state)
 	struct sl_launch_cmd cmd;
 
 	/* local */
-	assert_int_equal(sl_place_roles(&t, NULL, &cat, &err), 0);
+	assert_int_equal(sl_placement_assign(&t, NULL, &cat, &err), 0);
 	assert_int_equal(sl_launch_build(&t, NULL, &opts, worker, &cmd, &err), 0);
 	const char *local[] = {"mpirun", "-np", "3", "--oversubscribe", "--bind-to", "none",
 			       "-x", "OMP_NUM_THREADS=3", "-x", "OPENBLAS_NUM_THREADS=3",
@@ -563,7 +563,7 @@ static void argv_for_local_and_cluster_runs(void **state)
 	opts.dir = tmpdir;
 	opts.mpirun = "/usr/bin/mpirun";
 	opts.env = NULL;
-	assert_int_equal(sl_place_roles(&t, &c, &cat, &err), 0);
+	assert_int_equal(sl_placement_assign(&t, &c, &cat, &err), 0);
 	assert_int_equal(sl_launch_build(&t, &c, &opts, worker, &cmd, &err), 0);
 	assert_string_equal(cmd.argv[0], "/usr/bin/mpirun");
 	assert_int_equal(argv_has(cmd.argv, "-np", "3"), 1);
@@ -785,7 +785,7 @@ static void real_mpirun_starts_local_and_cluster_jobs(void **state)
 	struct sl_launch_cmd cmd;
 
 	/* local: 6 ranks on however few cores */
-	assert_int_equal(sl_place_roles(&t, NULL, &cat, &err), 0);
+	assert_int_equal(sl_placement_assign(&t, NULL, &cat, &err), 0);
 	assert_int_equal(sl_launch_build(&t, NULL, &opts, worker, &cmd, &err), 0);
 	int rc = run_cmd(&cmd, out_path);
 	if (rc) {
@@ -804,7 +804,7 @@ static void real_mpirun_starts_local_and_cluster_jobs(void **state)
 	};
 	struct sl_cluster c;
 	make_cluster(&c, 3, same);
-	assert_int_equal(sl_place_roles(&t, &c, &cat, &err), 0);
+	assert_int_equal(sl_placement_assign(&t, &c, &cat, &err), 0);
 	assert_int_equal(sl_launch_build(&t, &c, &opts, worker, &cmd, &err), 0);
 	rc = run_cmd(&cmd, out_path);
 	if (rc) {
@@ -843,7 +843,7 @@ static void real_mpirun_starts_local_and_cluster_jobs(void **state)
 	};
 	make_cluster(&c, 3, distinct);
 	c.agent = strdup(agent);
-	assert_int_equal(sl_place_roles(&t, &c, &cat, &err), 0);
+	assert_int_equal(sl_placement_assign(&t, &c, &cat, &err), 0);
 	assert_int_equal(t.roles[0].host, 0);
 	assert_int_equal(t.roles[3].host, 1);
 	assert_int_equal(sl_launch_build(&t, &c, &opts, worker, &cmd, &err), 0);
