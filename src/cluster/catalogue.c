@@ -352,8 +352,8 @@ const char *sl_catalogue_overlay(void)
 
 static int cmp_zone_entry(const void *a, const void *b)
 {
-	return strcmp((*(const struct sl_zone_entry *const *)a)->name,
-		      (*(const struct sl_zone_entry *const *)b)->name);
+	return strcmp((*(const struct sl_zone_files_zone *const *)a)->name,
+		      (*(const struct sl_zone_files_zone *const *)b)->name);
 }
 
 /* The zones and regions of the zone files, zones sorted by name, and each region's GPU prices
@@ -364,7 +364,7 @@ static int load_zones(const char *data_dir, struct sl_catalogue *cat, struct sl_
 	int rc = sl_zone_files_load(data_dir, &zf, err);
 	if (rc)
 		return rc;
-	const struct sl_zone_entry **sorted = malloc(sizeof(*sorted) * (size_t)(zf->zone_count + 1));
+	const struct sl_zone_files_zone **sorted = malloc(sizeof(*sorted) * (size_t)(zf->zone_count + 1));
 	if (!sorted) {
 		sl_zone_files_free(zf);
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
@@ -381,7 +381,7 @@ static int load_zones(const char *data_dir, struct sl_catalogue *cat, struct sl_
 		snprintf(cat->zones[i].name, sizeof(cat->zones[i].name), "%s", sorted[i]->name);
 		int fr = sorted[i]->region;
 		if (region_of[fr] < 0) {
-			const struct sl_zone_region *in = &zf->regions[fr];
+			const struct sl_zone_files_region *in = &zf->regions[fr];
 			struct sl_region *r = &cat->regions[region_of[fr] = cat->region_count++];
 			memset(r, 0, sizeof(*r));
 			snprintf(r->name, sizeof(r->name), "%s", in->name);
@@ -393,7 +393,7 @@ static int load_zones(const char *data_dir, struct sl_catalogue *cat, struct sl_
 			for (int g = 0; g < SL_MAX_GPU_TYPES; g++)
 				r->gpu_usd_per_hour[g] = r->gpu_spot_usd_per_hour[g] = -1;
 			for (int p = 0; p < in->price_count && !rc; p++) {
-				const struct sl_zone_price *pr = &in->prices[p];
+				const struct sl_zone_files_price *pr = &in->prices[p];
 				int g = sl_catalogue_gpu_index(cat, pr->gpu);
 				char names[512];
 				if (g < 0)

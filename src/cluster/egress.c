@@ -14,14 +14,14 @@
 
 struct rule {
 	double usd_per_gb[SL_EGRESS_KINDS];
-	char origin[SL_EGRESS_KINDS][SL_ZONE_ORIGIN_MAX]; /* "gcp list", "zones 'x.json'" */
+	char origin[SL_EGRESS_KINDS][SL_ZONE_FILES_ORIGIN_MAX]; /* "gcp list", "zones 'x.json'" */
 };
 
 struct pair {
 	int src, dst;        /* zone or region indices of the catalogue */
 	int order;           /* listing order: the later wins */
 	double usd_per_gb;
-	char origin[SL_ZONE_ORIGIN_MAX];
+	char origin[SL_ZONE_FILES_ORIGIN_MAX];
 };
 
 struct sl_egress {
@@ -137,7 +137,7 @@ static int load_rules(struct sl_egress *eg, const struct sl_zone_files *zf,
 		      const struct sl_catalogue *cat)
 {
 	for (int fr = 0; fr < zf->region_count; fr++) {
-		const struct sl_zone_region *in = &zf->regions[fr];
+		const struct sl_zone_files_region *in = &zf->regions[fr];
 		int r = region_index(cat, in->name);
 		if (r < 0)
 			continue; /* a region without zones */
@@ -149,7 +149,7 @@ static int load_rules(struct sl_egress *eg, const struct sl_zone_files *zf,
 		}
 	}
 	for (int i = 0; i < zf->pair_count; i++) {
-		const struct sl_zone_pair *p = &zf->pairs[i];
+		const struct sl_zone_files_pair *p = &zf->pairs[i];
 		int zs = sl_catalogue_zone_index(cat, p->from), zd = sl_catalogue_zone_index(cat, p->to);
 		int rs = region_index(cat, p->from), rd = region_index(cat, p->to);
 		struct pair *to;
@@ -184,8 +184,8 @@ int sl_egress_load(const char *data_dir, const struct sl_catalogue *cat, struct 
 	if (eg) {
 		eg->region_count = cat->region_count;
 		eg->rules = calloc((size_t)cat->region_count + 1, sizeof(*eg->rules));
-		eg->zone_pairs = calloc(artifact_max + SL_ZONE_PAIRS_MAX, sizeof(*eg->zone_pairs));
-		eg->region_pairs = calloc(SL_ZONE_PAIRS_MAX, sizeof(*eg->region_pairs));
+		eg->zone_pairs = calloc(artifact_max + SL_ZONE_FILES_PAIRS_MAX, sizeof(*eg->zone_pairs));
+		eg->region_pairs = calloc(SL_ZONE_FILES_PAIRS_MAX, sizeof(*eg->region_pairs));
 	}
 	if (!eg || !eg->rules || !eg->zone_pairs || !eg->region_pairs) {
 		sl_zone_files_free(zf);
@@ -231,7 +231,7 @@ static double answer(double price, const char *text, char *source, size_t size)
 double sl_egress_usd_per_gb(const struct sl_egress *eg, const struct sl_catalogue *cat, int src,
 			    int dst, char *source, size_t size)
 {
-	char text[SL_ZONE_ORIGIN_MAX + 48];
+	char text[SL_ZONE_FILES_ORIGIN_MAX + 48];
 	if (src == dst)
 		return answer(0.0, "same zone", source, size);
 	const struct pair *p = find(eg->zone_pairs, eg->zone_pair_count, src, dst);

@@ -28,6 +28,17 @@
 
 struct sl_egress; /* opaque */
 
+/* The prices of a region's egress list (the zone files' "egress" keys zone, continent, world and
+ * internet): between its zones, to its provider's regions on its continent, on other continents,
+ * and to the internet (another provider). */
+enum sl_egress_kind {
+	SL_EGRESS_ZONE,
+	SL_EGRESS_CONTINENT,
+	SL_EGRESS_WORLD,
+	SL_EGRESS_INTERNET,
+	SL_EGRESS_KINDS
+};
+
 /* Loads the prices of the zone files and the SOSP'25 artifact's zone pairs under data_dir (NULL =
  * sl_paths_data_dir()) for the zones and regions of cat. Errors name the file and the JSON path. */
 int sl_egress_load(const char *data_dir, const struct sl_catalogue *cat, struct sl_egress **out,

@@ -26,7 +26,7 @@ struct user_link {
 	int from_zone, to_zone;      /* -1: the end names a region */
 	int from_region, to_region;  /* -1: the end names a zone */
 	double bandwidth_bps, latency_s;
-	char origin[SL_ZONE_ORIGIN_MAX];
+	char origin[SL_ZONE_FILES_ORIGIN_MAX];
 };
 
 struct sl_link_model {
@@ -153,7 +153,7 @@ int sl_link_model_load(const char *data_dir, const struct sl_catalogue *cat,
 			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	}
 	for (int i = 0; !rc && i < zf->link_count; i++) {
-		const struct sl_zone_pair *p = &zf->links[i];
+		const struct sl_zone_files_pair *p = &zf->links[i];
 		struct user_link *l = &lm->links[lm->link_count++];
 		l->from_zone = sl_catalogue_zone_index(cat, p->from);
 		l->to_zone = sl_catalogue_zone_index(cat, p->to);

@@ -175,7 +175,7 @@ static struct sl_link_fit resolve(const struct sl_network *net, int sz, int sg0,
 		memset(&out, 0, sizeof(out));
 		out.a0 = 1.0;
 		out.max_bps = 1e9;
-		out.source = SL_LINK_SOSP25_FIT;
+		out.source = SL_LINK_SOURCE_SOSP25_FIT;
 	}
 	out.derived = 1;
 	return out;
@@ -206,7 +206,7 @@ int sl_network_parse_fit(const json_t *v, const char *ctx, struct sl_link_fit *o
 	out->max_bps = json_number_value(maxv);
 	out->derived = 0;
 	out->latency_s = 0;
-	out->source = SL_LINK_SOSP25_FIT;
+	out->source = SL_LINK_SOURCE_SOSP25_FIT;
 	if (out->max_bps < 0 || out->max_bps > SL_MAX_BANDWIDTH_BPS)
 		return sl_err_set(err, SL_EINPUT, "%s[1]: %g is out of range: give 0 to %g bytes/s",
 				  ctx, out->max_bps, SL_MAX_BANDWIDTH_BPS);
@@ -382,7 +382,7 @@ static void reference_fits(struct sl_network *net)
 		if (n > 0) {
 			net->reference[ci] = (struct sl_link_fit){sum.a2 / n, sum.a1 / n, sum.a0 / n,
 								  sum.max_bps / n, 1, 0,
-								  SL_LINK_SOSP25_FIT};
+								  SL_LINK_SOURCE_SOSP25_FIT};
 		} else if (ci > 0) {
 			net->reference[ci] = net->reference[ci - 1];
 		} else {
@@ -417,7 +417,7 @@ static int load_fits(struct sl_network *net, const char *data_dir, struct sl_err
 	for (size_t i = 0; !rc && i < ends * ends; i++)
 		net->measured[i].max_bps = -1;
 	if (!rc)
-		rc = sl_network_links_from_json(net, shipped, path, SL_LINK_SOSP25_FIT, err);
+		rc = sl_network_links_from_json(net, shipped, path, SL_LINK_SOURCE_SOSP25_FIT, err);
 	if (!rc)
 		reference_fits(net);
 	if (!rc) {
@@ -459,7 +459,7 @@ static void settle(struct sl_network *net)
 					}
 			}
 			if (!found) { /* nothing measured: NVLink-less PCIe-class 10 GB/s, flagged */
-				net->intra[g][ci] = (struct sl_link_fit){0, 0, 10.0, 1e10, 1, 0, SL_LINK_SOSP25_FIT};
+				net->intra[g][ci] = (struct sl_link_fit){0, 0, 10.0, 1e10, 1, 0, SL_LINK_SOURCE_SOSP25_FIT};
 			}
 		}
 	for (int za = 0; za < net->mzones; za++)
@@ -532,7 +532,7 @@ static struct sl_link_fit any_same_zone(const struct sl_network *net, int sg, in
 		if (f)
 			return *f;
 	}
-	return (struct sl_link_fit){0, 0, 1.0, 1e9, 1, 0, SL_LINK_SOSP25_FIT};
+	return (struct sl_link_fit){0, 0, 1.0, 1e9, 1, 0, SL_LINK_SOURCE_SOSP25_FIT};
 }
 
 /* Two zones of one region neither of which was measured: the types' link between the first two
@@ -571,11 +571,11 @@ static struct sl_link_fit resolve_any(const struct sl_network *net, int za, int 
 	if (ma >= 0 && mb >= 0) {
 		struct sl_link_fit f = resolve(net, ma, sg, sc, mb, rg, rc);
 		/* a link measured exactly with `sailor profile --network` beats the user's word */
-		if (!has_user || (f.source == SL_LINK_PROFILED && !f.derived))
+		if (!has_user || (f.source == SL_LINK_SOURCE_PROFILED && !f.derived))
 			return f;
 	}
 	if (has_user) {
-		user.source = SL_LINK_ZONES_FILE;
+		user.source = SL_LINK_SOURCE_ZONES_FILE;
 		return capped(net, user, sg, sc, rg, rc);
 	}
 	enum sl_link_class c = sl_link_model_class_of(net->cat, za, zb);
@@ -591,7 +591,7 @@ static struct sl_link_fit resolve_any(const struct sl_network *net, int za, int 
 		sl_link_model_class_fit(net->model, net->cat, za, zb, &ref, &out);
 		out = capped(net, out, sg, sc, rg, rc);
 	}
-	out.source = SL_LINK_MODEL + (int)c;
+	out.source = SL_LINK_SOURCE_MODEL + (int)c;
 	out.derived = 1;
 	return out;
 }
@@ -687,14 +687,14 @@ const char *sl_network_source_name(const struct sl_link_fit *fit)
 		"class across-continents",
 		"class across-providers-same-continent",
 		"class across-providers-across-continents"};
-	if (fit->source >= SL_LINK_MODEL && fit->source < SL_LINK_MODEL + SL_LINK_CLASSES)
-		return classes[fit->source - SL_LINK_MODEL];
+	if (fit->source >= SL_LINK_SOURCE_MODEL && fit->source < SL_LINK_SOURCE_MODEL + SL_LINK_CLASSES)
+		return classes[fit->source - SL_LINK_SOURCE_MODEL];
 	switch (fit->source) {
-	case SL_LINK_SOSP25_FIT:
+	case SL_LINK_SOURCE_SOSP25_FIT:
 		return fit->derived ? "SOSP'25 fit (stand-in)" : "SOSP'25 fit";
-	case SL_LINK_PROFILED:
+	case SL_LINK_SOURCE_PROFILED:
 		return fit->derived ? "profiled (--network, stand-in)" : "profiled (--network)";
-	case SL_LINK_ZONES_FILE:
+	case SL_LINK_SOURCE_ZONES_FILE:
 		return "zones file";
 	}
 	return "?";

@@ -53,10 +53,10 @@
 
 /* Where a fit came from (sl_network_source_name). */
 enum sl_link_source {
-	SL_LINK_SOSP25_FIT,       /* data/network/zone_bandwidths.json (stand-in: derived) */
-	SL_LINK_PROFILED,         /* `sailor profile --network`, given with --network */
-	SL_LINK_ZONES_FILE,       /* a link of a zone file */
-	SL_LINK_MODEL             /* the class model (cluster/link_model.h): + its link class */
+	SL_LINK_SOURCE_SOSP25_FIT,       /* data/network/zone_bandwidths.json (stand-in: derived) */
+	SL_LINK_SOURCE_PROFILED,         /* `sailor profile --network`, given with --network */
+	SL_LINK_SOURCE_ZONES_FILE,       /* a link of a zone file */
+	SL_LINK_SOURCE_MODEL             /* the class model (cluster/link_model.h): + its link class */
 };
 
 struct sl_link_fit {

@@ -75,7 +75,7 @@ json_t *sl_network_overlay_open(struct sl_err *err, int *rc)
 int sl_network_overlay_apply(struct sl_network *net, json_t *root, struct sl_err *err)
 {
 	const struct sl_catalogue *cat = net->cat;
-	int rc = sl_network_links_from_json(net, root, overlay_path, SL_LINK_PROFILED, err);
+	int rc = sl_network_links_from_json(net, root, overlay_path, SL_LINK_SOURCE_PROFILED, err);
 	/* the all-reduce fits of the measured pairs (source.pairs[], netprof.h) */
 	json_t *pairs = json_object_get(json_object_get(root, "source"), "pairs");
 	for (size_t i = 0; !rc && json_is_array(pairs) && i < json_array_size(pairs); i++) {
@@ -97,7 +97,7 @@ int sl_network_overlay_apply(struct sl_network *net, json_t *root, struct sl_err
 			sl_err_prefix(err, "--network '%s'", overlay_path);
 			break;
 		}
-		m->fit.source = SL_LINK_PROFILED;
+		m->fit.source = SL_LINK_SOURCE_PROFILED;
 		m->za = za, m->ga = ga, m->zb = zb, m->gb = gb;
 		/* the sizes it was measured at: optional (hand-made files), but never guessed */
 		m->largest_bytes = 0;

@@ -21,7 +21,7 @@
 /* A zone pair's resolved fits, [end(src)][end(dst)] with end = gpu·C + count, and its egress. */
 struct pair_block {
 	double egress_usd_per_gb;
-	char egress_source[SL_ZONE_ORIGIN_MAX + 64];
+	char egress_source[SL_ZONE_FILES_ORIGIN_MAX + 64];
 	struct sl_link_fit fits[];
 };
 

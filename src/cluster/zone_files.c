@@ -44,7 +44,7 @@ const char *sl_zone_files_continent(int index)
 
 static struct overlay {
 	json_t *root;
-	char origin[SL_ZONE_ORIGIN_MAX];
+	char origin[SL_ZONE_FILES_ORIGIN_MAX];
 } overlays[SL_ZONE_FILES_MAX];
 static int overlay_count;
 
@@ -168,7 +168,7 @@ static int find_zone(const struct sl_zone_files *zf, const char *name)
 	return -1;
 }
 
-static int region_prices(struct sl_zone_region *r, const json_t *p, const char *ctx, int fi,
+static int region_prices(struct sl_zone_files_region *r, const json_t *p, const char *ctx, int fi,
 			 struct sl_err *err)
 {
 	char where[128];
@@ -196,7 +196,7 @@ static int region_prices(struct sl_zone_region *r, const json_t *p, const char *
 					SL_MAX_GPU_TYPES);
 		if (rc)
 			return rc;
-		struct sl_zone_price *price = &r->prices[slot];
+		struct sl_zone_files_price *price = &r->prices[slot];
 		double od = -1, spot = -1;
 		rc = get_ranged(v, at, "on_demand", 0, SL_MAX_GPU_USD_PER_HOUR, "USD per GPU-hour", 1,
 				&od, err);
@@ -234,7 +234,7 @@ static int read_region(struct merge *m, const json_t *e, const char *ctx, const 
 			return sl_err_set(err, SL_EINPUT, "%s: more than %d regions in all", ctx,
 					  SL_MAX_REGIONS);
 		ri = zf->region_count++;
-		struct sl_zone_region *r = &zf->regions[ri];
+		struct sl_zone_files_region *r = &zf->regions[ri];
 		memset(r, 0, sizeof(*r));
 		snprintf(r->name, sizeof(r->name), "%s", name);
 		r->continent = -1;
@@ -242,7 +242,7 @@ static int read_region(struct merge *m, const json_t *e, const char *ctx, const 
 		for (int k = 0; k < SL_EGRESS_KINDS; k++)
 			r->egress_usd_per_gb[k] = -1;
 	}
-	struct sl_zone_region *r = &zf->regions[ri];
+	struct sl_zone_files_region *r = &zf->regions[ri];
 	r->file = fi;
 	r->index = index;
 	const json_t *p = json_object_get(e, "provider");
@@ -297,10 +297,10 @@ static int read_pairs(struct sl_zone_files *zf, const json_t *root, const char *
 		char ctx[64];
 		snprintf(ctx, sizeof(ctx), "%s[%zu]", key, i);
 		int *count = links ? &zf->link_count : &zf->pair_count;
-		if (*count == (links ? SL_ZONE_LINKS_MAX : SL_ZONE_PAIRS_MAX))
+		if (*count == (links ? SL_ZONE_FILES_LINKS_MAX : SL_ZONE_FILES_PAIRS_MAX))
 			return sl_err_set(err, SL_EINPUT, "%s: more than %d in all", key,
-					  links ? SL_ZONE_LINKS_MAX : SL_ZONE_PAIRS_MAX);
-		struct sl_zone_pair *pr = &(links ? zf->links : zf->pairs)[*count];
+					  links ? SL_ZONE_FILES_LINKS_MAX : SL_ZONE_FILES_PAIRS_MAX);
+		struct sl_zone_files_pair *pr = &(links ? zf->links : zf->pairs)[*count];
 		memset(pr, 0, sizeof(*pr));
 		pr->file = fi;
 		pr->index = (int)i;
@@ -444,8 +444,8 @@ static int complete_regions(struct merge *m, struct sl_err *err)
 {
 	struct sl_zone_files *zf = m->zf;
 	for (int ri = 0; ri < zf->region_count; ri++) {
-		struct sl_zone_region *r = &zf->regions[ri];
-		char ctx[SL_ZONE_ORIGIN_MAX + 48];
+		struct sl_zone_files_region *r = &zf->regions[ri];
+		char ctx[SL_ZONE_FILES_ORIGIN_MAX + 48];
 		snprintf(ctx, sizeof(ctx), "%s: regions[%d] ('%s')", zf->files[r->file], r->index,
 			 r->name);
 		if (!r->provider[0])
@@ -486,7 +486,7 @@ static int complete_regions(struct merge *m, struct sl_err *err)
 	return 0;
 }
 
-static int check_names(const struct sl_zone_files *zf, const struct sl_zone_pair *list, int n,
+static int check_names(const struct sl_zone_files *zf, const struct sl_zone_files_pair *list, int n,
 		       const char *key, struct sl_err *err)
 {
 	for (int i = 0; i < n; i++) {
@@ -555,7 +555,7 @@ static int load_shipped(struct merge *m, const char *data_dir, struct sl_err *er
 	if (!rc)
 		qsort(names, (size_t)n, sizeof(names[0]), cmp_names);
 	for (int i = 0; i < n && !rc; i++) {
-		char path[4400], origin[SL_ZONE_ORIGIN_MAX];
+		char path[4400], origin[SL_ZONE_FILES_ORIGIN_MAX];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		snprintf(origin, sizeof(origin), "zones '%.300s'", path);
 		json_t *root = sl_json_load_file(path, "zones", err);
@@ -577,8 +577,8 @@ int sl_zone_files_load(const char *data_dir, struct sl_zone_files **out, struct 
 	if (zf) {
 		zf->regions = calloc(SL_MAX_REGIONS, sizeof(*zf->regions));
 		zf->zones = calloc(SL_MAX_ZONES, sizeof(*zf->zones));
-		zf->pairs = calloc(SL_ZONE_PAIRS_MAX, sizeof(*zf->pairs));
-		zf->links = calloc(SL_ZONE_LINKS_MAX, sizeof(*zf->links));
+		zf->pairs = calloc(SL_ZONE_FILES_PAIRS_MAX, sizeof(*zf->pairs));
+		zf->links = calloc(SL_ZONE_FILES_LINKS_MAX, sizeof(*zf->links));
 	}
 	if (!m || !zf || !zf->regions || !zf->zones || !zf->pairs || !zf->links) {
 		free(m);
@@ -660,7 +660,7 @@ static int push_overlay(json_t *root, const char *origin, struct sl_err *err)
 
 int sl_zone_files_add_overlay(const char *path, struct sl_err *err)
 {
-	char origin[SL_ZONE_ORIGIN_MAX];
+	char origin[SL_ZONE_FILES_ORIGIN_MAX];
 	snprintf(origin, sizeof(origin), "zones '%s'", path);
 	json_t *root = sl_json_load_file(path, "zones", err);
 	if (!root)
@@ -675,7 +675,7 @@ int sl_zone_files_add_member(const char *path, const char *what, struct sl_err *
 		return err ? err->code : SL_EINPUT;
 	json_t *zones = json_is_object(root) ? json_object_get(root, "zones") : NULL;
 	int rc = 0;
-	char origin[SL_ZONE_ORIGIN_MAX];
+	char origin[SL_ZONE_FILES_ORIGIN_MAX];
 	if (json_is_string(zones)) {
 		/* a path, relative to the folder of the file that names it */
 		const char *rel = json_string_value(zones);

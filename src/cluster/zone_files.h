@@ -39,23 +39,16 @@
 #include <jansson.h>
 
 #include "cluster/catalogue.h"
+#include "cluster/egress.h"
 #include "util/err.h"
 
 #define SL_ZONES_SCHEMA "sailor.zones/1"
 #define SL_ZONE_FILES_MAX 16        /* shipped and overlay files together */
-#define SL_ZONE_ORIGIN_MAX 320      /* "zones 'path'" or "pool 'path': zones" */
-#define SL_ZONE_PAIRS_MAX 4096
-#define SL_ZONE_LINKS_MAX 1024
+#define SL_ZONE_FILES_ORIGIN_MAX 320      /* "zones 'path'" or "pool 'path': zones" */
+#define SL_ZONE_FILES_PAIRS_MAX 4096
+#define SL_ZONE_FILES_LINKS_MAX 1024
 
-enum sl_egress_kind {
-	SL_EGRESS_ZONE,
-	SL_EGRESS_CONTINENT,
-	SL_EGRESS_WORLD,
-	SL_EGRESS_INTERNET,
-	SL_EGRESS_KINDS
-};
-
-struct sl_zone_price {
+struct sl_zone_files_price {
 	char gpu[SL_GPU_NAME_MAX];
 	double on_demand_usd_per_hour;
 	double spot_usd_per_hour;        /* < 0: not given */
@@ -63,7 +56,7 @@ struct sl_zone_price {
 	char ctx[160];                   /* its JSON path, for messages */
 };
 
-struct sl_zone_region {
+struct sl_zone_files_region {
 	char name[SL_ZONE_NAME_MAX];
 	char provider[SL_PROVIDER_NAME_MAX];
 	int continent;                   /* sl_zone_files_continent index; -1: not given */
@@ -73,19 +66,19 @@ struct sl_zone_region {
 	double egress_usd_per_gb[SL_EGRESS_KINDS]; /* after the provider's defaults; < 0: none */
 	int egress_file[SL_EGRESS_KINDS];          /* the file each price came from */
 	int price_count;
-	struct sl_zone_price prices[SL_MAX_GPU_TYPES];
+	struct sl_zone_files_price prices[SL_MAX_GPU_TYPES];
 	int file;                        /* the file that named it last */
 	int index;                       /* its index in that file's "regions" */
 };
 
-struct sl_zone_entry {
+struct sl_zone_files_zone {
 	char name[SL_ZONE_NAME_MAX];
 	int region;                      /* index into regions */
 	int file;
 };
 
 /* An egress pair or a link: from and to are zone or region names. */
-struct sl_zone_pair {
+struct sl_zone_files_pair {
 	char from[SL_ZONE_NAME_MAX], to[SL_ZONE_NAME_MAX];
 	double usd_per_gb;               /* pairs */
 	double bandwidth_bps, latency_s; /* links */
@@ -95,16 +88,16 @@ struct sl_zone_pair {
 
 struct sl_zone_files {
 	int file_count;
-	char files[SL_ZONE_FILES_MAX][SL_ZONE_ORIGIN_MAX]; /* each file's origin, for messages */
+	char files[SL_ZONE_FILES_MAX][SL_ZONE_FILES_ORIGIN_MAX]; /* each file's origin, for messages */
 	int shipped[SL_ZONE_FILES_MAX];                     /* 1: data/zones/, 0: the user's */
 	int region_count;
-	struct sl_zone_region *regions;  /* SL_MAX_REGIONS */
+	struct sl_zone_files_region *regions;  /* SL_MAX_REGIONS */
 	int zone_count;
-	struct sl_zone_entry *zones;     /* SL_MAX_ZONES */
+	struct sl_zone_files_zone *zones;     /* SL_MAX_ZONES */
 	int pair_count;
-	struct sl_zone_pair *pairs;      /* SL_ZONE_PAIRS_MAX */
+	struct sl_zone_files_pair *pairs;      /* SL_ZONE_FILES_PAIRS_MAX */
 	int link_count;
-	struct sl_zone_pair *links;      /* SL_ZONE_LINKS_MAX */
+	struct sl_zone_files_pair *links;      /* SL_ZONE_FILES_LINKS_MAX */
 };
 
 /* Loads the shipped files under data_dir (NULL = sl_paths_data_dir()) and the overlays, merged and

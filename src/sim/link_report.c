@@ -85,7 +85,7 @@ json_t *sl_sim_links_json(const struct sl_sim_env *env, const struct sl_plan *pl
 							sl_link_model_class_of(cat, k->from_zone,
 									       k->to_zone))));
 		json_object_set_new(o, "bandwidth_source", json_string(sl_network_source_name(f)));
-		if (f->source == SL_LINK_ZONES_FILE && origin)
+		if (f->source == SL_LINK_SOURCE_ZONES_FILE && origin)
 			json_object_set_new(o, "zones_file", json_string(origin));
 		json_object_set_new(o, "gbps_at_64mb",
 				    json_real(sl_link_fit_gbps_positive(f, REPORT_BYTES)));

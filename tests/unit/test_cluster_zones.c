@@ -83,7 +83,7 @@ static void catalogue_names_the_clouds_zones(void **state)
 static void every_zone_pair_has_a_price_and_a_class(void **state)
 {
 	(void)state;
-	struct sl_link_fit ref = {0, 0, 0.5, 5e8, 0, 0, SL_LINK_SOSP25_FIT};
+	struct sl_link_fit ref = {0, 0, 0.5, 5e8, 0, 0, SL_LINK_SOURCE_SOSP25_FIT};
 	for (int a = 0; a < cat.zone_count; a++) {
 		for (int g = 0; g < cat.gpu_count; g++)
 			assert_true(sl_catalogue_gpu_usd_per_hour(&cat, g, a) > 0);
@@ -126,7 +126,7 @@ static void the_artifact_zones_keep_their_figures(void **state)
 	assert_string_equal(sl_network_egress_source(net, a, w), "SOSP'25 artifact");
 	int g = sl_catalogue_gpu_index(&cat, "A100-40");
 	const struct sl_link_fit *f = sl_network_fit(net, a, g, 1, w, g, 1);
-	assert_int_equal(f->source, SL_LINK_SOSP25_FIT);
+	assert_int_equal(f->source, SL_LINK_SOURCE_SOSP25_FIT);
 	assert_int_equal(f->derived, 0);
 	assert_true(f->latency_s == 0);
 	assert_string_equal(sl_network_source_name(f), "SOSP'25 fit");
@@ -227,7 +227,7 @@ static void a_zone_file_adds_and_overrides(void **state)
 	assert_true(sl_catalogue_gpu_usd_per_hour(c, a40, nl) == 2.0);
 	assert_true(c->regions[c->zones[nl].region].gpu_spot_usd_per_hour[a40] == 0.9);
 	const struct sl_link_fit *f = sl_network_fit(n, lab, a80, 1, nl, a40, 1);
-	assert_int_equal(f->source, SL_LINK_ZONES_FILE);
+	assert_int_equal(f->source, SL_LINK_SOURCE_ZONES_FILE);
 	assert_true(f->latency_s == 0.004 && f->max_bps <= 1.25e9);
 	assert_non_null(strstr(sl_network_link_origin(n, nl, lab), "sailor_test_zones.json"));
 	assert_true(sl_network_egress_usd_per_gb(n, lab, nl) == 0.04); /* lab -> gcp: internet */
