@@ -84,8 +84,11 @@ $(BUILD)/fuzz/%: fuzz/%.c fuzz/fuzz_util.h $(BUILD)/libsailor.a
 test: $(BUILD)/sailor $(UNIT_BINS) $(REPLAY_BINS)
 	SAILOR=$(CURDIR)/$(BUILD)/sailor BUILD=$(BUILD) tests/run.sh $(UNIT_BINS)
 
+# Undefined behaviour stops the program (-fno-sanitize-recover), so that it fails the test that
+# reaches it rather than print a line nobody reads.
 check:
-	$(MAKE) BUILD=build-asan OPT=-O1 SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer" \
+	$(MAKE) BUILD=build-asan OPT=-O1 \
+	    SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
 	    SAILOR_SKIP_SLOW=1 test
 
 bench: $(BUILD)/sailor $(BENCH_BINS)

@@ -166,7 +166,8 @@ int sl_checkpoint_list(const char *dir, long long **steps, int *count, struct sl
 		*count = 0;
 		return rc;
 	}
-	qsort(*steps, (size_t)*count, sizeof(long long), cmp_desc);
+	if (*count > 1) /* none found leaves *steps NULL, which qsort may not be given */
+		qsort(*steps, (size_t)*count, sizeof(long long), cmp_desc);
 	return 0;
 }
 
