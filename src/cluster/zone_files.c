@@ -6,9 +6,11 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/atomic_file.h"
 #include "util/json.h"
@@ -531,6 +533,74 @@ static int cmp_names(const void *a, const void *b)
 }
 
 /* The shipped files: data/zones/ *.json by name (a folder without them: no zones at all). */
+/* ---- the shipped files, parsed once per process ----
+ * A simulation environment loads the zone files three times (the catalogue, then the egress
+ * prices and the link model, on a loader thread beside the profiles'), and parsing them was a
+ * tenth of a small `sailor plan`'s time. The merge of the shipped files is kept, under a lock,
+ * keyed by their folder and each file's size and modification time (a test that rewrites one
+ * sees its change). */
+
+static pthread_mutex_t shipped_lock = PTHREAD_MUTEX_INITIALIZER;
+static char shipped_key[SL_ZONE_FILES_MAX * 320 + 4096];
+static struct merge *shipped; /* its zf's arrays hold exactly their counts */
+
+/* dst becomes a copy of src: into dst's zf (arrays of the full sizes), or, with exact, into a new
+ * zf whose arrays hold exactly src's counts. Returns dst's zf, or NULL when out of memory. */
+static struct sl_zone_files *merge_copy(struct merge *dst, const struct merge *src, int exact)
+{
+	const struct sl_zone_files *a = src->zf;
+	struct sl_zone_files *b = exact ? calloc(1, sizeof(*b)) : dst->zf;
+	if (!b)
+		return NULL;
+	struct sl_zone_files keep = *b;
+	*dst = *src;
+	*b = *a;
+	b->regions = exact ? malloc(sizeof(*a->regions) * (size_t)(a->region_count + 1)) : keep.regions;
+	b->zones = exact ? malloc(sizeof(*a->zones) * (size_t)(a->zone_count + 1)) : keep.zones;
+	b->pairs = exact ? malloc(sizeof(*a->pairs) * (size_t)(a->pair_count + 1)) : keep.pairs;
+	b->links = exact ? malloc(sizeof(*a->links) * (size_t)(a->link_count + 1)) : keep.links;
+	dst->zf = b;
+	if (!b->regions || !b->zones || !b->pairs || !b->links) {
+		sl_zone_files_free(b);
+		return NULL;
+	}
+	memcpy(b->regions, a->regions, sizeof(*a->regions) * (size_t)a->region_count);
+	memcpy(b->zones, a->zones, sizeof(*a->zones) * (size_t)a->zone_count);
+	memcpy(b->pairs, a->pairs, sizeof(*a->pairs) * (size_t)a->pair_count);
+	memcpy(b->links, a->links, sizeof(*a->links) * (size_t)a->link_count);
+	return b;
+}
+
+/* m from the cache when key is the cached one: 1 if so. */
+static int shipped_from_cache(struct merge *m, const char *key)
+{
+	pthread_mutex_lock(&shipped_lock);
+	int hit = shipped && !strcmp(shipped_key, key);
+	if (hit)
+		merge_copy(m, shipped, 0);
+	pthread_mutex_unlock(&shipped_lock);
+	return hit;
+}
+
+/* The cache becomes a copy of m (nothing cached when out of memory: the next load parses). */
+static void shipped_to_cache(const struct merge *m, const char *key)
+{
+	struct merge *copy = malloc(sizeof(*copy));
+	if (copy && !merge_copy(copy, m, 1)) {
+		free(copy);
+		copy = NULL;
+	}
+	pthread_mutex_lock(&shipped_lock);
+	if (shipped)
+		sl_zone_files_free(shipped->zf);
+	free(shipped);
+	shipped = copy;
+	snprintf(shipped_key, sizeof(shipped_key), "%s", copy ? key : "");
+	pthread_mutex_unlock(&shipped_lock);
+}
+
+/* The .json files of data/zones/, in name order, merged into m (from the cache when none of
+ * them changed). */
 static int load_shipped(struct merge *m, const char *data_dir, struct sl_err *err)
 {
 	char dir[4096];
@@ -554,7 +624,19 @@ static int load_shipped(struct merge *m, const char *data_dir, struct sl_err *er
 	closedir(d);
 	if (!rc)
 		qsort(names, (size_t)n, sizeof(names[0]), cmp_names);
-	for (int i = 0; i < n && !rc; i++) {
+	char key[sizeof(shipped_key)];
+	size_t used = (size_t)snprintf(key, sizeof(key), "%s", dir);
+	for (int i = 0; i < n && !rc && used < sizeof(key); i++) {
+		char path[4400];
+		struct stat st = {0};
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		stat(path, &st);
+		used += (size_t)snprintf(key + used, sizeof(key) - used, "|%.300s %lld %lld.%09ld",
+					 names[i], (long long)st.st_size,
+					 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	}
+	int cached = !rc && used < sizeof(key) && shipped_from_cache(m, key);
+	for (int i = 0; i < n && !rc && !cached; i++) {
 		char path[4400], origin[SL_ZONE_FILES_ORIGIN_MAX];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		snprintf(origin, sizeof(origin), "zones '%.300s'", path);
@@ -562,6 +644,8 @@ static int load_shipped(struct merge *m, const char *data_dir, struct sl_err *er
 		rc = root ? add_file(m, root, origin, 1, err) : (err ? err->code : SL_EINPUT);
 		json_decref(root);
 	}
+	if (!rc && !cached && used < sizeof(key))
+		shipped_to_cache(m, key);
 	for (int i = 0; i < n; i++)
 		free(names[i]);
 	return rc;

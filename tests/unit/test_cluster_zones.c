@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cluster/egress.h"
@@ -238,6 +240,60 @@ static void a_zone_file_adds_and_overrides(void **state)
 	remove(path);
 }
 
+/* The shipped files are parsed once per process and kept: a load after a file changed sees the
+ * change, and an overlay merged over the kept files leaves them as they were. */
+static void shipped_files_kept_until_they_change(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/sailor_test_zdata_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char zones[64], file[96], extra[96];
+	snprintf(zones, sizeof(zones), "%s/zones", dir);
+	snprintf(file, sizeof(file), "%s/one.json", zones);
+	snprintf(extra, sizeof(extra), "%s/extra.json", dir);
+	assert_int_equal(mkdir(zones, 0777), 0);
+	const char *head = "{\"schema\": \"sailor.zones/1\", \"provider\": \"lab\","
+			   " \"egress_usd_per_gb\": {\"world\": 0.05, \"internet\": 0.04},"
+			   " \"regions\": [{\"name\": \"r1\", \"continent\": \"europe\","
+			   " \"lat\": 47.4, \"lon\": 8.5}";
+	char text[1024];
+	snprintf(text, sizeof(text), "%s], \"zones\": [{\"name\": \"r1-a\", \"region\": \"r1\"}]}",
+		 head);
+	write_file(file, text);
+	struct sl_err err = {0};
+	struct sl_zone_files *zf = NULL;
+	for (int round = 0; round < 2; round++) { /* parsed, then from what was kept */
+		assert_int_equal(sl_zone_files_load(dir, &zf, &err), 0);
+		assert_int_equal(zf->region_count, 1);
+		assert_string_equal(zf->zones[0].name, "r1-a");
+		sl_zone_files_free(zf);
+	}
+	write_file(extra, "{\"schema\": \"sailor.zones/1\", \"provider\": \"lab\", \"regions\":"
+			  " [{\"name\": \"r9\", \"continent\": \"asia\", \"lat\": 1, \"lon\": 2,"
+			  " \"egress_usd_per_gb\": {\"world\": 0.1, \"internet\": 0.1}}]}");
+	assert_int_equal(sl_zone_files_add_overlay(extra, &err), 0);
+	assert_int_equal(sl_zone_files_load(dir, &zf, &err), 0);
+	assert_int_equal(zf->region_count, 2);
+	sl_zone_files_free(zf);
+	sl_zone_files_clear_overlays();
+	assert_int_equal(sl_zone_files_load(dir, &zf, &err), 0);
+	assert_int_equal(zf->region_count, 1); /* the overlay did not stay in what was kept */
+	sl_zone_files_free(zf);
+	/* a longer file (its size changed): read again */
+	snprintf(text, sizeof(text), "%s, {\"name\": \"r2\", \"continent\": \"asia\", \"lat\": 35,"
+		 " \"lon\": 139}], \"zones\": [{\"name\": \"r1-a\", \"region\": \"r1\"},"
+		 " {\"name\": \"r2-a\", \"region\": \"r2\"}]}", head);
+	write_file(file, text);
+	assert_int_equal(sl_zone_files_load(dir, &zf, &err), 0);
+	assert_int_equal(zf->region_count, 2);
+	assert_int_equal(zf->zone_count, 2);
+	sl_zone_files_free(zf);
+	remove(file);
+	remove(extra);
+	rmdir(zones);
+	rmdir(dir);
+}
+
 /* Bad zone files: one message naming the file and the field, and the overlay is not kept. */
 static void bad_zone_files_name_file_and_field(void **state)
 {
@@ -315,6 +371,7 @@ int main(void)
 		cmocka_unit_test(egress_follows_the_price_lists),
 		cmocka_unit_test(links_nobody_measured_follow_their_class),
 		cmocka_unit_test(a_zone_file_adds_and_overrides),
+		cmocka_unit_test(shipped_files_kept_until_they_change),
 		cmocka_unit_test(bad_zone_files_name_file_and_field),
 		cmocka_unit_test(pools_name_the_nearest_zones),
 		cmocka_unit_test(nearest_names_by_edit_distance),
