@@ -658,11 +658,11 @@ int sl_zone_files_load(const char *data_dir, struct sl_zone_files **out, struct 
 		data_dir = sl_paths_data_dir();
 	struct merge *m = calloc(1, sizeof(*m));
 	struct sl_zone_files *zf = calloc(1, sizeof(*zf));
-	if (zf) {
-		zf->regions = calloc(SL_MAX_REGIONS, sizeof(*zf->regions));
-		zf->zones = calloc(SL_MAX_ZONES, sizeof(*zf->zones));
-		zf->pairs = calloc(SL_ZONE_FILES_PAIRS_MAX, sizeof(*zf->pairs));
-		zf->links = calloc(SL_ZONE_FILES_LINKS_MAX, sizeof(*zf->links));
+	if (zf) { /* not zeroed (megabytes, three loads a run): each entry is set when appended */
+		zf->regions = malloc(SL_MAX_REGIONS * sizeof(*zf->regions));
+		zf->zones = malloc(SL_MAX_ZONES * sizeof(*zf->zones));
+		zf->pairs = malloc(SL_ZONE_FILES_PAIRS_MAX * sizeof(*zf->pairs));
+		zf->links = malloc(SL_ZONE_FILES_LINKS_MAX * sizeof(*zf->links));
 	}
 	if (!m || !zf || !zf->regions || !zf->zones || !zf->pairs || !zf->links) {
 		free(m);
