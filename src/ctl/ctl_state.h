@@ -71,6 +71,7 @@ struct ctl {
 	struct candidate next;        /* plan to start next */
 	enum sl_ctl_stop stop;
 	double last_output_s;
+	int gen_ready;                /* the generation printed its ready line or a step: started */
 	int gen_steps;                /* steps this generation completed */
 	struct sl_ctl_seen_steps seen; /* the steps of this generation on record (steps_file.h) */
 	char gen_steps_path[PATH_MAX + 16]; /* gen-<n>/steps.jsonl: rank 0's own record */

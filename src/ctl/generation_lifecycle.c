@@ -194,6 +194,7 @@ static void begin_generation(struct ctl *c, int index, long long resume, const c
 	c->running = 1;
 	c->stop = STOP_NONE;
 	c->last_output_s = sl_now_s();
+	c->gen_ready = 0;
 	c->gen_steps = 0;
 	sl_ctl_seen_steps_clear(&c->seen);
 	c->dead_rank = -1;

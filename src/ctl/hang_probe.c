@@ -8,6 +8,19 @@
 #include "ctl/ctl_state.h"
 #include "util/log.h"
 
+/* A generation still starting (launched, in MPI_Init, loading its checkpoint: no ready line or
+ * step yet) cannot answer the probe, and on a loaded host its start alone can outlast a short
+ * --hang-timeout: it was stopped as hung before its first step, again and again. So until its
+ * ready line its silence is measured against the hang timeout or START_SILENCE_S, whichever is
+ * longer: a start that never ends (a host dead before MPI_Init) is still caught. */
+#define START_SILENCE_S 60.0
+
+static double silence_allowed_s(const struct ctl *c)
+{
+	double t = c->o->hang_timeout_s;
+	return c->gen_ready || t >= START_SILENCE_S ? t : START_SILENCE_S;
+}
+
 /* How long the ranks get to answer the liveness probe: a rank's handler writes at once, so a
  * second (or the hang timeout, if shorter) is ample even on a loaded machine. */
 static double probe_window_s(const struct ctl *c)
@@ -19,7 +32,7 @@ void sl_ctl_probe_check(struct ctl *c, double now_s)
 {
 	struct ctl_probe *p = &c->probe;
 	if (c->stop == STOP_NONE && c->o->hang_timeout_s > 0 && p->sent_s == 0 &&
-	    now_s - c->last_output_s > c->o->hang_timeout_s) {
+	    now_s - c->last_output_s > silence_allowed_s(c)) {
 		/* silent: ask every rank to answer, to learn which host stopped */
 		memset(p->answered, 0, (size_t)p->world);
 		p->sent_s = now_s;

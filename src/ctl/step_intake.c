@@ -18,6 +18,7 @@ static void on_step(struct ctl *c, json_t *e, int recovered)
 {
 	long long step = json_integer_value(json_object_get(e, "step"));
 	double dt = json_number_value(json_object_get(e, "step_time_s"));
+	c->gen_ready = 1;
 	c->step = step;
 	c->loss = json_number_value(json_object_get(e, "loss"));
 	c->step_times[c->step_time_count++ % RATE_WINDOW] = dt;
@@ -107,6 +108,7 @@ void sl_ctl_on_line(void *ctx, int is_stderr, const char *line)
 			c->probe.answered[r] = 1;
 	} else if (type && !strcmp(type, "ready")) {
 		/* the generation loaded its checkpoint and starts training */
+		c->gen_ready = 1;
 		if (c->rc.active && c->rc.start_s > 0 && c->rc.ready_s == 0) {
 			c->rc.ready_s = sl_now_s();
 			c->rc.load_s = json_number_value(json_object_get(e, "load_s"));
