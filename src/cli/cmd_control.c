@@ -115,8 +115,8 @@ static int take_overlay(int idx, const char *arg)
 	struct sl_cluster none;
 	int have = 0;
 	int rc = idx == OPT_GPUS ? sl_catalogue_set_overlay(arg, &err)
-				 : sl_cli_load_environment_files(arg, NULL, NULL, NULL, &none,
-									 &have, &err);
+				 : sl_cli_load_environment_files(arg, NULL, NULL, NULL, &none, &have,
+								 &err);
 	if (rc) {
 		sl_cli_error(&sl_cmd_control, "%s", err.msg);
 		return 1;

@@ -251,7 +251,7 @@ static json_t *step_json(const struct plan_args *a, const struct sl_sim_env *env
 		json_object_set_new(s, "plan",
 				    sl_plan_to_json(&out->best[0].plan, &env->catalogue));
 		json_object_set_new(s, "estimate", sl_sim_estimate_json(env, &out->best[0].plan,
-									  &out->best[0].result));
+									 &out->best[0].result));
 	} else {
 		json_object_set_new(s, "plan", json_null());
 		json_object_set_new(s, "estimate", json_null());
