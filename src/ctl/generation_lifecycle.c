@@ -102,7 +102,9 @@ static int write_generation_files(struct ctl *c, int index, struct gen_files *f,
 		rc = write_cluster_file(c, f->cluster, err);
 	f->zone_count = 0;
 	for (int i = 0; !rc && i < sl_zone_files_overlay_count(); i++) {
-		snprintf(f->zones[i], sizeof(f->zones[i]), "%s/zones-%d.json", f->dir, i);
+		/* from run_dir, not f->dir: gcc -O1 cannot tell f->zones[i] from f->dir (restrict) */
+		snprintf(f->zones[i], sizeof(f->zones[i]), "%s/gen-%d/zones-%d.json", c->o->run_dir,
+			 index, i);
 		rc = sl_zone_files_overlay_save(i, f->zones[i], err);
 		f->zone_count = i + 1;
 	}
