@@ -79,34 +79,6 @@ static const char *const gpu_fields[] = {"name", "memory_bytes", "gpus_per_node"
 					 "nccl_buffer_bytes", "network_as", "estimate_from", "cpu_quota",
 					 "speed_spells", "note"};
 
-static int check_fields(const json_t *obj, const char *ctx, const char *const *allowed, size_t n,
-			struct sl_err *err)
-{
-	const char *key;
-	json_t *v;
-	json_object_foreach((json_t *)obj, key, v)
-	{
-		size_t i = 0;
-		while (i < n && strcmp(allowed[i], key))
-			i++;
-		if (i == n) {
-			char list[512];
-			size_t used = 0;
-			list[0] = 0;
-			for (size_t k = 0; k < n && used + 1 < sizeof(list); k++) {
-				int w = snprintf(list + used, sizeof(list) - used, "%s%s", k ? ", " : "",
-						 allowed[k]);
-				if (w < 0)
-					break;
-				used += (size_t)w;
-			}
-			return sl_err_set(err, SL_EINPUT, "%s%s%s: unknown field (allowed: %s)", ctx,
-					  ctx[0] ? "." : "", key, list);
-		}
-	}
-	return 0;
-}
-
 /* The top level of a sailor.gpus/1 file: an object of known fields, the schema if given, and
  * 1 to (SL_MAX_GPU_TYPES - base) GPU types in "gpus" (*gpus). */
 static int read_gpus_header(json_t *root, int base, json_t **gpus, struct sl_err *err)
@@ -116,7 +88,7 @@ static int read_gpus_header(json_t *root, int base, json_t **gpus, struct sl_err
 		rc = sl_err_set(err, SL_EINPUT, "top level: expected {\"schema\": \"sailor.gpus/1\", "
 				"\"gpus\": [...]}");
 	if (!rc)
-		rc = check_fields(root, "", top_fields, sizeof(top_fields) / sizeof(top_fields[0]), err);
+		rc = sl_json_check_fields(root, "", top_fields, sizeof(top_fields) / sizeof(top_fields[0]), err);
 	json_t *schema = json_object_get(root, "schema");
 	if (!rc && schema && (!json_is_string(schema) ||
 			      strcmp(json_string_value(schema), SL_GPUS_SCHEMA)))
@@ -243,7 +215,7 @@ static int read_gpu_type(const json_t *g, struct sl_catalogue *cat, int base, si
 	long long per_node = 0;
 	if (!json_is_object(g))
 		return sl_err_set(err, SL_EINPUT, "%s: expected an object", ctx);
-	int rc = check_fields(g, ctx, gpu_fields, sizeof(gpu_fields) / sizeof(gpu_fields[0]), err);
+	int rc = sl_json_check_fields(g, ctx, gpu_fields, sizeof(gpu_fields) / sizeof(gpu_fields[0]), err);
 	if (!rc) rc = read_gpu_name(g, ctx, cat, base, base + (int)i, t, err);
 	if (!rc) rc = sl_json_get_number(g, ctx, "memory_bytes", &t->memory_bytes, err);
 	if (!rc) rc = sl_json_get_int(g, ctx, "gpus_per_node", &per_node, err);

@@ -71,30 +71,6 @@ struct merge {
 	int default_count;
 };
 
-static int check_fields(const json_t *obj, const char *ctx, const char *const *allowed, size_t n,
-			struct sl_err *err)
-{
-	const char *key;
-	json_t *v;
-	json_object_foreach((json_t *)obj, key, v)
-	{
-		size_t i = 0;
-		while (i < n && strcmp(allowed[i], key))
-			i++;
-		if (i < n)
-			continue;
-		char list[256];
-		size_t used = 0;
-		list[0] = 0;
-		for (size_t k = 0; k < n && used + 1 < sizeof(list); k++)
-			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", k ? ", " : "",
-						 allowed[k]);
-		return sl_err_set(err, SL_EINPUT, "%s%s%s: unknown field (allowed: %s)", ctx,
-				  ctx[0] ? "." : "", key, list);
-	}
-	return 0;
-}
-
 static int get_name(const json_t *obj, const char *ctx, const char *key, char *out, size_t size,
 		    struct sl_err *err)
 {
@@ -141,7 +117,7 @@ static int egress_from(const json_t *obj, const char *ctx, double *egress, int *
 	if (!json_is_object(e))
 		return sl_err_set(err, SL_EINPUT, "%s: expected {\"zone\", \"continent\", \"world\", "
 				  "\"internet\"}: USD per GB sent", where);
-	int rc = check_fields(e, where, egress_keys, SL_EGRESS_KINDS, err);
+	int rc = sl_json_check_fields(e, where, egress_keys, SL_EGRESS_KINDS, err);
 	for (int k = 0; !rc && k < SL_EGRESS_KINDS; k++) {
 		double x = -1;
 		rc = get_ranged(e, where, egress_keys[k], 0, SL_MAX_USD_PER_GB, "USD per GB sent", 0,
@@ -189,7 +165,7 @@ static int region_prices(struct sl_zone_files_region *r, const json_t *p, const 
 					  "GPU-hour, \"spot\": USD per GPU-hour (optional)}", at);
 		if (strlen(gpu) >= SL_GPU_NAME_MAX)
 			return sl_err_set(err, SL_EINPUT, "%s: not a GPU type name", at);
-		int rc = check_fields(v, at, price_fields, COUNT(price_fields), err);
+		int rc = sl_json_check_fields(v, at, price_fields, COUNT(price_fields), err);
 		int slot = 0;
 		while (slot < r->price_count && strcmp(r->prices[slot].gpu, gpu))
 			slot++;
@@ -225,7 +201,7 @@ static int read_region(struct merge *m, const json_t *e, const char *ctx, const 
 	char name[SL_ZONE_NAME_MAX];
 	int rc = json_is_object(e) ? 0 : sl_err_set(err, SL_EINPUT, "%s: expected an object", ctx);
 	if (!rc)
-		rc = check_fields(e, ctx, region_fields, COUNT(region_fields), err);
+		rc = sl_json_check_fields(e, ctx, region_fields, COUNT(region_fields), err);
 	if (!rc)
 		rc = get_name(e, ctx, "name", name, sizeof(name), err);
 	if (rc)
@@ -309,8 +285,8 @@ static int read_pairs(struct sl_zone_files *zf, const json_t *root, const char *
 		int rc = json_is_object(e) ? 0 : sl_err_set(err, SL_EINPUT, "%s: expected an object",
 							   ctx);
 		if (!rc)
-			rc = links ? check_fields(e, ctx, link_fields, COUNT(link_fields), err)
-				   : check_fields(e, ctx, pair_fields, COUNT(pair_fields), err);
+			rc = links ? sl_json_check_fields(e, ctx, link_fields, COUNT(link_fields), err)
+				   : sl_json_check_fields(e, ctx, pair_fields, COUNT(pair_fields), err);
 		if (!rc)
 			rc = get_name(e, ctx, "from", pr->from, sizeof(pr->from), err);
 		if (!rc)
@@ -356,7 +332,7 @@ static int read_file(struct merge *m, const json_t *root, int fi, struct sl_err 
 							"object {\"schema\": \"%s\", ...}",
 							SL_ZONES_SCHEMA);
 	if (!rc)
-		rc = check_fields(root, "", top_fields, COUNT(top_fields), err);
+		rc = sl_json_check_fields(root, "", top_fields, COUNT(top_fields), err);
 	const char *schema = json_string_value(json_object_get(root, "schema"));
 	if (!rc && (!schema || strcmp(schema, SL_ZONES_SCHEMA)))
 		rc = sl_err_set(err, SL_EINPUT, "schema: expected \"%s\"", SL_ZONES_SCHEMA);
@@ -390,7 +366,7 @@ static int read_file(struct merge *m, const json_t *root, int fi, struct sl_err 
 		rc = json_is_object(e) ? 0 : sl_err_set(err, SL_EINPUT, "%s: expected {\"name\", "
 							"\"region\"}", ctx);
 		if (!rc)
-			rc = check_fields(e, ctx, zone_fields, COUNT(zone_fields), err);
+			rc = sl_json_check_fields(e, ctx, zone_fields, COUNT(zone_fields), err);
 		if (!rc)
 			rc = get_name(e, ctx, "name", name, sizeof(name), err);
 		if (!rc && !json_object_get(e, "region"))

@@ -194,3 +194,31 @@ int sl_json_print(FILE *stream, const json_t *value)
 	fputc('\n', stream);
 	return 0;
 }
+
+int sl_json_check_fields(const json_t *obj, const char *ctx, const char *const *allowed, size_t n,
+			struct sl_err *err)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		size_t i = 0;
+		while (i < n && strcmp(allowed[i], key))
+			i++;
+		if (i == n) {
+			char list[512];
+			size_t used = 0;
+			list[0] = 0;
+			for (size_t k = 0; k < n && used + 1 < sizeof(list); k++) {
+				int w = snprintf(list + used, sizeof(list) - used, "%s%s", k ? ", " : "",
+						 allowed[k]);
+				if (w < 0)
+					break;
+				used += (size_t)w;
+			}
+			return sl_err_set(err, SL_EINPUT, "%s%s%s: unknown field (allowed: %s)", ctx,
+					  ctx[0] ? "." : "", key, list);
+		}
+	}
+	return 0;
+}

@@ -42,4 +42,9 @@ int sl_json_as_number(const json_t *value, const char *ctx, double *out, struct 
 /* Writes value to stream as indented JSON with keys in insertion order, plus a newline. */
 int sl_json_print(FILE *stream, const json_t *value);
 
+/* SL_EINPUT "<ctx>.<key>: unknown field (allowed: ...)" for the first key of obj that is not
+ * one of the n allowed names, so that a typo in a file is named rather than ignored. */
+int sl_json_check_fields(const json_t *obj, const char *ctx, const char *const *allowed, size_t n,
+			 struct sl_err *err);
+
 #endif
