@@ -50,6 +50,7 @@ void sl_plan_free(struct sl_plan *plan)
 		free(plan->replicas);
 	if (plan->mb_capacity)
 		free(plan->microbatches);
+	free(plan->islands);
 	sl_plan_init(plan);
 }
 
@@ -58,7 +59,9 @@ int sl_plan_copy(struct sl_plan *dst, const struct sl_plan *src, struct sl_err *
 	struct sl_replica *r = dst->replicas;
 	int *m = dst->microbatches;
 	int cap = dst->capacity, mcap = dst->mb_capacity;
+	free(dst->islands);
 	*dst = *src;
+	dst->islands = NULL;
 	dst->replicas = cap ? r : NULL;
 	dst->microbatches = mcap ? m : NULL;
 	dst->capacity = cap;
@@ -70,6 +73,8 @@ int sl_plan_copy(struct sl_plan *dst, const struct sl_plan *src, struct sl_err *
 	       (size_t)src->num_stages * (size_t)src->num_pipelines * sizeof(*src->replicas));
 	if (src->uneven_microbatches)
 		memcpy(dst->microbatches, src->microbatches, (size_t)src->num_pipelines * sizeof(int));
+	if (src->islands && !(dst->islands = sl_islands_copy(src->islands, err)))
+		return SL_ENOMEM;
 	return 0;
 }
 
@@ -384,6 +389,8 @@ static int read_ours(const json_t *root, const struct sl_catalogue *cat, struct 
 	if (!rc) rc = read_ours_replicas(stages, cat, out, err);
 	if (!rc) rc = read_ours_microbatches(root, D, out, err);
 	if (!rc) rc = read_ours_measured(root, out, err);
+	if (!rc && json_object_get(root, "islands"))
+		rc = sl_islands_from_json(json_object_get(root, "islands"), D, &out->islands, err);
 	if (rc)
 		return rc;
 	out->format = SL_PLAN_FORMAT_SAILOR;
@@ -597,6 +604,7 @@ int sl_plan_from_json(const json_t *root, const char *path, const struct sl_cata
 	struct sl_replica *r = out->replicas;
 	int *m = out->microbatches;
 	int cap = out->capacity, mcap = out->mb_capacity;
+	free(out->islands);
 	sl_plan_init(out);
 	out->replicas = cap ? r : NULL;
 	out->microbatches = mcap ? m : NULL;

@@ -25,6 +25,8 @@
  *       all-gathered instead of all-reduced.
  *   Both are accepted where they change nothing (recompute on a stage without blocks, zero on
  *   a stage with one replica): the stage then runs and costs exactly as without them.
+ *   "islands" (optional): the pipelines grouped into islands with outer steps between them
+ *   (plan/islands.h, docs/design/islands.md).
  * The SOSP'25 artifact's plans are read as they are: a validation file (top-level "mbs", "gbs",
  * "pipeline_list": [{"layers_per_stage", "tmp_per_stage": [[ [[[gpu, gpus_per_node, zone]], tp],
  * ...D ], ...P ]}], plus "real", "max_mem", "red_grads" kept in `measured`) or a planner plan
@@ -50,6 +52,7 @@
 
 #include "cluster/catalogue.h"
 #include "model/model_config.h"
+#include "plan/islands.h"
 #include "util/err.h"
 #include "util/limits.h"
 
@@ -111,6 +114,9 @@ struct sl_plan {
 	enum sl_plan_format format;    /* which file format it was read from (for error paths) */
 	char path[SL_PLAN_PATH_MAX];   /* the file it was read from, "" if built in memory */
 	struct sl_plan_measured measured;
+	struct sl_plan_islands *islands; /* the "islands" section (plan/islands.h); NULL: none,
+					  * every pipeline syncs every step. Owned: freed by
+					  * sl_plan_free, deep-copied by sl_plan_copy */
 };
 
 static inline struct sl_replica *sl_plan_replica(const struct sl_plan *plan, int stage, int j)

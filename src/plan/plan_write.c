@@ -56,6 +56,8 @@ json_t *sl_plan_to_json(const struct sl_plan *plan, const struct sl_catalogue *c
 			json_array_append_new(m, json_integer(plan->microbatches[j]));
 		json_object_set_new(root, "microbatches_per_pipeline", m);
 	}
+	if (plan->islands)
+		json_object_set_new(root, "islands", sl_islands_to_json(plan->islands));
 	return root;
 }
 

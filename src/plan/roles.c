@@ -47,8 +47,13 @@ int sl_role_table_build(const struct sl_plan *plan, long long global_batch,
 	table->replica_first_rank = calloc((size_t)(P * D), sizeof(int));
 	table->microbatches = calloc((size_t)D, sizeof(int));
 	table->first_microbatch = calloc((size_t)D, sizeof(int));
+	table->num_islands = plan->islands ? plan->islands->count : 1;
+	table->island_of = calloc((size_t)D, sizeof(int));
+	table->island_microbatches = calloc((size_t)table->num_islands, sizeof(int));
+	table->island_pipelines = calloc((size_t)table->num_islands, sizeof(int));
 	if (!table->roles || !table->replica_first_rank || !table->microbatches ||
-	    !table->first_microbatch) {
+	    !table->first_microbatch || !table->island_of || !table->island_microbatches ||
+	    !table->island_pipelines) {
 		sl_role_table_free(table);
 		return sl_err_set(err, SL_ENOMEM, "out of memory for the role table");
 	}
@@ -56,6 +61,17 @@ int sl_role_table_build(const struct sl_plan *plan, long long global_batch,
 	for (int j = 0, sum = 0; j < D; j++) {
 		table->first_microbatch[j] = sum;
 		sum += table->microbatches[j];
+	}
+	int *index_in_island = calloc((size_t)D, sizeof(int));
+	if (!index_in_island) {
+		sl_role_table_free(table);
+		return sl_err_set(err, SL_ENOMEM, "out of memory for the role table");
+	}
+	for (int j = 0; j < D; j++) {
+		int i = plan->islands ? plan->islands->island_of[j] : 0;
+		table->island_of[j] = i;
+		index_in_island[j] = table->island_pipelines[i]++;
+		table->island_microbatches[i] += table->microbatches[j];
 	}
 	int rank = 0;
 	for (int k = 0; k < P; k++)
@@ -74,8 +90,11 @@ int sl_role_table_build(const struct sl_plan *plan, long long global_batch,
 					.gpu = r->gpu,
 					.zone = r->zone,
 					.host = -1,
+					.island = table->island_of[j],
+					.island_pipeline = index_in_island[j],
 				};
 		}
+	free(index_in_island);
 	return 0;
 }
 
@@ -85,5 +104,8 @@ void sl_role_table_free(struct sl_role_table *table)
 	free(table->replica_first_rank);
 	free(table->microbatches);
 	free(table->first_microbatch);
+	free(table->island_of);
+	free(table->island_microbatches);
+	free(table->island_pipelines);
 	memset(table, 0, sizeof(*table));
 }

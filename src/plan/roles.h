@@ -16,8 +16,13 @@
  * first_microbatch[j] .. first_microbatch[j] + microbatches[j] - 1 of the step, in the order
  * single-process training consumes them, so the step sees the same samples.
  *
- * Ownership: sl_role_table_build() allocates roles, replica_first_rank, microbatches and
- * first_microbatch; sl_role_table_free() releases them.
+ * Islands (plan/islands.h): pipeline j belongs to island island_of[j] (all 0 without the
+ * section); a rank's `island` and `island_pipeline` (its pipeline's index among its island's
+ * pipelines, in pipeline order) say where it sits; island_microbatches[i] is what island i trains
+ * per inner step (the sum of its pipelines' counts).
+ *
+ * Ownership: sl_role_table_build() allocates roles, replica_first_rank, microbatches,
+ * first_microbatch, island_of and island_microbatches; sl_role_table_free() releases them.
  */
 #ifndef SL_PLAN_ROLES_H
 #define SL_PLAN_ROLES_H
@@ -35,6 +40,8 @@ struct sl_role {
 	int last_layer;
 	int gpu, zone;     /* catalogue indices of the replica */
 	int host;          /* index into the cluster's hosts; -1 = this host (no cluster file) */
+	int island;        /* 0 .. num_islands-1 (0 without islands) */
+	int island_pipeline; /* index of this rank's pipeline among its island's, 0-based */
 };
 
 struct sl_role_table {
@@ -47,6 +54,10 @@ struct sl_role_table {
 	int *replica_first_rank;   /* P*D: rank of TP rank 0 of replica (k, j) */
 	int *microbatches;         /* D: micro-batches of pipeline j per step */
 	int *first_microbatch;     /* D: global index of pipeline j's first micro-batch */
+	int num_islands;           /* 1 without an "islands" section */
+	int *island_of;            /* D: island of pipeline j */
+	int *island_microbatches;  /* num_islands: micro-batches an island trains per inner step */
+	int *island_pipelines;     /* num_islands: pipelines of island i */
 };
 
 /* Builds the table for plan with global batch G (> 0). Uneven counts come from the plan's

@@ -78,6 +78,21 @@ struct sl_comm_backend {
 			 long long count, enum sl_comm_dtype dtype, int root, struct sl_err *err);
 	int (*barrier)(struct sl_comm *comm, const struct sl_comm_group *group,
 		       struct sl_err *err);
+	/* Non-blocking, in bytes, finished with wait or test; counts and displacements (bytes)
+	 * must stay untouched until then. Member i sends send_counts[c] bytes at send_displs[c]
+	 * to member c and receives recv_counts[i] bytes from member i at recv_displs[i]. */
+	int (*ialltoallv)(struct sl_comm *comm, const struct sl_comm_group *group,
+			  const void *send, const int *send_counts, const int *send_displs,
+			  void *recv, const int *recv_counts, const int *recv_displs,
+			  struct sl_comm_request *req, struct sl_err *err);
+	/* Non-blocking, in bytes: member i's send_count bytes land at recv_displs[i] of every
+	 * member's recv (recv_counts[i] == member i's send_count). */
+	int (*iallgatherv)(struct sl_comm *comm, const struct sl_comm_group *group,
+			   const void *send, int send_count, void *recv, const int *recv_counts,
+			   const int *recv_displs, struct sl_comm_request *req, struct sl_err *err);
+	/* *done = 1 (and the request inactive) when req has finished; never blocks. */
+	int (*test)(struct sl_comm *comm, struct sl_comm_request *req, int *done,
+		    struct sl_err *err);
 	void (*abort)(struct sl_comm *comm, int status);
 	void (*finalize)(struct sl_comm *comm);
 };
@@ -192,6 +207,13 @@ static inline int sl_comm_broadcast(struct sl_comm *c, const struct sl_comm_grou
 				    struct sl_err *err)
 {
 	return g->size <= 1 ? 0 : c->backend->broadcast(c, g, buf, count, t, root, err);
+}
+/* An inactive request is done. */
+static inline int sl_comm_test(struct sl_comm *c, struct sl_comm_request *r, int *done,
+			       struct sl_err *err)
+{
+	*done = 1;
+	return r->active ? c->backend->test(c, r, done, err) : 0;
 }
 static inline int sl_comm_barrier(struct sl_comm *c, const struct sl_comm_group *g,
 				  struct sl_err *err)

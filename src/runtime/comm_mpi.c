@@ -390,6 +390,56 @@ static int mpi_barrier(struct sl_comm *comm, const struct sl_comm_group *g, stru
 	return rc == MPI_SUCCESS ? 0 : mpi_fail(err, rc, "MPI_Barrier");
 }
 
+/* The islands' outer exchange (outer_sync.h): non-blocking on every member, always, so that the
+ * exchange runs while the island computes; the counts and displacements are the caller's and
+ * stay untouched until the request completes (MPI-3.1 5.12). */
+static int mpi_ialltoallv(struct sl_comm *comm, const struct sl_comm_group *g, const void *send,
+			  const int *send_counts, const int *send_displs, void *recv,
+			  const int *recv_counts, const int *recv_displs,
+			  struct sl_comm_request *req, struct sl_err *err)
+{
+	MPI_Request r;
+	int rc = MPI_Ialltoallv(send, send_counts, send_displs, MPI_BYTE, recv, recv_counts,
+				recv_displs, MPI_BYTE, group_comm(g), &r);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail(err, rc, "MPI_Ialltoallv");
+	memcpy(req->storage, &r, sizeof(r));
+	req->active = 1;
+	(void)comm;
+	return 0;
+}
+
+static int mpi_iallgatherv(struct sl_comm *comm, const struct sl_comm_group *g, const void *send,
+			   int send_count, void *recv, const int *recv_counts,
+			   const int *recv_displs, struct sl_comm_request *req, struct sl_err *err)
+{
+	MPI_Request r;
+	int rc = MPI_Iallgatherv(send, send_count, MPI_BYTE, recv, recv_counts, recv_displs,
+				 MPI_BYTE, group_comm(g), &r);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail(err, rc, "MPI_Iallgatherv");
+	memcpy(req->storage, &r, sizeof(r));
+	req->active = 1;
+	(void)comm;
+	return 0;
+}
+
+static int mpi_test(struct sl_comm *comm, struct sl_comm_request *req, int *done,
+		    struct sl_err *err)
+{
+	MPI_Request r;
+	memcpy(&r, req->storage, sizeof(r));
+	*done = 0;
+	int rc = MPI_Test(&r, done, MPI_STATUS_IGNORE);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail(err, rc, "MPI_Test");
+	memcpy(req->storage, &r, sizeof(r));
+	if (*done)
+		req->active = 0;
+	(void)comm;
+	return 0;
+}
+
 static void mpi_abort(struct sl_comm *comm, int status) { MPI_Abort(MPI_COMM_WORLD, status); }
 
 static void mpi_finalize(struct sl_comm *comm)
@@ -413,6 +463,9 @@ static const struct sl_comm_backend mpi_backend = {
 	.allgatherv = mpi_allgatherv,
 	.broadcast = mpi_broadcast,
 	.barrier = mpi_barrier,
+	.ialltoallv = mpi_ialltoallv,
+	.iallgatherv = mpi_iallgatherv,
+	.test = mpi_test,
 	.abort = mpi_abort,
 	.finalize = mpi_finalize,
 };

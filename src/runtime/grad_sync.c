@@ -176,7 +176,7 @@ int sl_grad_sync_norm(struct sl_grad_sync *s, struct sl_param *const *params, in
 		      double *norm, struct sl_err *err)
 {
 	double sum = s->zero ? sl_zero_grad_sumsq(s->zero) : 0.0;
-	if (s->me.pipeline == 0)
+	if (s->me.island_pipeline == 0) /* the island's first pipeline counts its shards */
 		for (int i = 0; i < count; i++) {
 			const struct sl_param *p = params[i];
 			if (s->zero && sl_zero_holds(s->zero, p))
@@ -187,7 +187,7 @@ int sl_grad_sync_norm(struct sl_grad_sync *s, struct sl_param *const *params, in
 				continue; /* the head's copy: the embedding's table counts */
 			sum += sl_sum_squares(p->grad, (long)p->numel);
 		}
-	int rc = sl_comm_allreduce(s->comm, &s->comm->world, &sum, 1, SL_COMM_DOUBLE, SL_COMM_SUM,
+	int rc = sl_comm_allreduce(s->comm, &s->groups->island, &sum, 1, SL_COMM_DOUBLE, SL_COMM_SUM,
 				   err);
 	if (rc)
 		return sl_err_prefix(err, "gradient norm");

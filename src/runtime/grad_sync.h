@@ -14,9 +14,10 @@
  * The token table "layer0.wte.weight" (P > 1) is summed over the embedding group (groups.h), so
  * the embedding's table and the head's copy receive the same total and stay equal.
  *
- * The global norm counts every element of the model once: pipeline 0's ranks contribute their
- * shards (replicated tensors from TP rank 0 only, the head's copy of the token table not at
- * all), summed over the world.
+ * The global norm counts every element of the model once: the first pipeline's ranks contribute
+ * their shards (replicated tensors from TP rank 0 only, the head's copy of the token table not at
+ * all), summed over the world. With islands (plan/islands.h) every group here is the island's:
+ * the sums and the norm are the island's own.
  *
  * With a sharded optimizer (s->zero, zero.h) the stage's parameters are reduce-scattered
  * instead and the norm counts each member's piece; the tied table is synchronised as above.

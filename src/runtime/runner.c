@@ -103,6 +103,8 @@ static int setup_plan(struct worker *w, struct sl_err *err)
 	if ((rc = sl_plan_check(&w->plan, sl_model_plan_layers(&w->model), w->global, &w->cat,
 				err)))
 		return rc;
+	if (w->plan.islands && (rc = sl_islands_check_model(w->plan.islands, &w->model, err)))
+		return sl_err_prefix(err, "plan '%s'", o->plan);
 	if ((rc = sl_role_table_build(&w->plan, w->global, &w->table, err)))
 		return rc;
 	w->nmb_total = (int)(w->global / w->plan.micro_batch);
@@ -167,6 +169,8 @@ static int setup_rank(struct worker *w, struct sl_err *err)
 		if ((rc = sl_zero_load(&w->zero, 0, err)))
 			return rc;
 	}
+	if ((rc = sl_runner_islands_setup(w, err)))
+		return rc;
 	if (comm->rank == 0 && w->o->train.ckpt_dir &&
 	    (rc = sl_rank_checkpoint_whole_model_init(&w->whole, &w->model, err)))
 		return rc;
@@ -333,7 +337,7 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 		int last = w->me.stage == w->table.num_stages - 1;
 		sl_gpt_select_slot(&w->gpt, s);
 		rc = sl_gpt_backward(&w->gpt, &mb, last ? NULL : w->grad_in,
-				     1.0f / (float)w->nmb_total, err);
+				     1.0f / (float)sl_runner_islands_microbatches(w), err);
 		w->times[T_COMPUTE] += sl_now_s() - t0;
 		timeline_span(w, in->op, m, t0, cpu0);
 		return rc;
@@ -357,8 +361,7 @@ static int execute(struct worker *w, const struct sl_instr *in, double *loss_sum
 	return 0;
 }
 
-/* The recomputation a stage runs: --recompute, else the plan's. */
-static int stage_recompute(const struct worker *w, int k)
+int sl_runner_stage_recompute(const struct worker *w, int k)
 {
 	return w->o->train.recompute >= 0 ? w->o->train.recompute : w->plan.stages[k].recompute;
 }
@@ -369,7 +372,7 @@ static void note_noop_options(const struct worker *w)
 	int N = w->model.num_blocks;
 	for (int k = 0; k < w->plan.num_stages; k++) {
 		const struct sl_plan_stage *st = &w->plan.stages[k];
-		int rec = stage_recompute(w, k);
+		int rec = sl_runner_stage_recompute(w, k);
 		if (rec != SL_GPT_RECOMPUTE_NONE && (st->last_layer < 1 || st->first_layer > N))
 			sl_log_note("stage %d (layers %d-%d) holds no transformer block: recompute "
 				    "'%s' changes nothing there",
@@ -380,125 +383,17 @@ static void note_noop_options(const struct worker *w)
 	}
 }
 
-static void print_header(struct worker *w, long long start)
-{
-	const struct sl_train_options *o = &w->o->train;
-	fprintf(w->out, "model %s: %d blocks, hidden %d, %d heads, vocab %d\n", w->model.name,
-		w->model.num_blocks, w->model.hidden, w->model.heads, w->model.vocab);
-	fprintf(w->out, "plan '%s': %d stage%s x %d pipeline%s, %d ranks, %d thread%s each\n",
-		w->o->plan, w->table.num_stages, w->table.num_stages > 1 ? "s" : "",
-		w->table.num_pipelines, w->table.num_pipelines > 1 ? "s" : "", w->table.world_size,
-		sl_cpu_threads(), sl_cpu_threads() > 1 ? "s" : "");
-	for (int k = 0; k < w->table.num_stages; k++) {
-		int rec = stage_recompute(w, k);
-		fprintf(w->out, "  stage %d  layers %d-%d%s%s%s:", k, w->plan.stages[k].first_layer,
-			w->plan.stages[k].last_layer, rec ? ", recompute " : "",
-			rec ? sl_gpt_recompute_name(rec) : "",
-			w->plan.stages[k].zero && w->table.num_pipelines > 1 ? ", ZeRO-1" : "");
-		for (int j = 0; j < w->table.num_pipelines; j++) {
-			const struct sl_role *r = sl_role_of(&w->table, k, j, 0);
-			fprintf(w->out, "%s %s tp%d %s (ranks %d-%d)", j ? "," : "",
-				w->cat.gpus[r->gpu].name, r->tp, w->cat.zones[r->zone].name, r->rank,
-				r->rank + r->tp - 1);
-		}
-		fprintf(w->out, "\n");
-	}
-	fprintf(w->out, "batch: micro-batch %d x %d tokens, global batch %lld = %d micro-batches "
-		"(per pipeline:", w->plan.micro_batch, w->seq, w->global, w->nmb_total);
-	for (int j = 0; j < w->table.num_pipelines; j++)
-		fprintf(w->out, " %d", w->table.microbatches[j]);
-	fprintf(w->out, "), %lld tokens per step\n", w->global * w->seq);
-	fprintf(w->out, "data '%s': %lld tokens, %lld windows of %d+1 tokens%s\n", o->data,
-		w->file.count, w->loader.windows, w->seq, o->shuffle ? ", shuffled" : "");
-	if (w->resumed_from[0])
-		fprintf(w->out, "resumed from '%s' after step %lld\n", w->resumed_from, start);
-	fflush(w->out);
-}
-
-/* Rank 0 prints the summary; every rank contributes its timings and memory. */
-static int print_end(struct worker *w, long long ran, double last_loss, const char *ckpt,
-		     struct sl_err *err)
-{
-	enum { F = T_COUNT + 2 };
-	double mine[F];
-	for (int i = 0; i < T_COUNT; i++)
-		mine[i] = ran > 0 ? w->times[i] / (double)ran : 0.0;
-	mine[T_COUNT] = (double)sl_peak_rss_bytes();
-	mine[T_COUNT + 1] = (double)w->me.stage;
-	double *all = calloc((size_t)w->comm->size * F, sizeof(double));
-	if (!all)
-		return sl_err_set(err, SL_ENOMEM, "out of memory");
-	int rc = sl_comm_allgather(w->comm, &w->comm->world, mine, all, F, SL_COMM_DOUBLE, err);
-	if (rc || w->comm->rank != 0) {
-		free(all);
-		return rc;
-	}
-	double median = sl_median_sort(w->step_times, ran);
-	double tokens = (double)(w->global * w->seq);
-	int P = w->table.num_stages;
-	if (w->o->train.json) {
-		char loss_text[32] = "null";
-		if (ran > 0)
-			snprintf(loss_text, sizeof(loss_text), "%.17g", last_loss);
-		fprintf(w->out,
-			"{\"event\":\"end\",\"steps_run\":%lld,\"final_loss\":%s,"
-			"\"median_step_time_s\":%.6f,\"tokens_per_step\":%.0f,\"tokens_per_s\":%.1f,"
-			"\"flops_per_step\":%.6g,\"ranks\":%d,\"threads_per_rank\":%d,"
-			"\"blas_core\":\"%s\",\"stages\":[",
-			ran, loss_text, median, tokens, median > 0 ? tokens / median : 0.0,
-			tokens * sl_train_flops_per_token(&w->model, w->seq), w->comm->size,
-			sl_cpu_threads(), sl_cpu_blas_core());
-	} else if (ran > 0) {
-		fprintf(w->out, "time per step by stage (mean over the stage's ranks; ms)\n"
-				"  stage   compute  p2p-wait   dp-sync optimizer      step  peak RSS MiB\n");
-	}
-	for (int k = 0; k < P; k++) {
-		double sum[T_COUNT] = {0}, rss = 0.0;
-		int count = 0;
-		for (int r = 0; r < w->comm->size; r++) {
-			const double *v = all + (size_t)r * F;
-			if ((int)v[T_COUNT + 1] != k)
-				continue;
-			for (int i = 0; i < T_COUNT; i++)
-				sum[i] += v[i];
-			rss = v[T_COUNT] > rss ? v[T_COUNT] : rss;
-			count++;
-		}
-		for (int i = 0; i < T_COUNT; i++)
-			sum[i] /= count > 0 ? count : 1;
-		if (w->o->train.json)
-			fprintf(w->out,
-				"%s{\"stage\":%d,\"layers\":[%d,%d],\"ranks\":%d,\"compute_s\":%.6f,"
-				"\"p2p_wait_s\":%.6f,\"dp_sync_s\":%.6f,\"optimizer_s\":%.6f,"
-				"\"step_s\":%.6f,\"cpu_s\":%.6f,\"dp_sync_cpu_s\":%.6f,"
-				"\"wait_cpu_s\":%.6f,\"wait_tests\":%.1f,\"peak_rss_bytes\":%.0f}",
-				k ? "," : "", k, w->plan.stages[k].first_layer,
-				w->plan.stages[k].last_layer, count, sum[T_COMPUTE], sum[T_P2P],
-				sum[T_SYNC], sum[T_OPTIM], sum[T_STEP], sum[T_CPU], sum[T_SYNC_CPU],
-				sum[T_WAIT_CPU], sum[T_TESTS], rss);
-		else if (ran > 0)
-			fprintf(w->out, "  %-5d %9.1f %9.1f %9.1f %9.1f %9.1f %13.1f\n", k,
-				1e3 * sum[T_COMPUTE], 1e3 * sum[T_P2P], 1e3 * sum[T_SYNC],
-				1e3 * sum[T_OPTIM], 1e3 * sum[T_STEP], rss / (1 << 20));
-	}
-	if (w->o->train.json)
-		fprintf(w->out, "]}\n");
-	else if (ran > 0)
-		fprintf(w->out, "done: %lld steps, final loss %.4f, median %.1f ms/step (%.0f "
-			"tokens/s)\n", ran, last_loss, 1e3 * median, tokens / median);
-	if (ckpt && !w->o->train.json)
-		fprintf(w->out, "checkpoint '%s'\n", ckpt);
-	fflush(w->out);
-	free(all);
-	return 0;
-}
-
 static int run_step(struct worker *w, long long step, const struct sl_lr_schedule *sched,
 		    const struct sl_adamw_config *adamw, double *loss, double *lr, double *norm,
 		    int *stop, struct sl_err *err)
 {
 	w->timeline_step = (int)(step + 1);
 	load_step(w);
+	*lr = sl_lr_at(sched, step);
+	if (!sl_runner_islands_steps_at(w, step)) {
+		*loss = NAN; /* the island trains no inner step here (docs/design/islands.md) */
+		return 0;
+	}
 	sl_gpt_zero_grad(&w->gpt);
 	double loss_sum = 0.0;
 	int rc = 0;
@@ -527,11 +422,13 @@ static int run_step(struct worker *w, long long step, const struct sl_lr_schedul
 	 * the stop flag travels with it so every rank stops after the same step */
 	int last = w->me.stage == w->table.num_stages - 1 && w->me.tp_rank == 0;
 	double shared[2] = {last ? loss_sum : 0.0, stop_signal ? 1.0 : 0.0};
-	if ((rc = sl_comm_allreduce(w->comm, &w->comm->world, shared, 2, SL_COMM_DOUBLE,
-				    SL_COMM_SUM, err)))
+	/* with islands the island's own (the stop is agreed over the world at round ends) */
+	int islands = sl_runner_islands_on(w);
+	if ((rc = sl_comm_allreduce(w->comm, islands ? &w->groups.island : &w->comm->world, shared,
+				    2, SL_COMM_DOUBLE, SL_COMM_SUM, err)))
 		return rc;
-	*loss = shared[0] / w->nmb_total;
-	*stop = shared[1] > 0;
+	*loss = shared[0] / sl_runner_islands_microbatches(w);
+	*stop = !islands && shared[1] > 0;
 	if (w->late_stop_step == step + 1)
 		raise(SIGTERM); /* the test's stop request, just too late for this step's agreement */
 	if (!isfinite(*loss))
@@ -543,19 +440,32 @@ static int run_step(struct worker *w, long long step, const struct sl_lr_schedul
 		return rc;
 	double t3 = sl_now_s(), cpu3 = timeline_cpu_s(w);
 	timeline_span_until(w, SL_TL_SCALARS, -1, t2, cpu2, t3, cpu3);
-	*lr = sl_lr_at(sched, step);
+	long long inner = sl_runner_islands_inner_step(w, step); /* step + 1 without islands */
 	if (w->zero_on) {
 		struct sl_adamw_step s;
-		sl_adamw_prepare(adamw, *lr, step + 1, *norm, &s);
-		sl_adamw_apply(w->unsharded, w->unsharded_count, adamw, *lr, step + 1, *norm);
+		sl_adamw_prepare(adamw, *lr, inner, *norm, &s);
+		sl_adamw_apply(w->unsharded, w->unsharded_count, adamw, *lr, inner, *norm);
 		if ((rc = sl_zero_step(&w->zero, adamw, *lr, &s, err)))
 			return rc;
 	} else {
-		sl_adamw_apply(w->gpt.params, w->gpt.param_count, adamw, *lr, step + 1, *norm);
+		sl_adamw_apply(w->gpt.params, w->gpt.param_count, adamw, *lr, inner, *norm);
 	}
-	w->times[T_OPTIM] += sl_now_s() - t2;
+	double t4 = sl_now_s();
+	w->times[T_OPTIM] += t4 - t2;
 	timeline_span(w, SL_TL_UPDATE, -1, t3, cpu3);
-	return 0;
+	rc = sl_runner_islands_after_step(w, step, err);
+	w->times[T_OUTER] += sl_now_s() - t4;
+	return rc;
+}
+
+/* --ckpt-every K: after every K steps; with islands at the first round end after each K. */
+static int checkpoint_due(const struct worker *w, long long step)
+{
+	long long every = w->o->train.ckpt_every;
+	if (every <= 0 || !sl_runner_islands_round_end(w, step))
+		return 0;
+	long long round = w->plan.islands ? w->plan.islands->inner_steps[0] : 1;
+	return (step + 1) / every > (step + 1 - round) / every;
 }
 
 static int train_loop(struct worker *w, long long start, json_t *train, struct sl_err *err)
@@ -594,10 +504,24 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 		w->step_times[ran++] = dt;
 		if (rank0 && ((step + 1) % o->log_every == 0 || step + 1 == o->steps || step == start))
 			sl_print_step(w->out, o->json, w->events, step + 1, o->steps, loss, lr,
-				      norm, dt, (double)(w->global * w->seq));
+				      norm, dt, sl_runner_islands_tokens_per_step(w));
+		/* islands: a stop is agreed over the world at round ends only */
+		if (sl_runner_islands_on(w) && sl_runner_islands_round_end(w, step) &&
+		    step + 1 < o->steps &&
+		    (rc = sl_runner_islands_agree_stop(w, stop_signal != 0, &stop, err)))
+			break;
 		int last = step + 1 == o->steps || stop;
-		if (o->ckpt_dir && (last || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0))) {
-			if ((rc = sl_runner_save(w, step + 1, train, ckpt, sizeof(ckpt), err)))
+		if (step + 1 == o->steps && (rc = sl_runner_islands_finish(w, err)))
+			break;
+		if (o->ckpt_dir && (last || checkpoint_due(w, step))) {
+			/* mid-run, an island run's checkpoint holds the global weights */
+			int swap = sl_runner_islands_on(w) && step + 1 < o->steps;
+			if (swap)
+				sl_runner_islands_swap_global(w);
+			rc = sl_runner_save(w, step + 1, train, ckpt, sizeof(ckpt), err);
+			if (swap)
+				sl_runner_islands_swap_global(w);
+			if (rc)
 				break;
 			/* the last checkpoint is on disk before the job ends or stops */
 			if (last && (rc = sl_rank_checkpoint_finish(w->comm, ckpt, sizeof(ckpt), err)))
@@ -621,7 +545,7 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 	if (rank0 && start >= o->steps && !o->json)
 		fprintf(w->out, "nothing to do: training already reached step %lld of %lld\n", start,
 			o->steps);
-	return print_end(w, ran, loss, ckpt[0] ? ckpt : NULL, err);
+	return sl_runner_print_end(w, ran, loss, ckpt[0] ? ckpt : NULL, err);
 }
 
 int sl_runner_check_plan(const struct sl_run_options *o, struct sl_role_table *table,
@@ -671,6 +595,7 @@ static void teardown(struct worker *w)
 	free(w->step_times);
 	sl_data_loader_free(&w->loader);
 	sl_token_file_close(&w->file);
+	sl_runner_islands_free(w);
 	sl_grad_sync_free(&w->sync);
 	if (w->zero_on)
 		sl_zero_free(&w->zero);
@@ -736,6 +661,8 @@ int sl_runner_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *ou
 	double t_load = sl_now_s();
 	if (!rc && o->train.resume)
 		rc = sl_runner_resume(w, &start, err);
+	if (!rc && o->train.resume && w->outer_on)
+		sl_outer_sync_take_values(&w->outer); /* a round starts from the loaded weights */
 	if (!rc && comm->rank == 0 && o->train.json) {
 		/* the controller splits a reconfiguration's start from its load with this */
 		double now = sl_now_s();
@@ -747,7 +674,7 @@ int sl_runner_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *ou
 	json_t *train = rc ? NULL : sl_train_hparams_json(&o->train, w->plan.micro_batch,
 								   w->global, w->seq);
 	if (!rc && comm->rank == 0 && !o->train.json)
-		print_header(w, start);
+		sl_runner_print_header(w, start);
 	w->timeline_on = o->timeline != NULL;
 	w->realtime_offset_s = sl_clock_s(CLOCK_REALTIME) - sl_now_s();
 	if (!rc)

@@ -13,6 +13,7 @@
 #include "runtime/comm.h"
 #include "runtime/grad_sync.h"
 #include "runtime/groups.h"
+#include "runtime/outer_sync.h"
 #include "plan/roles.h"
 #include "runtime/runner.h"
 #include "plan/schedule.h"
@@ -26,9 +27,10 @@
 /* Time per rank, summed over the steps run; T_CPU is the rank's process CPU (every thread,
  * MPI's included), what a device that is a CPU quota pays from its budget, T_SYNC_CPU the part
  * of it spent in the gradient sync, T_WAIT_CPU the part spent in its sleeping waits, and
- * T_TESTS (a count, not seconds) their MPI tests (comm.h). */
+ * T_TESTS (a count, not seconds) their MPI tests (comm.h), T_OUTER the islands' outer steps
+ * (starting, landing and waiting for exchanges; runner_islands.c). */
 enum { T_COMPUTE, T_P2P, T_SYNC, T_OPTIM, T_STEP, T_CPU, T_SYNC_CPU, T_WAIT_CPU, T_TESTS,
-       T_COUNT };
+       T_OUTER, T_COUNT };
 
 struct tp_ctx {
 	struct sl_comm *comm;
@@ -79,6 +81,9 @@ struct worker {
 	struct sl_timeline timeline;
 	int timeline_step;           /* the step being recorded, 1-based */
 	double realtime_offset_s;
+	/* islands (runner_islands.c): the outer step's state when the plan has them */
+	int outer_on;
+	struct sl_outer_sync outer;
 };
 
 /* ---- checkpoints (runner_checkpoint.c) ---- */
@@ -96,6 +101,45 @@ void sl_runner_report_persisted(struct worker *w, char *ckpt, size_t size, int l
 /* Loads the newest checkpoint of --ckpt-dir into the rank's model, optimizer and data loader;
  * *start is its step. Data and sequence length must be the checkpoint's. */
 int sl_runner_resume(struct worker *w, long long *start, struct sl_err *err);
+
+/* ---- output (runner_output.c) ---- */
+
+/* The recomputation stage k runs: --recompute, else the plan's. */
+int sl_runner_stage_recompute(const struct worker *w, int k);
+/* Rank 0: the model, plan, batch, data and islands lines before the first step. */
+void sl_runner_print_header(struct worker *w, long long start);
+/* Rank 0 prints the summary (text or the JSON "end" event); every rank contributes its timings,
+ * memory and outer-exchange figures (a collective over the world). */
+int sl_runner_print_end(struct worker *w, long long ran, double last_loss, const char *ckpt,
+			struct sl_err *err);
+
+/* ---- islands (runner_islands.c, docs/design/islands.md) ---- */
+
+int sl_runner_islands_on(const struct worker *w);
+/* Every rank: the outer step's groups and global weights (after the model and groups). */
+int sl_runner_islands_setup(struct worker *w, struct sl_err *err);
+void sl_runner_islands_free(struct worker *w);
+/* 1 when the rank's island trains at run step `step` (always without islands). */
+int sl_runner_islands_steps_at(const struct worker *w, long long step);
+/* The island's 1-based inner step at run step `step` (AdamW's bias correction). */
+long long sl_runner_islands_inner_step(const struct worker *w, long long step);
+/* Micro-batches the rank's island trains per inner step: its gradients' 1/M. */
+int sl_runner_islands_microbatches(const struct worker *w);
+/* Tokens the whole pool trains per run step (every island, averaged over a round). */
+double sl_runner_islands_tokens_per_step(const struct worker *w);
+/* After the island's inner step at run step `step`: lands and starts outer syncs. */
+int sl_runner_islands_after_step(struct worker *w, long long step, struct sl_err *err);
+/* Moves exchanges in flight along (between the schedule's instructions). */
+int sl_runner_islands_progress(struct worker *w, struct sl_err *err);
+/* 1 after the last run step of a round (always without islands). */
+int sl_runner_islands_round_end(const struct worker *w, long long step);
+/* World agreement on a stop at a round end. */
+int sl_runner_islands_agree_stop(struct worker *w, int asked, int *stop, struct sl_err *err);
+/* After the run's last step: the final flush; the parameters then hold the global weights. */
+int sl_runner_islands_finish(struct worker *w, struct sl_err *err);
+/* Swaps the global weights into the parameters' values (and back): a checkpoint saves them. */
+void sl_runner_islands_swap_global(struct worker *w);
+void sl_runner_islands_print_header(const struct worker *w);
 
 /* ---- --timeline (runner_timeline.c) ---- */
 

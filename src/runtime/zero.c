@@ -228,7 +228,7 @@ static int gather_from(struct sl_zero *z, const float *piece, int which, struct 
 
 int sl_zero_load(struct sl_zero *z, int moments, struct sl_err *err)
 {
-	int first = z->me.pipeline == 0;
+	int first = z->me.island_pipeline == 0; /* the group is the island's */
 	int rc = 0;
 	if (z->uniform) {
 		/* every member holds the same shards: its piece is a slice of its own arrays */

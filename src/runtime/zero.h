@@ -32,8 +32,8 @@
  *
  * Checkpoints stay whole (rank_checkpoint.h): sl_zero_materialize() gives every held parameter
  * full local moment arrays, gathered from the pieces, for the save to read; after a load into
- * such arrays sl_zero_load() takes the pieces (and the master values) from pipeline 0's ranks;
- * sl_zero_release() frees the arrays again.
+ * such arrays sl_zero_load() takes the pieces (and the master values) from the ranks of the
+ * island's first pipeline (pipeline 0 without islands); sl_zero_release() frees the arrays.
  *
  * Ownership: sl_zero_init() allocates the pieces and borrows params, the group and the bucket;
  * sl_zero_free() releases what it allocated.
@@ -92,7 +92,8 @@ void sl_zero_free(struct sl_zero *z);
 int sl_zero_holds(const struct sl_zero *z, const struct sl_param *p);
 
 /* Collective over the group: the pieces take the values (and, with moments, the moments from
- * the parameters' exp_avg/exp_avg_sq arrays, which must be materialised) of pipeline 0's ranks. */
+ * the parameters' exp_avg/exp_avg_sq arrays, which must be materialised) of the ranks of the
+ * island's first pipeline. */
 int sl_zero_load(struct sl_zero *z, int moments, struct sl_err *err);
 
 /* Collective: the summed gradients of the held parameters, into this member's piece. */

@@ -39,6 +39,11 @@ int sl_sim_check_plan(const struct sl_sim_env *env, const struct sl_plan *plan,
 	int rc = sl_plan_check(plan, env->num_layers, G, &env->catalogue, err);
 	if (rc)
 		return rc;
+	if (plan->islands)
+		return sl_err_set(err, SL_EINPUT, "plan '%s': the simulator does not predict "
+				  "plans with \"islands\" (outer steps between groups of pipelines) "
+				  "yet: `sailor run` executes them; simulate the plan without the "
+				  "section for its synchronous cost", plan->path);
 	for (int k = 0; k < plan->num_stages; k++)
 		for (int j = 0; j < plan->num_pipelines; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
