@@ -77,6 +77,14 @@ static int encode_piece(struct sl_outer_sync *o, int f, const float *values, uns
 	return 0;
 }
 
+static int phase1(struct sl_outer_sync *o, struct sl_outer_fragment *fr, struct sl_err *err)
+{
+	int n = o->n, *sc = fr->counts, *sd = sc + n, *r1c = sd + n, *r1d = r1c + n;
+	fr->phase = SL_OUTER_PHASE1;
+	return o->comm->backend->ialltoallv(o->comm, &o->outer1, fr->send, sc, sd, fr->recv1, r1c,
+					    r1d, &fr->req1, err);
+}
+
 static int start(struct sl_outer_sync *o, int f, long long k, long long step,
 		 struct sl_err *err)
 {
@@ -102,14 +110,17 @@ static int start(struct sl_outer_sync *o, int f, long long k, long long step,
 	int rc = pseudo_gradient(o, f, err);
 	if (rc || !o->carrier)
 		return rc;
-	int n = o->n, *sc = fr->counts, *sd = sc + n, *r1c = sd + n, *r1d = r1c + n;
+	int n = o->n, *sc = fr->counts, *sd = sc + n;
 	if ((rc = encode_piece(o, f, o->scratch + fr->piece_off, fr->send, sd, err)))
 		return rc;
 	for (int c = 0; c < n; c++)
 		if (c != o->me.island)
 			o->stats.bytes_sent += sc[c];
-	return o->comm->backend->ialltoallv(o->comm, &o->outer1, fr->send, sc, sd, fr->recv1, r1c,
-					    r1d, &fr->req1, err);
+	if (o->blocking && o->isl->overlap_steps > 0 && !fr->flush) {
+		fr->phase = SL_OUTER_DEFERRED; /* the snapshot is fr->send: sent at the landing */
+		return 0;
+	}
+	return phase1(o, fr, err);
 }
 
 /* Phase 1 done: this member's chunk averaged in fp32, in island order; phase 2 started. */
@@ -184,6 +195,8 @@ static int land(struct sl_outer_sync *o, int f, struct sl_err *err)
 		return 0;
 	}
 	double t0 = sl_now_s();
+	if (o->carrier && fr->phase == SL_OUTER_DEFERRED && (rc = phase1(o, fr, err)))
+		return rc;
 	if (o->carrier) {
 		if (fr->req1.active && (rc = sl_comm_wait(o->comm, &fr->req1, err)))
 			return rc;

@@ -16,6 +16,7 @@
 #include "train/cpu/kernels.h"
 #include "train/gpt_layers.h"
 #include "util/clock.h"
+#include "util/test_faults.h"
 
 static enum sl_outer_wire_format wire_of(const struct sl_outer_sync *o)
 {
@@ -155,6 +156,7 @@ int sl_outer_sync_init(struct sl_outer_sync *o, struct sl_comm *comm,
 	o->lane_member = !o->mixed || o->me.tp_rank == 0;
 	int Q = fewest_pipelines(table);
 	o->pieces = Q;
+	o->blocking = sl_test_outer_blocking();
 	o->carrier = o->lane_member && o->me.island_pipeline < Q;
 	o->count = count;
 	int F = isl->fragments;

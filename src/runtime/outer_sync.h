@@ -31,7 +31,13 @@
 #include "train/param.h"
 
 /* One fragment's exchange in flight. */
-enum sl_outer_phase { SL_OUTER_IDLE, SL_OUTER_PHASE1, SL_OUTER_PHASE2, SL_OUTER_DONE };
+enum sl_outer_phase {
+	SL_OUTER_IDLE,
+	SL_OUTER_DEFERRED, /* SAILOR_TEST_OUTER_BLOCKING: snapshot taken, phase 1 at the landing */
+	SL_OUTER_PHASE1,
+	SL_OUTER_PHASE2,
+	SL_OUTER_DONE,
+};
 
 struct sl_outer_fragment {
 	long long lane_len;          /* its lane vector (this rank's; 0 when not a lane member) */
@@ -77,6 +83,7 @@ struct sl_outer_sync {
 	float *scratch;              /* the largest lane vector */
 	float *acc;                  /* the largest chunk */
 	long long next_fifo, landed_fifo;
+	int blocking;                /* SAILOR_TEST_OUTER_BLOCKING (util/test_faults.h) */
 	struct sl_outer_sync_stats stats;
 };
 

@@ -40,6 +40,12 @@ long long sl_test_late_stop_step(int rank)
 	return 0;
 }
 
+int sl_test_outer_blocking(void)
+{
+	const char *v = getenv("SAILOR_TEST_OUTER_BLOCKING");
+	return v && !strcmp(v, "1");
+}
+
 int sl_test_drop_lines_parse(struct sl_test_drop_lines *drop, struct sl_err *err)
 {
 	memset(drop, 0, sizeof(*drop));

@@ -13,6 +13,10 @@
  *                                      that arrives once the generation was asked to stop
  *   SAILOR_TEST_LATE_STOP=R:S          rank R of `sailor run` sends itself SIGTERM right after step
  *                                      S's stop agreement (just too late for it)
+ *   SAILOR_TEST_OUTER_BLOCKING=1       the islands' overlapped exchanges run blocking at their
+ *                                      landing step, from the snapshot taken when they were due:
+ *                                      the same algorithm without overlap (the test of the delay
+ *                                      rule, docs/design/islands.md)
  *
  * Ownership: sl_test_drop_lines_free frees what sl_test_drop_lines_parse allocated.
  */
@@ -26,6 +30,9 @@ void sl_test_fault_persist_midway(long long step);
 
 /* The step after whose stop agreement rank sends itself SIGTERM; 0: none (runtime/runner.c). */
 long long sl_test_late_stop_step(int rank);
+
+/* 1 when SAILOR_TEST_OUTER_BLOCKING=1 (runtime/outer_exchange.c). */
+int sl_test_outer_blocking(void);
 
 struct sl_test_drop_lines {
 	int after_stop;     /* "stop" was listed */
