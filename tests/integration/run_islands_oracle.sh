@@ -17,7 +17,7 @@
 #      {3}, H 5: the same;
 #   c. plan A with one H per island, [5, 3]: the same;
 #   d. plan B with 3 fragments and overlap 2 (merge 0.5): the same; and with
-#      SAILOR_OUTER_BLOCKING=1 (the same syncs made blocking at step s+tau) the same loss strings
+#      SAILOR_TEST_OUTER_BLOCKING=1 (the same syncs made blocking at step s+tau) the same loss strings
 #      and checkpoint tensors as the overlapped run.
 # An islands run whose losses equal the synchronous run's fails: sailor run ignored the section.
 # Exit 0 pass, 1 mismatch (or `sailor run` refused an islands plan), 77 skip (no torch or mpirun).
@@ -160,7 +160,7 @@ with_islands "$work/B.json" "$work/B-f3o2.json" \
 run d "$work/B-f3o2.json"
 not_synchronous d
 against_oracle d "$work/B-f3o2.json"
-SAILOR_OUTER_BLOCKING=1 run d-blocking "$work/B-f3o2.json"
-echo "== d: overlapped vs SAILOR_OUTER_BLOCKING=1 (bit for bit)"
+SAILOR_TEST_OUTER_BLOCKING=1 run d-blocking "$work/B-f3o2.json"
+echo "== d: overlapped vs SAILOR_TEST_OUTER_BLOCKING=1 (bit for bit)"
 same_bits d d-blocking
 echo "islands runs match the PyTorch reference"
