@@ -18,6 +18,12 @@
 #include "util/clock.h"
 #include "util/test_faults.h"
 
+/* the plan names the wire format with plan/islands.h's enum, the codec with its own */
+_Static_assert((int)SL_ISLANDS_WIRE_FP32 == (int)SL_OUTER_WIRE_FP32 &&
+		       (int)SL_ISLANDS_WIRE_BF16 == (int)SL_OUTER_WIRE_BF16 &&
+		       (int)SL_ISLANDS_WIRE_INT8 == (int)SL_OUTER_WIRE_INT8,
+	       "the plan's and the codec's wire formats must agree");
+
 static enum sl_outer_wire_format wire_of(const struct sl_outer_sync *o)
 {
 	return (enum sl_outer_wire_format)o->isl->wire;
