@@ -8,6 +8,7 @@
 
 #include "runtime/outer_sync.h"
 #include "runtime/outer_wire.h"
+#include "train/gpt_layers.h"
 #include "util/clock.h"
 
 static enum sl_outer_wire_format wire_of(const struct sl_outer_sync *o)
@@ -186,12 +187,14 @@ static void apply(struct sl_outer_sync *o, int f, int replace)
 	}
 }
 
-static int land(struct sl_outer_sync *o, int f, struct sl_err *err)
+/* Finishes fragment f's exchange: the average of the whole lane vector in o->scratch, on every
+ * rank of the island (the pieces shared inside it, a mixed stage's whole tensors broadcast). */
+static int complete(struct sl_outer_sync *o, int f, struct sl_err *err)
 {
 	struct sl_outer_fragment *fr = &o->frags[f];
 	int rc = 0, n = o->n;
-	if (fr->skip) {
-		fr->phase = SL_OUTER_IDLE;
+	if (fr->phase == SL_OUTER_SETTLED) {
+		memcpy(o->scratch, fr->pending, (size_t)fr->lane_len * sizeof(float));
 		return 0;
 	}
 	double t0 = sl_now_s();
@@ -213,18 +216,50 @@ static int land(struct sl_outer_sync *o, int f, struct sl_err *err)
 		}
 	}
 	o->stats.wait_s += sl_now_s() - t0;
-	fr->phase = SL_OUTER_IDLE;
 	if (o->lane_member)
 		rc = sl_comm_allgatherv(o->comm, &o->island_lane, o->scratch, fr->island_counts,
 					SL_COMM_FLOAT, err);
 	if (!rc && o->mixed)
 		rc = sl_comm_broadcast(o->comm, o->tp, o->scratch, fr->lane_len, SL_COMM_FLOAT, 0,
 				       err);
+	return rc;
+}
+
+static int land(struct sl_outer_sync *o, int f, struct sl_err *err)
+{
+	struct sl_outer_fragment *fr = &o->frags[f];
+	int rc = fr->skip ? 0 : complete(o, f, err);
 	if (rc)
 		return rc;
-	apply(o, f, fr->flush || o->isl->overlap_steps == 0);
-	o->stats.outer_steps++;
+	if (!fr->skip) {
+		apply(o, f, fr->flush || o->isl->overlap_steps == 0);
+		o->stats.outer_steps++;
+	}
+	fr->phase = SL_OUTER_IDLE;
 	return 0;
+}
+
+int sl_outer_sync_settle(struct sl_outer_sync *o, struct sl_err *err)
+{
+	for (;;) {
+		int next = -1;
+		for (int f = 0; f < o->isl->fragments; f++) {
+			const struct sl_outer_fragment *fr = &o->frags[f];
+			if (fr->phase != SL_OUTER_IDLE && fr->phase != SL_OUTER_SETTLED && !fr->skip &&
+			    (next < 0 || fr->fifo < o->frags[next].fifo))
+				next = f;
+		}
+		if (next < 0)
+			return 0;
+		struct sl_outer_fragment *fr = &o->frags[next];
+		if (!fr->pending && !(fr->pending = sl_alloc_floats((size_t)fr->lane_len + 1)))
+			return sl_err_set(err, SL_ENOMEM, "out of memory");
+		int rc = complete(o, next, err);
+		if (rc)
+			return rc;
+		memcpy(fr->pending, o->scratch, (size_t)fr->lane_len * sizeof(float));
+		fr->phase = SL_OUTER_SETTLED;
+	}
 }
 
 /* Lands, in start order, every exchange in flight that is due by `step` (all: step < 0). */

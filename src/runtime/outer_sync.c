@@ -217,6 +217,7 @@ void sl_outer_sync_free(struct sl_outer_sync *o)
 		free(fr->recv1);
 		free(fr->mid);
 		free(fr->recv2);
+		free(fr->pending);
 	}
 	if (o->comm) {
 		sl_comm_group_free(o->comm, &o->outer1);

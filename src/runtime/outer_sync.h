@@ -37,6 +37,8 @@ enum sl_outer_phase {
 	SL_OUTER_PHASE1,
 	SL_OUTER_PHASE2,
 	SL_OUTER_DONE,
+	SL_OUTER_SETTLED,  /* exchanged, the average kept in `pending` until its landing step
+			    * (a checkpoint settles what is in flight; outer_sync_settle) */
 };
 
 struct sl_outer_fragment {
@@ -53,6 +55,7 @@ struct sl_outer_fragment {
 				      * recv2 counts, recv2 displs (bytes) */
 	struct sl_comm_request req1, req2;
 	long long fifo;              /* start order, for landing and phase 2 */
+	float *pending;              /* SETTLED: the average of the lane vector (lane_len) */
 };
 
 struct sl_outer_sync_stats {
@@ -105,6 +108,10 @@ int sl_outer_sync_after_step(struct sl_outer_sync *o, long long step, int *lande
 
 /* Tests the exchanges in flight and starts the second phase of those whose first is done. */
 int sl_outer_sync_progress(struct sl_outer_sync *o, struct sl_err *err);
+
+/* Finishes every exchange in flight without landing it (each keeps its average until its
+ * landing step): what a checkpoint saves. Collective over the outer groups and the island. */
+int sl_outer_sync_settle(struct sl_outer_sync *o, struct sl_err *err);
 
 /* After the run's last step: lands everything in flight, then syncs every fragment once more;
  * the parameters then hold the global weights. */
