@@ -410,6 +410,7 @@ static void print_header(struct worker *w, long long start)
 	fprintf(w->out, "), %lld tokens per step\n", w->global * w->seq);
 	fprintf(w->out, "data '%s': %lld tokens, %lld windows of %d+1 tokens%s\n", o->data,
 		w->file.count, w->loader.windows, w->seq, o->shuffle ? ", shuffled" : "");
+	sl_runner_eval_header(w);
 	if (w->resumed_from[0])
 		fprintf(w->out, "resumed from '%s' after step %lld\n", w->resumed_from, start);
 	fflush(w->out);
@@ -595,6 +596,8 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 		if (rank0 && ((step + 1) % o->log_every == 0 || step + 1 == o->steps || step == start))
 			sl_print_step(w->out, o->json, w->events, step + 1, o->steps, loss, lr,
 				      norm, dt, (double)(w->global * w->seq));
+		if ((rc = sl_runner_eval_after_step(w, step + 1, stop, err)))
+			break;
 		int last = step + 1 == o->steps || stop;
 		if (o->ckpt_dir && (last || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0))) {
 			if ((rc = sl_runner_save(w, step + 1, train, ckpt, sizeof(ckpt), err)))
@@ -640,6 +643,8 @@ int sl_runner_check_plan(const struct sl_run_options *o, struct sl_role_table *t
 		if (!rc)
 			rc = sl_data_loader_init(&w->loader, &w->file, w->plan.micro_batch, w->seq,
 						 w->model.vocab, o->train.shuffle, o->train.seed, err);
+		if (!rc)
+			rc = sl_runner_eval_check(w, err);
 	}
 	if (!rc) {
 		*table = w->table;
@@ -670,6 +675,7 @@ static void teardown(struct worker *w)
 	free(w->skip);
 	free(w->step_times);
 	sl_data_loader_free(&w->loader);
+	sl_runner_eval_free(w);
 	sl_token_file_close(&w->file);
 	sl_grad_sync_free(&w->sync);
 	if (w->zero_on)
@@ -724,6 +730,8 @@ int sl_runner_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *ou
 		rc = setup_rank(w, err);
 	if (!rc)
 		rc = setup_data(w, err);
+	if (!rc)
+		rc = sl_runner_eval_init(w, err);
 	if (!rc && comm->rank == 0 && o->events_file) {
 		/* The launcher has checked the path on its own host. Rank 0 may run on another, where
 		 * the folder may not exist: the file is a second record of what stdout says, not worth
