@@ -21,7 +21,7 @@ enum {
 	OPT_THREADS, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT, OPT_COST_MODEL,
 	OPT_MAX_STAGES, OPT_PROFILES, OPT_HTTP, OPT_JSON, OPT_STOP_TIMEOUT, OPT_HANG_TIMEOUT,
 	OPT_EXCLUDE_AFTER, OPT_MAX_FAILURES, OPT_SYNC_CKPT, OPT_SLURM, OPT_PARTITION, OPT_GPUS,
-	OPT_NETWORK, OPT_ZONES,
+	OPT_NETWORK, OPT_ZONES, OPT_VAL_DATA, OPT_EVAL_EVERY, OPT_VAL_WINDOWS,
 };
 
 /* --zones of the command line, added after the options (sl_cli_use_zones) */
@@ -60,6 +60,9 @@ static const struct sl_cli_option options[] = {
 	[OPT_GPUS] = {"gpus", 0, "FILE", SL_CLI_GPUS_HELP, "none"},
 	[OPT_NETWORK] = {"network", 0, "FILE", SL_CLI_NETWORK_HELP, "none"},
 	[OPT_ZONES] = {"zones", 0, "FILE", SL_CLI_ZONES_HELP " (the generations get them too)", "none"},
+	[OPT_VAL_DATA] = {"val-data", 0, "FILE", "held-out token file every generation evaluates on (sailor run --val-data; checked at start)", "none"},
+	[OPT_EVAL_EVERY] = {"eval-every", 0, "K", "with --val-data: evaluate after every K-th step and the last; the newest loss is in /status and /metrics", NULL},
+	[OPT_VAL_WINDOWS] = {"val-windows", 0, "N", "with --val-data: evaluate its first N windows", "sailor run's (64)"},
 };
 
 const struct sl_cli_command sl_cmd_control = {
@@ -92,7 +95,8 @@ static int take_count(int idx, const char *arg, struct sl_ctl_options *o)
 			      idx == OPT_SEED ? INT64_MAX
 			      : idx == OPT_GLOBAL_BATCH ? SL_MAX_GLOBAL_BATCH
 			      : idx == OPT_SEQ_LEN ? SL_MAX_SEQ_LEN
-			      : idx == OPT_THREADS ? SL_MAX_THREADS : SL_MAX_STEPS,
+			      : idx == OPT_THREADS ? SL_MAX_THREADS
+			      : idx == OPT_VAL_WINDOWS ? SL_MAX_VAL_WINDOWS : SL_MAX_STEPS,
 			      &v))
 		return 2;
 	if (idx == OPT_STEPS) o->steps = v;
@@ -104,6 +108,8 @@ static int take_count(int idx, const char *arg, struct sl_ctl_options *o)
 	if (idx == OPT_MAX_STAGES) o->req.max_stages = (int)v;
 	if (idx == OPT_EXCLUDE_AFTER) o->exclude_after = (int)v;
 	if (idx == OPT_MAX_FAILURES) o->max_failures = (int)v;
+	if (idx == OPT_EVAL_EVERY) o->eval_every = v;
+	if (idx == OPT_VAL_WINDOWS) o->val_windows = v;
 	return 0;
 }
 
@@ -133,6 +139,7 @@ static int take_option(int idx, const char *arg, struct sl_ctl_options *o)
 	switch (idx) {
 	case OPT_MODEL: o->model = arg; break;
 	case OPT_DATA: o->data = arg; break;
+	case OPT_VAL_DATA: o->val_data = arg; break;
 	case OPT_CLUSTER: o->cluster = arg; break;
 	case OPT_POOL: o->pool = arg; break;
 	case OPT_TRACE: o->trace = arg; break;
@@ -207,7 +214,8 @@ static int take_run_options(int argc, char **argv, int next, struct sl_ctl_optio
 		static const char *const owned[] = {"--plan", "--cluster", "--model", "--data",
 						    "--steps", "--global-batch", "--ckpt-dir",
 						    "--ckpt-every", "--resume", "--json",
-						    "--events-file", "--slurm", "--partition", "--gpus"};
+						    "--events-file", "--slurm", "--partition", "--gpus",
+						    "--val-data", "--eval-every", "--val-windows"};
 		for (size_t k = 0; k < sizeof(owned) / sizeof(owned[0]); k++)
 			if (!strncmp(o->extra[i], owned[k], strlen(owned[k])) &&
 			    (o->extra[i][strlen(owned[k])] == 0 || o->extra[i][strlen(owned[k])] == '='))
@@ -234,6 +242,14 @@ static int check_options(const struct sl_ctl_options *o)
 		return sl_cli_usage_error(cmd, "give exactly one of --pool FILE or --trace CSV");
 	if (o->time_scale != 1.0 && !o->trace)
 		return sl_cli_usage_error(cmd, "--time-scale applies to --trace only");
+	if (o->eval_every && !o->val_data)
+		return sl_cli_usage_error(cmd, "--eval-every needs --val-data FILE (a held-out token "
+					  "file, e.g. from 'sailor data --val-fraction')");
+	if (o->val_data && !o->eval_every)
+		return sl_cli_usage_error(cmd, "--val-data needs --eval-every K (evaluate after every "
+					  "K-th step and after the last)");
+	if (o->val_windows && !o->val_data)
+		return sl_cli_usage_error(cmd, "--val-windows needs --val-data FILE and --eval-every K");
 	return 0;
 }
 

@@ -58,6 +58,10 @@ int sl_cli_train_option(const struct sl_cli_command *c, int idx, const char *arg
 			}
 		return sl_cli_usage_error(c, "--recompute '%s': choose none, full or selective",
 					  arg);
+	case SL_TOPT_VAL_DATA: o->val_data = arg; return 0;
+	case SL_TOPT_EVAL_EVERY: return sl_cli_parse_long(c, name, arg, 1, SL_MAX_STEPS, &o->eval_every);
+	case SL_TOPT_VAL_WINDOWS:
+		return sl_cli_parse_long(c, name, arg, 1, SL_MAX_VAL_WINDOWS, &o->val_windows);
 	}
 	return 0;
 }
@@ -72,6 +76,14 @@ int sl_cli_train_options_check(const struct sl_cli_command *c, const struct sl_t
 		return sl_cli_usage_error(c, "--data is required (a token file from 'sailor data')");
 	if (o->beta1 >= 1.0 || o->beta2 >= 1.0)
 		return sl_cli_usage_error(c, "--beta1 and --beta2 must be below 1");
+	if (o->eval_every && !o->val_data)
+		return sl_cli_usage_error(c, "--eval-every needs --val-data FILE (a held-out token "
+					  "file, e.g. from 'sailor data --val-fraction')");
+	if (o->val_data && !o->eval_every)
+		return sl_cli_usage_error(c, "--val-data needs --eval-every K (evaluate after every "
+					  "K-th step and after the last)");
+	if (o->val_windows && !o->val_data)
+		return sl_cli_usage_error(c, "--val-windows needs --val-data FILE and --eval-every K");
 	if ((o->resume || o->ckpt_every) && !o->ckpt_dir)
 		return sl_cli_usage_error(c, "--%s needs --ckpt-dir", o->resume ? "resume" :
 					  "ckpt-every");

@@ -13,7 +13,7 @@ enum {
 	SL_TOPT_LR, SL_TOPT_MIN_LR, SL_TOPT_WARMUP, SL_TOPT_DECAY, SL_TOPT_WD, SL_TOPT_BETA1,
 	SL_TOPT_BETA2, SL_TOPT_EPS, SL_TOPT_CLIP, SL_TOPT_SEED, SL_TOPT_SHUFFLE, SL_TOPT_CKPT_DIR,
 	SL_TOPT_CKPT_EVERY, SL_TOPT_CKPT_KEEP, SL_TOPT_RESUME, SL_TOPT_JSON, SL_TOPT_LOG_EVERY,
-	SL_TOPT_RECOMPUTE, SL_TOPT_COUNT
+	SL_TOPT_RECOMPUTE, SL_TOPT_VAL_DATA, SL_TOPT_EVAL_EVERY, SL_TOPT_VAL_WINDOWS, SL_TOPT_COUNT
 };
 
 #define SL_CLI_TRAIN_OPTIONS                                                                   \
@@ -46,7 +46,13 @@ enum {
 	 "activation recomputation of every block: none, full (keep block inputs only) or "    \
 	 "selective (the attention core); sailor run: overrides the plan's per-stage "          \
 	 "\"recompute\" (ZeRO-1 needs replicas: it is the plan field \"zero\" only)",          \
-	 "none, or the plan's"}
+	 "none, or the plan's"},                                                               \
+	{"val-data", 0, "FILE", "held-out token file (e.g. 'sailor data --val-fraction'): "    \
+	 "report its loss with --eval-every", NULL},                                           \
+	{"eval-every", 0, "K", "evaluate on --val-data after every K-th step and the last "    \
+	 "(forward only: training is unchanged)", NULL},                                        \
+	{"val-windows", 0, "N", "evaluate the first N windows of --val-data (of --seq-len+1 "  \
+	 "tokens, in file order)", "64"}
 
 /* Parses shared option idx (< SL_TOPT_COUNT) with argument arg into o; the seed goes to *seed
  * (set o->seed from it after parsing). Returns 0 or 2 after printing a usage error. */
@@ -59,7 +65,8 @@ int sl_cli_parse_int(const struct sl_cli_command *c, const char *name, const cha
 		     long long min, long long max, int *out);
 
 /* The checks between options both commands make (--model when model_required, --data given,
- * betas below 1, --resume / --ckpt-every with --ckpt-dir). Returns 0 or 2 after printing a
+ * betas below 1, --resume / --ckpt-every with --ckpt-dir, --val-data with --eval-every and the
+ * reverse, --val-windows with both). Returns 0 or 2 after printing a
  * usage error. */
 int sl_cli_train_options_check(const struct sl_cli_command *c, const struct sl_train_options *o,
 			       int model_required);

@@ -17,6 +17,8 @@
  * trains the samples an uninterrupted run trains (checkpoints hold the data position); every
  * generation's plan, cluster file and output stay in RUNDIR/gen-<n>/.
  *
+ * With val_data every generation evaluates on it (`sailor run --val-data --eval-every`); each
+ * evaluation becomes an "eval" event and the newest one's loss is in /status and /metrics.
  * Files in RUNDIR: events.jsonl (events.h), steps.jsonl (every step event of every generation,
  * with "generation", "t_s" and "predicted_it_s"), gen-<n>/{plan.json, cluster.json,
  * stdout.jsonl, stderr.log, steps.jsonl}. A step comes from the generation's stdout, or, when its
@@ -43,6 +45,10 @@ struct sl_ctl_options {
 	int exclude_after;           /* failures naming a host before it is left out */
 	int max_failures;            /* consecutive failures without a step before giving up */
 	int sync_checkpoints;        /* SAILOR_SYNC_CHECKPOINTS=1 for the generations */
+	/* the held-out evaluation every generation runs (sailor run --val-data, --eval-every,
+	 * --val-windows; NULL / 0: none, 0: sailor run's default) */
+	const char *val_data;
+	long long eval_every, val_windows;
 	char **extra;                /* more `sailor run` options (after --) */
 	int extra_count;
 	/* Slurm (--slurm): hosts and pool from Slurm's nodes (pool_watch.h), each generation a

@@ -85,6 +85,8 @@ struct ctl {
 	long long recorded_max;       /* newest step in steps.jsonl */
 	long long ckpt_step;          /* newest checkpoint persisted */
 	double loss;
+	double val_loss;              /* newest held-out loss (NAN: none yet), after val_step */
+	long long val_step;
 	double step_times[RATE_WINDOW];
 	int step_time_count;
 	double usd;                   /* spent by finished generations */

@@ -130,7 +130,8 @@ static int reset_probe(struct ctl *c, struct sl_err *err)
 
 /* The numbers on `sailor run`'s command line, as text that lives as long as the command line. */
 struct run_numbers {
-	char steps[32], gb[32], every[32], seq[32], threads[32], seed[32];
+	char steps[32], gb[32], every[32], seq[32], threads[32], seed[32], eval_every[32];
+	char val_windows[32];
 };
 
 /* The generation's `sailor run` command line (NULL: out of memory; the caller frees the array,
@@ -145,13 +146,15 @@ static char **run_argv(const struct ctl *c, const struct gen_files *f, long long
 	snprintf(nums->threads, sizeof(nums->threads), "%d", c->o->threads_per_rank > 0 ?
 		 c->o->threads_per_rank : 1);
 	snprintf(nums->seed, sizeof(nums->seed), "%llu", c->o->seed);
+	snprintf(nums->eval_every, sizeof(nums->eval_every), "%lld", c->o->eval_every);
+	snprintf(nums->val_windows, sizeof(nums->val_windows), "%lld", c->o->val_windows);
 	const char *fixed[] = {c->self, "run", "--plan", f->plan, "--cluster", f->cluster,
 			       "--model", c->o->model, "--data", c->o->data, "--steps", nums->steps,
 			       "--global-batch", nums->gb, "--ckpt-dir", c->o->ckpt_dir,
 			       "--ckpt-every", nums->every, "--threads-per-rank", nums->threads,
 			       "--json", "--events-file", c->gen_steps_path};
 	int nfixed = (int)(sizeof(fixed) / sizeof(fixed[0]));
-	char **argv = calloc((size_t)(nfixed + 16 + 2 * SL_ZONE_FILES_MAX + c->o->extra_count),
+	char **argv = calloc((size_t)(nfixed + 22 + 2 * SL_ZONE_FILES_MAX + c->o->extra_count),
 			     sizeof(char *));
 	if (!argv)
 		return NULL;
@@ -165,6 +168,16 @@ static char **run_argv(const struct ctl *c, const struct gen_files *f, long long
 	if (c->o->seed_given) {
 		argv[n++] = "--seed";
 		argv[n++] = nums->seed;
+	}
+	if (c->o->val_data) { /* the held-out evaluation (the controller checked the file) */
+		argv[n++] = "--val-data";
+		argv[n++] = (char *)c->o->val_data;
+		argv[n++] = "--eval-every";
+		argv[n++] = nums->eval_every;
+	}
+	if (c->o->val_windows > 0) {
+		argv[n++] = "--val-windows";
+		argv[n++] = nums->val_windows;
 	}
 	if (resume >= 0)
 		argv[n++] = "--resume";

@@ -40,6 +40,10 @@ struct acc {
 	double reconf_total_s, reconf_max_s;
 	long long lost_max;
 	FILE *summary;
+	FILE *evals_dat;              /* the held-out evaluations: t_s step val_loss generation */
+	int evals;
+	long long val_step;
+	double val_loss;
 };
 
 static double num(json_t *e, const char *key) { return json_number_value(json_object_get(e, key)); }
@@ -93,6 +97,15 @@ static void on_event(void *ctx, json_t *e)
 			a->lost_max = lost;
 		snprintf(label, sizeof(label), "failure (%lld steps lost)", lost);
 		mark(a, t, "#d62728", label, 0.16);
+	} else if (!strcmp(type, "eval")) {
+		long long step = json_integer_value(json_object_get(e, "step"));
+		fprintf(a->evals_dat, "%.6f %lld %.9g %lld\n", t, step, num(e, "val_loss"),
+			(long long)json_integer_value(json_object_get(e, "generation")));
+		if (!a->evals || step >= a->val_step) {
+			a->val_step = step;
+			a->val_loss = num(e, "val_loss");
+		}
+		a->evals++;
 	} else if (!strcmp(type, "reconfigured")) {
 		a->reconfigs++;
 		double s = num(e, "total_s");
@@ -132,6 +145,7 @@ static int run_gnuplot(const char *gp, struct sl_err *err)
 int sl_ctl_report(const char *run_dir, const char *output, FILE *summary, struct sl_err *err)
 {
 	char dir[PATH_MAX], dat[PATH_MAX + 16], gp[PATH_MAX + 16], path[PATH_MAX + 32];
+	char evals[PATH_MAX + 16];
 	char out_default[PATH_MAX + 16];
 	snprintf(dir, sizeof(dir), "%s/report", run_dir);
 	if (mkdir(dir, 0777) && errno != EEXIST)
@@ -149,17 +163,22 @@ int sl_ctl_report(const char *run_dir, const char *output, FILE *summary, struct
 				  "script; rename '%s'", strchr(output, '\'') ? output : run_dir);
 	snprintf(dat, sizeof(dat), "%s/steps.dat", dir);
 	snprintf(gp, sizeof(gp), "%s/report.gp", dir);
+	snprintf(evals, sizeof(evals), "%s/evals.dat", dir);
 	struct acc a = {.summary = summary};
 	a.dat = fopen(dat, "w");
 	a.gp = fopen(gp, "w");
-	if (!a.dat || !a.gp) {
+	a.evals_dat = fopen(evals, "w");
+	if (!a.dat || !a.gp || !a.evals_dat) {
 		if (a.dat)
 			fclose(a.dat);
 		if (a.gp)
 			fclose(a.gp);
+		if (a.evals_dat)
+			fclose(a.evals_dat);
 		return sl_err_set(err, SL_EIO, "cannot write in '%s': %s", dir, strerror(errno));
 	}
 	fprintf(a.dat, "# t_s step loss measured_it_s predicted_it_s generation\n");
+	fprintf(a.evals_dat, "# t_s step val_loss generation\n");
 	fprintf(a.gp, "# gnuplot script written by 'sailor report %s'\n", run_dir);
 	if (svg)
 		fprintf(a.gp, "set terminal svg size 1200,800 dynamic font 'sans,11' background rgb 'white'\n");
@@ -172,6 +191,7 @@ int sl_ctl_report(const char *run_dir, const char *output, FILE *summary, struct
 	if (!rc)
 		rc = each_line(path, on_event, &a, err);
 	fclose(a.dat);
+	fclose(a.evals_dat);
 	if (!rc && a.steps == 0)
 		rc = sl_err_set(err, SL_EINPUT, "run '%s' has no steps yet: nothing to draw", run_dir);
 	if (rc) {
@@ -186,10 +206,13 @@ int sl_ctl_report(const char *run_dir, const char *output, FILE *summary, struct
 		"plot '%s' using 1:4 with points pt 7 ps 0.5 lc rgb '#2ca02c' title 'measured', \\\n"
 		"     '' using 1:5 with steps lw 2 lc rgb '#ff7f0e' title 'predicted (planner)'\n"
 		"set format x '%%g'\nset xlabel 'time since start (s)'\nset ylabel 'loss'\n"
-		"plot '%s' using 1:3 with lines lw 1.5 lc rgb '#9467bd' title 'loss'\n"
-		"unset multiplot\n",
+		"plot '%s' using 1:3 with lines lw 1.5 lc rgb '#9467bd' title 'loss'",
 		run_dir, a.last_step, a.generations, a.pool_changes, a.failures, a.t_end * 1.02 + 0.1,
 		dat, dat);
+	if (a.evals) /* gnuplot refuses a file without points */
+		fprintf(a.gp, ", \\\n     '%s' using 1:3 with linespoints pt 7 ps 0.7 lc rgb "
+			"'#e377c2' title 'held-out loss (--val-data)'", evals);
+	fprintf(a.gp, "\nunset multiplot\n");
 	fclose(a.gp);
 	if (summary) {
 		fprintf(summary, "%lld steps logged, last step %lld, %d generations, %d pool changes, "
@@ -197,6 +220,9 @@ int sl_ctl_report(const char *run_dir, const char *output, FILE *summary, struct
 			"lost)\n", a.steps, a.last_step, a.generations, a.pool_changes, a.reconfigs,
 			a.reconfigs ? a.reconf_total_s / a.reconfigs : 0.0, a.reconf_max_s,
 			a.failures, a.lost_max);
+		if (a.evals)
+			fprintf(summary, "%d held-out evaluations, the newest: val loss %.4f after step "
+				"%lld\n", a.evals, a.val_loss, a.val_step);
 	}
 	if ((rc = run_gnuplot(gp, err)))
 		return rc;

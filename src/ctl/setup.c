@@ -16,6 +16,7 @@
 #include "ctl/ctl_state.h"
 #include "ctl/restart.h"
 #include "ctl/status_http.h"
+#include "train/heldout.h"
 #include "util/clock.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -44,6 +45,27 @@ static int load_cluster(struct ctl *c, struct sl_err *err)
 	if (!c->cluster_json)
 		return SL_EINPUT;
 	return 0;
+}
+
+/* --val-data against the training data and the model, before anything is made or started:
+ * every generation would fail on it otherwise (the checks of sl_heldout_open). */
+static int check_heldout(const struct ctl *c, struct sl_err *err)
+{
+	const struct sl_ctl_options *o = c->o;
+	if (!o->val_data)
+		return 0;
+	struct sl_token_file train;
+	int rc = sl_token_file_open(&train, o->data, err);
+	if (rc)
+		return rc;
+	struct sl_heldout h;
+	const struct sl_model_config *m = &c->env->model;
+	rc = sl_heldout_open(&h, o->val_data, &train, o->seq_len > 0 ? o->seq_len : m->seq_len, 1,
+			     m->vocab, o->val_windows > 0 ? o->val_windows : SL_HELDOUT_DEFAULT_WINDOWS,
+			     err);
+	sl_heldout_close(&h);
+	sl_token_file_close(&train);
+	return rc;
 }
 
 /* The run directory made and locked, with the checkpoint folder when it can be made
@@ -159,6 +181,7 @@ int sl_ctl_setup(struct ctl *c, struct sl_err *err)
 	const struct sl_ctl_options *o = c->o;
 	c->start_s = sl_now_s();
 	c->loss = NAN;
+	c->val_loss = NAN;
 	/* what a generation leaves behind becomes ours to end */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	c->dead_rank = -1;
@@ -168,6 +191,8 @@ int sl_ctl_setup(struct ctl *c, struct sl_err *err)
 	c->self[len] = 0;
 	int rc = sl_sim_env_load_overlaid(o->model, NULL, o->profiles, &c->env, err);
 	int have_ckpt_dir = 0;
+	if (!rc)
+		rc = check_heldout(c, err);
 	if (!rc)
 		rc = load_cluster(c, err);
 	if (!rc)

@@ -44,6 +44,9 @@ void sl_ctl_publish(struct ctl *c)
 	json_object_set_new(s, "step", json_integer(c->step));
 	json_object_set_new(s, "steps", json_integer(c->o->steps));
 	json_object_set_new(s, "loss", isfinite(c->loss) ? json_real(c->loss) : json_null());
+	json_object_set_new(s, "val_loss", isfinite(c->val_loss) ? json_real(c->val_loss)
+							       : json_null());
+	json_object_set_new(s, "val_step", json_integer(c->val_step));
 	json_object_set_new(s, "measured_it_s", json_real(measured));
 	json_object_set_new(s, "predicted_it_s",
 			    json_real(c->cur.valid ? c->cur.res.throughput_it_s : 0.0));
@@ -66,6 +69,12 @@ void sl_ctl_publish(struct ctl *c)
 		G("generation", "Current generation (1-based).", "%d", c->gen_count);
 		G("running", "1 while a generation runs.", "%d", c->running);
 		G("loss", "Loss of the newest step.", "%.9g", isfinite(c->loss) ? c->loss : 0.0);
+		if (isfinite(c->val_loss)) { /* absent until the first evaluation */
+			G("val_loss", "Loss on the held-out set (--val-data), newest evaluation.",
+			  "%.9g", c->val_loss);
+			G("val_step", "Step after which the newest held-out evaluation ran.", "%lld",
+			  c->val_step);
+		}
 		G("measured_iterations_per_second", "Measured it/s (mean of the last 10 steps).",
 		  "%.9g", measured);
 		G("predicted_iterations_per_second", "The planner's it/s for the plan running.",

@@ -1,5 +1,5 @@
-/* Step intake: the lines of the running generation's pipes (steps, probe answers, readiness,
- * checkpoints, the launcher's death lines and `sailor run`'s error) and, after its end, the
+/* Step intake: the lines of the running generation's pipes (steps, evaluations, probe answers,
+ * readiness, checkpoints, the launcher's death lines and `sailor run`'s error) and, after its end, the
  * steps of its own file whose lines did not arrive (steps_file.h). Invariants: a step is
  * accounted the same way whichever way it came; steps.jsonl gets each step of a generation
  * once; the newest step and its loss stay those of the newest step the generation ran. */
@@ -64,6 +64,24 @@ static void on_step(struct ctl *c, json_t *e, int recovered)
 	}
 }
 
+/* An evaluation on the held-out set: the newest loss for /status and /metrics, and an "eval"
+ * event (the record `sailor report` draws from). */
+static void on_eval(struct ctl *c, json_t *e)
+{
+	long long step = json_integer_value(json_object_get(e, "step"));
+	if (step >= c->val_step) {
+		c->val_step = step;
+		c->val_loss = json_number_value(json_object_get(e, "val_loss"));
+	}
+	json_t *f = json_object();
+	json_object_set_new(f, "generation", json_integer(c->gen.index));
+	json_object_set(f, "step", json_object_get(e, "step"));
+	json_object_set(f, "val_loss", json_object_get(e, "val_loss"));
+	json_object_set(f, "val_tokens", json_object_get(e, "val_tokens"));
+	json_object_set(f, "eval_s", json_object_get(e, "eval_s"));
+	sl_ctl_event(&c->ev, "eval", f);
+}
+
 /* Test-only fault injection (util/test_faults.h, the drop-step-line hook): the pipe's line
  * of a step the test names (or of every step once a stop was asked) is ignored, as if mpirun
  * had lost it, so that tests/integration/control_steps_recovered.sh checks the recovery from the
@@ -125,6 +143,8 @@ void sl_ctl_on_line(void *ctx, int is_stderr, const char *line)
 		json_object_set(f, "path", json_object_get(e, "path"));
 		json_object_set(f, "persist_s", json_object_get(e, "persist_s"));
 		sl_ctl_event(&c->ev, "checkpoint", f);
+	} else if (type && !strcmp(type, "eval")) {
+		on_eval(c, e);
 	} else if (type && !strcmp(type, "end")) {
 		c->end_seen = 1;
 	}

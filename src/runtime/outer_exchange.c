@@ -302,6 +302,25 @@ int sl_outer_sync_after_step(struct sl_outer_sync *o, long long step, int *lande
 	return rc;
 }
 
+void sl_outer_sync_global_view(const struct sl_outer_sync *o, float **view)
+{
+	float mu = (float)o->isl->outer_momentum, lr = (float)o->isl->outer_lr;
+	for (int i = 0; i < o->count; i++) {
+		const struct sl_param *p = o->params[i];
+		const struct sl_outer_fragment *fr = &o->frags[o->fragment_of[i]];
+		for (long long e = 0; e < p->numel; e++) {
+			float g = o->global[i][e];
+			if (fr->phase == SL_OUTER_SETTLED) {
+				/* the landing's arithmetic (apply), on a copy */
+				float d = fr->pending[lane_index(o, i, e)];
+				float m = o->momentum[i][e] * mu + d;
+				g = g - lr * (d + mu * m);
+			}
+			view[i][e] = g;
+		}
+	}
+}
+
 int sl_outer_sync_finish(struct sl_outer_sync *o, int *landed, struct sl_err *err)
 {
 	*landed = 0;

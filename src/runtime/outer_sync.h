@@ -113,6 +113,11 @@ int sl_outer_sync_progress(struct sl_outer_sync *o, struct sl_err *err);
  * landing step): what a checkpoint saves. Collective over the outer groups and the island. */
 int sl_outer_sync_settle(struct sl_outer_sync *o, struct sl_err *err);
 
+/* view[i] (numel floats per parameter) = the global weights with every settled exchange's
+ * outer step applied, as the islands will hold them once all have landed: the same on every
+ * island. Call after sl_outer_sync_settle; changes nothing in o. */
+void sl_outer_sync_global_view(const struct sl_outer_sync *o, float **view);
+
 /* After the run's last step: lands everything in flight, then syncs every fragment once more;
  * the parameters then hold the global weights. */
 int sl_outer_sync_finish(struct sl_outer_sync *o, int *landed, struct sl_err *err);

@@ -513,6 +513,8 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 		int last = step + 1 == o->steps || stop;
 		if (step + 1 == o->steps && (rc = sl_runner_islands_finish(w, err)))
 			break;
+		if ((rc = sl_runner_eval_after_step(w, step + 1, stop, err)))
+			break;
 		if (o->ckpt_dir && (last || checkpoint_due(w, step))) {
 			/* mid-run, an island run's checkpoint holds the global weights */
 			int swap = sl_runner_islands_on(w) && step + 1 < o->steps;
@@ -564,6 +566,8 @@ int sl_runner_check_plan(const struct sl_run_options *o, struct sl_role_table *t
 		if (!rc)
 			rc = sl_data_loader_init(&w->loader, &w->file, w->plan.micro_batch, w->seq,
 						 w->model.vocab, o->train.shuffle, o->train.seed, err);
+		if (!rc)
+			rc = sl_runner_eval_check(w, err);
 	}
 	if (!rc) {
 		*table = w->table;
@@ -594,6 +598,7 @@ static void teardown(struct worker *w)
 	free(w->skip);
 	free(w->step_times);
 	sl_data_loader_free(&w->loader);
+	sl_runner_eval_free(w);
 	sl_token_file_close(&w->file);
 	sl_runner_islands_free(w);
 	sl_grad_sync_free(&w->sync);
@@ -649,6 +654,8 @@ int sl_runner_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *ou
 		rc = setup_rank(w, err);
 	if (!rc)
 		rc = setup_data(w, err);
+	if (!rc)
+		rc = sl_runner_eval_init(w, err);
 	if (!rc && comm->rank == 0 && o->events_file) {
 		/* The launcher has checked the path on its own host. Rank 0 may run on another, where
 		 * the folder may not exist: the file is a second record of what stdout says, not worth

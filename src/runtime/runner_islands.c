@@ -8,6 +8,7 @@
 
 #include "runtime/runner_state.h"
 #include "runtime/zero.h"
+#include "train/gpt_layers.h"
 
 /* One island has no outer step: it is the synchronous plan, bit for bit. */
 int sl_runner_islands_on(const struct worker *w)
@@ -27,6 +28,10 @@ int sl_runner_islands_setup(struct worker *w, struct sl_err *err)
 
 void sl_runner_islands_free(struct worker *w)
 {
+	for (int i = 0; w->view && i < w->outer.count; i++)
+		free(w->view[i]);
+	free(w->view);
+	w->view = NULL;
 	if (w->outer_on)
 		sl_outer_sync_free(&w->outer);
 	w->outer_on = 0;
@@ -119,6 +124,37 @@ void sl_runner_islands_swap_global(struct worker *w)
 		w->outer.params[i]->value = w->outer.global[i];
 		w->outer.global[i] = v;
 	}
+}
+
+int sl_runner_islands_global_view(struct worker *w, int begin, struct sl_err *err)
+{
+	if (!w->outer_on)
+		return 0;
+	struct sl_outer_sync *o = &w->outer;
+	if (begin) {
+		if (!w->view) {
+			w->view = calloc((size_t)o->count, sizeof(float *));
+			for (int i = 0; w->view && i < o->count; i++)
+				if (!(w->view[i] = sl_alloc_floats((size_t)o->params[i]->numel)))
+					return sl_err_set(err, SL_ENOMEM, "out of memory");
+			if (!w->view)
+				return sl_err_set(err, SL_ENOMEM, "out of memory");
+		}
+		int rc = sl_outer_sync_settle(o, err);
+		if (rc)
+			return rc;
+		sl_outer_sync_global_view(o, w->view);
+	}
+	/* swap in (begin) or back (end): the layers read the values through the parameters */
+	if (w->view_in == begin)
+		return 0;
+	w->view_in = begin;
+	for (int i = 0; i < o->count; i++) {
+		float *v = o->params[i]->value;
+		o->params[i]->value = w->view[i];
+		w->view[i] = v;
+	}
+	return 0;
 }
 
 void sl_runner_islands_print_header(const struct worker *w)

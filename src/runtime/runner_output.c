@@ -39,6 +39,7 @@ void sl_runner_print_header(struct worker *w, long long start)
 	sl_runner_islands_print_header(w);
 	fprintf(w->out, "data '%s': %lld tokens, %lld windows of %d+1 tokens%s\n", o->data,
 		w->file.count, w->loader.windows, w->seq, o->shuffle ? ", shuffled" : "");
+	sl_runner_eval_header(w);
 	if (w->resumed_from[0])
 		fprintf(w->out, "resumed from '%s' after step %lld\n", w->resumed_from, start);
 	fflush(w->out);

@@ -1,4 +1,5 @@
-/* The worker's state, private to runner.c, runner_checkpoint.c and runner_timeline.c: one
+/* The worker's state, private to runner.c, runner_checkpoint.c, runner_timeline.c and
+ * runner_eval.c: one
  * struct worker per rank for the life of sl_runner_run. Ownership: the worker owns everything
  * it points to except o, comm and out (the caller's); runner.c's teardown frees it. */
 #ifndef SL_RUNTIME_RUNNER_STATE_H
@@ -22,6 +23,7 @@
 #include "model/model_config.h"
 #include "plan/plan.h"
 #include "train/data.h"
+#include "train/heldout.h"
 #include "train/model.h"
 
 /* Time per rank, summed over the steps run; T_CPU is the rank's process CPU (every thread,
@@ -84,6 +86,12 @@ struct worker {
 	/* islands (runner_islands.c): the outer step's state when the plan has them */
 	int outer_on;
 	struct sl_outer_sync outer;
+	float **view;                /* per parameter: the global weights an evaluation reads */
+	int view_in;                 /* 1 while they are swapped into the parameters */
+	/* --val-data (runner_eval.c): the held-out set (every rank's), and the input activation
+	 * a rank of a later stage receives during an evaluation (NULL on stage 0) */
+	struct sl_heldout heldout;
+	float *eval_in;
 };
 
 /* ---- checkpoints (runner_checkpoint.c) ---- */
@@ -140,11 +148,45 @@ int sl_runner_islands_finish(struct worker *w, struct sl_err *err);
 /* Swaps the global weights into the parameters' values (and back): a checkpoint saves them. */
 void sl_runner_islands_swap_global(struct worker *w);
 void sl_runner_islands_print_header(const struct worker *w);
+/* begin = 1: settles the exchanges in flight and puts the global weights (with them applied)
+ * into the parameters' values; begin = 0: puts the island's own back. Nothing without islands.
+ * An evaluation judges an island run on what it would hand over now. */
+int sl_runner_islands_global_view(struct worker *w, int begin, struct sl_err *err);
 
 /* ---- --timeline (runner_timeline.c) ---- */
 
 /* Gathers every rank's spans on rank 0, which writes them to --timeline; every rank calls it
  * (point-to-point messages to and from rank 0). */
 int sl_runner_write_timeline(struct worker *w, struct sl_err *err);
+
+/* ---- held-out evaluation, --val-data and --eval-every (runner_eval.c) ---- */
+
+/* The launcher's check (sl_runner_check_plan): the options go together, and the held-out file
+ * fits the training data (w->file, open) and the model; opens nothing that stays open. */
+int sl_runner_eval_check(struct worker *w, struct sl_err *err);
+
+/* After setup (w->file, the plan and the role open): checks as sl_runner_eval_check and opens
+ * the held-out set on every rank; nothing without --val-data. sl_runner_eval_free releases it
+ * (also after a failed init). */
+int sl_runner_eval_init(struct worker *w, struct sl_err *err);
+void sl_runner_eval_free(struct worker *w);
+
+/* Rank 0's header line about the set (nothing without --val-data). */
+void sl_runner_eval_header(const struct worker *w);
+
+/* The mean loss on the held-out set (train/heldout.h) of the model whose values the ranks'
+ * parameters hold now (w->gpt's params[i]->value, each rank its shards), by a forward-only pass
+ * through the pipelines; every rank gets it. Collective: every rank of the job calls it, between
+ * steps. It reads only those values: a caller may put other weights in the parameters around
+ * the call (e.g. the islands' global weights, saving and restoring the rank's own) and gets
+ * their loss; training is unchanged by it (no gradient, moment, data position or timing is
+ * touched). Within 1e-5 relative of `sailor train`'s loss with the same weights (the TP ranks'
+ * partial sums round differently). */
+int sl_runner_eval_loss(struct worker *w, double *val_loss, struct sl_err *err);
+
+/* The evaluation of train_loop: after step (1-based) when it is due (every --eval-every steps
+ * and after the last, not after an agreed stop), sl_runner_eval_loss and rank 0's line or
+ * {"event":"eval"} (train/progress.h). Collective; every rank passes the same step and stop. */
+int sl_runner_eval_after_step(struct worker *w, long long step, int stop, struct sl_err *err);
 
 #endif

@@ -37,6 +37,18 @@ void sl_print_step(FILE *out, int json, FILE *json_copy, long long step, long lo
 	}
 }
 
+void sl_print_eval(FILE *out, int json, long long step, double val_loss, long long val_tokens,
+		   double eval_s)
+{
+	if (json)
+		fprintf(out, "{\"event\":\"eval\",\"step\":%lld,\"val_loss\":%.17g,"
+			"\"val_tokens\":%lld,\"eval_s\":%.6f}\n", step, val_loss, val_tokens, eval_s);
+	else
+		fprintf(out, "eval after step %lld | val loss %.4f | %lld tokens | %.1f ms\n", step,
+			val_loss, val_tokens, 1e3 * eval_s);
+	fflush(out);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

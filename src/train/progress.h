@@ -1,6 +1,6 @@
 /* What `sailor train` and `sailor run` report alike: the clock, the peak resident memory, the
- * per-step progress line (text or JSON), the median step time, and the hyper-parameters a
- * checkpoint records. One definition, so the two commands' output cannot drift apart. */
+ * per-step progress line (text or JSON), the held-out evaluation's line, the median step time,
+ * and the hyper-parameters a checkpoint records. One definition, so the two commands' output cannot drift apart. */
 #ifndef SL_TRAIN_PROGRESS_H
 #define SL_TRAIN_PROGRESS_H
 
@@ -24,6 +24,12 @@ size_t sl_peak_rss_bytes(void);
 void sl_print_step(FILE *out, int json, FILE *json_copy, long long step, long long steps,
 		   double loss, double lr, double grad_norm, double step_time_s,
 		   double tokens_per_step);
+
+/* One evaluation on the held-out set (heldout.h) after step: {"event":"eval","step",
+ * "val_loss","val_tokens","eval_s"} with json (the loss exactly, %.17g), else
+ * "eval after step S | val loss L | N tokens | T ms"; flushed. */
+void sl_print_eval(FILE *out, int json, long long step, double val_loss, long long val_tokens,
+		   double eval_s);
 
 /* Median of n values (sorts them in place); 0 when n == 0. */
 double sl_median_sort(double *values, long long n);

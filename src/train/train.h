@@ -13,6 +13,7 @@
  *   optimizer.h    AdamW + global gradient-norm clipping (torch.optim.AdamW semantics)
  *   lr_schedule.h  linear warm-up + cosine decay
  *   data.h         token files (format documented there) and the data loader
+ *   heldout.h      the held-out set of --val-data and a whole model's mean loss on it
  *   tokenizer.h    byte-level and GPT-2 BPE tokenizers
  *   checkpoint.h   plan-independent checkpoints: atomic, CRC-32 checked, resumable
  *   safetensors.h  safetensors export/import of weights
@@ -29,6 +30,7 @@
 #include "train/checkpoint.h"
 #include "train/data.h"
 #include "train/gpt_layers.h"
+#include "train/heldout.h"
 #include "train/lr_schedule.h"
 #include "train/model.h"
 #include "train/optimizer.h"

@@ -19,6 +19,7 @@
 #include "train/checkpoint.h"
 #include "train/cpu/kernels.h"
 #include "train/data.h"
+#include "train/heldout.h"
 #include "train/lr_schedule.h"
 #include "train/model.h"
 #include "train/optimizer.h"
@@ -159,6 +160,7 @@ struct run {
 	struct sl_model_config model;
 	struct sl_token_file file;
 	struct sl_data_loader loader;
+	struct sl_heldout heldout;   /* with --val-data */
 	struct sl_gpt gpt;
 	int32_t *tokens, *targets;
 	float *dump_logits;
@@ -210,9 +212,13 @@ static void print_header(struct run *r, long long start)
 		r->gpt.recompute ? " (recompute " : "",
 		r->gpt.recompute ? sl_gpt_recompute_name(r->gpt.recompute) : "",
 		r->gpt.recompute ? ")" : "", mib(mem.workspace_bytes));
+	if (o->val_data)
+		fprintf(r->out, "val data '%s': %lld tokens, the first %lld windows of %d+1 tokens "
+			"(%lld tokens), after every %lld steps and the last\n", o->val_data,
+			r->heldout.file.count, r->heldout.windows, r->seq,
+			sl_heldout_tokens(&r->heldout), o->eval_every);
 	if (r->resumed_from[0])
 		fprintf(r->out, "resumed from '%s' after step %lld\n", r->resumed_from, start);
-
 }
 
 static void print_step(struct run *r, long long step, double loss, double lr, double norm,
@@ -297,6 +303,12 @@ static int setup(struct run *r, struct sl_err *err)
 	if ((rc = sl_data_loader_init(&r->loader, &r->file, o->micro_batch, r->seq,
 				      r->model.vocab, o->shuffle, o->seed, err)))
 		return rc;
+	if (o->val_data && (rc = sl_heldout_open(&r->heldout, o->val_data, &r->file, r->seq,
+						 o->micro_batch, r->model.vocab,
+						 o->val_windows > 0 ? o->val_windows
+								    : SL_HELDOUT_DEFAULT_WINDOWS,
+						 err)))
+		return rc;
 	struct sl_gpt_options opts = {.slots = 1,
 				      .recompute = o->recompute > 0 ? o->recompute : 0};
 	if ((rc = sl_gpt_init_opts(&r->gpt, &r->model, 0, r->model.num_blocks + 1, o->micro_batch,
@@ -318,6 +330,7 @@ static void teardown(struct run *r)
 {
 	sl_gpt_free(&r->gpt);
 	sl_data_loader_free(&r->loader);
+	sl_heldout_close(&r->heldout);
 	sl_token_file_close(&r->file);
 	free(r->tokens);
 	free(r->targets);
@@ -354,6 +367,21 @@ static int resume(struct run *r, json_t *train, long long *start, struct sl_err 
 	*start = st.step;
 	snprintf(r->resumed_from, sizeof(r->resumed_from), "%s", path);
 	return 0;
+}
+
+/* The held-out loss after step (1-based) when it is due: every --eval-every steps and after the
+ * last, not after a stop by signal (a stop should be quick). The step's time excludes it. */
+static int evaluate(struct run *r, long long step, struct sl_err *err)
+{
+	const struct sl_train_options *o = r->o;
+	if (!o->val_data || stop_signal || (step % o->eval_every && step != o->steps))
+		return 0;
+	double t0 = sl_now_s(), val_loss = 0.0;
+	int rc = sl_heldout_loss(&r->heldout, &r->gpt, &val_loss, err);
+	if (!rc)
+		sl_print_eval(r->out, o->json, step, val_loss, sl_heldout_tokens(&r->heldout),
+			      sl_now_s() - t0);
+	return rc;
 }
 
 static int train_loop(struct run *r, long long start, json_t *train, struct sl_err *err)
@@ -413,6 +441,8 @@ static int train_loop(struct run *r, long long start, json_t *train, struct sl_e
 		r->step_times[ran++] = dt;
 		if ((step + 1) % o->log_every == 0 || step + 1 == o->steps || step == start)
 			print_step(r, step + 1, loss, lr, norm, dt);
+		if ((rc = evaluate(r, step + 1, err)))
+			break;
 		int last = step + 1 == o->steps || stop_signal;
 		if (o->ckpt_dir && (last || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0))) {
 			if ((rc = save_ckpt(r, step + 1, train, ckpt, sizeof(ckpt), err)))
@@ -446,6 +476,9 @@ int sl_train_run(const struct sl_train_options *o, FILE *out, struct sl_err *err
 		return sl_err_set(err, SL_EUSAGE, "--resume needs --ckpt-dir");
 	if (o->log_every <= 0 || o->ckpt_keep <= 0 || o->steps < 0)
 		return sl_err_set(err, SL_EUSAGE, "--log-every, --ckpt-keep must be positive");
+	if (!o->val_data != (o->eval_every <= 0) || (o->val_windows && !o->val_data))
+		return sl_err_set(err, SL_EUSAGE, "--val-data and --eval-every go together, and "
+				  "--val-windows needs them");
 	struct run r = {.o = o, .out = out};
 	int rc = setup(&r, err);
 	long long start = 0;

@@ -12,6 +12,11 @@
  * learning rate, gradient norm, ms/step, tokens/s) and a summary; with json, one JSON object
  * per logged step {"event":"step","step","loss","lr","grad_norm","step_time_s",
  * "tokens_per_s"} and a final {"event":"end",...} with timings and the memory accounting.
+ * With val_data, after every eval_every-th step and after the last one (not after a stop by
+ * signal), the loss on the held-out set (heldout.h) with the weights of that step: a line
+ * "eval after step S | val loss ..." or {"event":"eval","step","val_loss","val_tokens",
+ * "eval_s"}. The evaluation runs the forward pass only and touches no state the training
+ * depends on: the losses of a run are bit-identical with and without it.
  * Warnings and errors go to stderr.
  */
 #ifndef SL_TRAIN_TRAINER_H
@@ -43,6 +48,11 @@ struct sl_train_options {
 	long long log_every;
 	int recompute;             /* enum sl_gpt_recompute; -1 (the default): none in `sailor
 				    * train`, each stage's plan field in `sailor run` */
+	const char *val_data;      /* held-out token file (heldout.h), or NULL: no evaluation */
+	long long eval_every;      /* evaluate after every K-th step and after the last (0: never;
+				    * needs val_data, and val_data needs it) */
+	long long val_windows;     /* evaluate at most the first N windows of val_data (0:
+				    * SL_HELDOUT_DEFAULT_WINDOWS) */
 	const char *init_from;         /* safetensors with initial weights, or NULL */
 	const char *save_safetensors;  /* export the final weights, or NULL */
 	const char *dump_first_step;   /* safetensors with step 1's logits, loss and gradients */

@@ -77,6 +77,9 @@
 #define SL_MAX_THREADS 256
 #define SL_MAX_MICROBATCH_TOKENS (1 << 24) /* micro-batch x sequence: the kernels use int */
 #define SL_MAX_STEPS (1LL << 31)
+/* Windows of a held-out evaluation (--val-windows): a token file holds at most 2^32 windows;
+ * a larger value than the file holds evaluates the whole file. */
+#define SL_MAX_VAL_WINDOWS (1LL << 31)
 
 /* Optimizer hyper-parameters (doubles). */
 #define SL_MAX_LR 10.0

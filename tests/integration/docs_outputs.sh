@@ -18,6 +18,7 @@
 #   - their `done:` line: `median N ms/step (N tokens/s)` (wall clock) and `peak RSS N MiB`
 #     (resident memory of the process, which varies run to run);
 #   - `(OpenBLAS NAME)`: the CPU kernel OpenBLAS chose for the machine;
+#   - `sailor train`/`run` held-out lines (`eval after step ...`): the evaluation's `ms` at the end;
 #   - `sailor run`'s table under `time per step by stage (...; ms)`: every column of its rows but
 #     the stage number (wall milliseconds measured by the ranks, and their peak RSS);
 #   - `sailor plan`'s `search: N s, N plans simulated`: the search's wall time and how many plans

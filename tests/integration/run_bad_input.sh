@@ -4,7 +4,8 @@
 # and zone, a TP group larger than its host, layers that do not match the model, a global batch
 # the pipelines cannot share, mpirun missing (naming the package), an events file that cannot be
 # appended to, an MPI launch of the wrong size, per-stage memory options outside their sets
-# ("zero": 2, "recompute": "partial", --recompute).
+# ("zero": 2, "recompute": "partial", --recompute), --eval-every without --val-data, a validation
+# file of another vocabulary or shorter than one window (also when mpirun starts the ranks).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source tests/lib/common.sh
@@ -58,5 +59,18 @@ expect_error "--recompute partial" 2 "--recompute 'partial': choose none, full o
   "${run[@]}" --plan tests/runtime/plans/02-dp2.json --recompute partial
 expect_error "sailor train --recompute partial" 2 "--recompute 'partial': choose none, full or selective" \
   "$SAILOR" train --model gpt2-tiny --data "$work/tokens.bin" --recompute partial
+# the held-out options (runtime/runner_eval.c): checked by the launcher before anything starts
+printf 'SLTOKENS\001\000\000\000\002\000\000\000\000\002\000\000\001\000\000\000\004\000\000\000\000\000\000\000\101\000\102\000\103\000\104\000' > "$work/val-512.bin"
+head -c 50 data/text/fsf-licenses.txt > "$work/short.txt"
+"$SAILOR" data "$work/short.txt" -o "$work/val-short.bin" >/dev/null
+expect_error "--eval-every without --val-data" 2 "--eval-every needs --val-data FILE" \
+  "${run[@]}" --plan tests/runtime/plans/03-pp2.json --eval-every 2
+expect_error "--val-data of another vocabulary" 1 "has vocabulary 512, but the training data '$work/tokens.bin' has 256" \
+  "${run[@]}" --plan tests/runtime/plans/03-pp2.json --val-data "$work/val-512.bin" --eval-every 2
+expect_error "--val-data shorter than a window" 1 "val-short.bin' is too short: 50 tokens make no window of 64+1 tokens" \
+  "${run[@]}" --plan tests/runtime/plans/04-tp2.json --seq-len 64 --val-data "$work/val-short.bin" --eval-every 2
+expect_error "--val-data shorter than a window, under mpirun" 1 "val-short.bin' is too short" \
+  timeout 60 mpirun -np 2 --oversubscribe --bind-to none "${run[@]}" --plan tests/runtime/plans/03-pp2.json \
+  --seq-len 64 --val-data "$work/val-short.bin" --eval-every 2
 
 finish

@@ -47,6 +47,8 @@ PROMPT = re.compile(r"^\$ (\./)?sailor\b")
 #   run: the rows of the table under "time per step by stage (mean over the stage's ranks; ms)"
 #     (compute, p2p-wait, dp-sync, optimizer, step: wall milliseconds; peak RSS MiB), all but
 #     the stage number
+#   train/run held-out line: "eval after step 20 | val loss ... | 4096 tokens | 12.3 ms", the wall
+#     time of the evaluation
 #   plan: "search: 0.119 s, 318 plans simulated": the search's wall time, and how many plans it
 #     simulated (the search threads share a pruning bound, so the count depends on which thread
 #     got there first; the plans found do not)
@@ -57,6 +59,7 @@ BLAS_CORE = re.compile(r"\(OpenBLAS [^)]*\)")
 STAGE_TABLE = "time per step by stage (mean over the stage's ranks; ms)"
 STAGE_ROW = re.compile(r"^( +[0-9]+)( +[0-9.]+)+$")
 SEARCH = re.compile(r"^search: [0-9.]+ s, [0-9]+ plans simulated,")
+EVAL_WALL = re.compile(r"^(eval after step \d+ \| val loss [0-9.]+ \| \d+ tokens \|) [0-9.]+ ms$")
 
 
 def mask(lines):
@@ -76,6 +79,9 @@ def mask(lines):
         m = STEP_WALL.match(line)
         if m:
             line = m.group(1) + " <wall> ms/step | <wall> tokens/s"
+        m = EVAL_WALL.match(line)
+        if m:
+            line = m.group(1) + " <wall> ms"
         if line.startswith("done: "):
             line = DONE_WALL.sub("median <wall> ms/step (<wall> tokens/s)", line)
             line = PEAK_RSS.sub("peak RSS <rss> MiB", line)
