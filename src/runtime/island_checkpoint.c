@@ -289,6 +289,9 @@ int sl_island_checkpoint_read(const char *dir, long long step, int rank, uint64_
 		sl_island_checkpoint_file_free(file);
 		return sl_err_set(err, SL_EINPUT, "'%s': %s", path, why);
 	}
+	file->step = step;
+	file->rank = rank;
+	file->signature = signature;
 	return 0;
 }
 
@@ -300,8 +303,9 @@ int sl_island_checkpoint_apply(const struct sl_island_checkpoint_file *file,
 		    !(o->frags[f].pending = sl_alloc_floats((size_t)o->frags[f].lane_len + 1)))
 			return sl_err_set(err, SL_ENOMEM, "out of memory");
 	struct reader r = {file->data, file->data + file->size - 4};
-	const char *why = walk(&r, 0, 0, 0, o, 1);
-	(void)why; /* checked by the read; the header's step, rank and signature are not reread */
+	const char *why = walk(&r, file->step, file->rank, file->signature, o, 1);
+	if (why) /* the read checked the same walk: only a file changed in between gets here */
+		return sl_err_set(err, SL_EINPUT, "island checkpoint of rank %d: %s", file->rank, why);
 	return 0;
 }
 

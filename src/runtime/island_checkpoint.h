@@ -38,6 +38,9 @@ int sl_island_checkpoint_save(const char *dir, long long step, int keep, int ran
 struct sl_island_checkpoint_file {
 	unsigned char *data;
 	size_t size;
+	long long step;
+	int rank;
+	uint64_t signature;
 };
 
 /* Reads and checks; SL_ENOTFOUND when missing, SL_EINPUT (with the reason) when it does not

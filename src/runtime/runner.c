@@ -516,14 +516,7 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 		if ((rc = sl_runner_eval_after_step(w, step + 1, stop, err)))
 			break;
 		if (o->ckpt_dir && (last || checkpoint_due(w, step))) {
-			/* mid-run, an island run's checkpoint holds the global weights */
-			int swap = sl_runner_islands_on(w) && step + 1 < o->steps;
-			if (swap)
-				sl_runner_islands_swap_global(w);
-			rc = sl_runner_save(w, step + 1, train, ckpt, sizeof(ckpt), err);
-			if (swap)
-				sl_runner_islands_swap_global(w);
-			if (rc)
+			if ((rc = sl_runner_save(w, step + 1, train, ckpt, sizeof(ckpt), err)))
 				break;
 			/* the last checkpoint is on disk before the job ends or stops */
 			if (last && (rc = sl_rank_checkpoint_finish(w->comm, ckpt, sizeof(ckpt), err)))
@@ -668,8 +661,6 @@ int sl_runner_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *ou
 	double t_load = sl_now_s();
 	if (!rc && o->train.resume)
 		rc = sl_runner_resume(w, &start, err);
-	if (!rc && o->train.resume && w->outer_on)
-		sl_outer_sync_take_values(&w->outer); /* a round starts from the loaded weights */
 	if (!rc && comm->rank == 0 && o->train.json) {
 		/* the controller splits a reconfiguration's start from its load with this */
 		double now = sl_now_s();

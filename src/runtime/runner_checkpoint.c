@@ -7,9 +7,59 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "runtime/island_checkpoint.h"
 #include "runtime/rank_checkpoint.h"
 #include "runtime/runner_state.h"
 #include "train/checkpoint.h"
+#include "util/log.h"
+
+/* Every rank's own island state beside the checkpoint; a failure anywhere fails the save on
+ * every rank (as the plan-independent save does). */
+static int save_island_state(struct worker *w, long long step, struct sl_err *err)
+{
+	uint64_t sig = sl_island_checkpoint_signature(&w->table, w->plan.islands, w->comm->rank,
+						      &w->outer);
+	struct sl_err mine = {0};
+	int rc = sl_island_checkpoint_save(w->o->train.ckpt_dir, step, w->o->train.ckpt_keep,
+					   w->comm->rank, sig, &w->outer, &mine);
+	int failed = rc != 0;
+	int arc = sl_comm_allreduce(w->comm, &w->comm->world, &failed, 1, SL_COMM_INT32,
+				    SL_COMM_MAX, err);
+	if (arc)
+		return arc;
+	if (rc)
+		return sl_err_set(err, rc, "rank %d: %s", w->comm->rank, mine.msg);
+	if (failed)
+		return sl_err_set(err, SL_EIO, "another rank could not write its island checkpoint "
+				  "of step %lld (its log says why)", step);
+	return 0;
+}
+
+/* After the plan-independent load (the global weights, island 0's moments): every rank's own
+ * island state of that step when every rank has a usable one, else a new round from the global
+ * weights with those moments and no outer momentum (island_checkpoint.h). */
+static int resume_island_state(struct worker *w, long long step, struct sl_err *err)
+{
+	struct sl_outer_sync *o = &w->outer;
+	sl_outer_sync_take_values(o);
+	uint64_t sig = sl_island_checkpoint_signature(&w->table, w->plan.islands, w->comm->rank, o);
+	struct sl_island_checkpoint_file file;
+	struct sl_err why = {0};
+	int usable = sl_island_checkpoint_read(w->o->train.ckpt_dir, step, w->comm->rank, sig, o,
+					       &file, &why) == 0;
+	int missing = !usable; /* any rank without a usable file: none uses its own */
+	int rc = sl_comm_allreduce(w->comm, &w->comm->world, &missing, 1, SL_COMM_INT32,
+				   SL_COMM_MAX, err);
+	int all = !missing;
+	if (!rc && all)
+		rc = sl_island_checkpoint_apply(&file, o, err);
+	sl_island_checkpoint_file_free(&file);
+	if (!rc && !all && w->comm->rank == 0)
+		sl_log_note("island state of step %lld not usable (%s): the islands start a new round "
+			    "from the checkpoint's global weights, with its optimizer moments and no "
+			    "outer momentum", step, usable ? "another rank's file" : why.msg);
+	return rc;
+}
 
 int sl_runner_save(struct worker *w, long long step, json_t *train, char *path, size_t size,
 			struct sl_err *err)
@@ -24,13 +74,21 @@ int sl_runner_save(struct worker *w, long long step, json_t *train, char *path, 
 		.train = train,
 	};
 	snprintf(st.data_path, sizeof(st.data_path), "%s", w->o->train.data);
+	/* islands: the exchanges in flight finish first (their averages are saved) */
+	int rc = w->outer_on ? sl_outer_sync_settle(&w->outer, err) : 0;
 	/* a sharded optimizer lends the save whole moments for the snapshot (zero.h) */
-	int rc = w->zero_on ? sl_zero_materialize(&w->zero, 1, err) : 0;
-	/* the snapshot is taken now; the file is written in the background (rank_checkpoint.h) */
+	if (!rc && w->zero_on)
+		rc = sl_zero_materialize(&w->zero, 1, err);
+	if (!rc && w->outer_on)
+		rc = save_island_state(w, step, err);
+	/* the snapshot is taken now; the file is written in the background (rank_checkpoint.h).
+	 * An island run's holds the global weights (island_checkpoint.h) */
+	sl_runner_islands_swap_global(w);
 	if (!rc)
 		rc = sl_rank_checkpoint_save_async(w->comm, &w->table, &w->gpt, &w->whole,
 						   w->o->train.ckpt_dir, &st, w->o->train.ckpt_keep,
 						   path, size, err);
+	sl_runner_islands_swap_global(w);
 	if (w->zero_on)
 		sl_zero_release(&w->zero);
 	return rc;
@@ -71,6 +129,8 @@ int sl_runner_resume(struct worker *w, long long *start, struct sl_err *err)
 	if (!rc)
 		rc = sl_rank_checkpoint_load(w->comm, &w->gpt, w->o->train.ckpt_dir, &st,
 					     w->resumed_from, sizeof(w->resumed_from), err);
+	if (!rc && w->outer_on)
+		rc = resume_island_state(w, st.step, err);
 	if (!rc && w->zero_on)
 		rc = sl_zero_load(&w->zero, 1, err);
 	if (w->zero_on)
