@@ -44,7 +44,14 @@ int sl_outer_schedule_syncs_after(const struct sl_outer_schedule *s, int island,
 	long long sh = sl_outer_schedule_shift(s, island, fragment);
 	if (step < 1 || (step + sh) % hi != 0)
 		return 0;
-	return (step + sh) / hi <= complete_rounds(s);
+	long long k = (step + sh) / hi;
+	return k >= s->first_round && k <= complete_rounds(s);
+}
+
+long long sl_outer_schedule_resume_at(const struct sl_outer_schedule *s, long long step)
+{
+	long long h0 = inner(s, 0);
+	return step % h0 == 0 ? step / h0 + 1 : step / h0 + 2;
 }
 
 long long sl_outer_schedule_last_sync(const struct sl_outer_schedule *s, int island,

@@ -22,7 +22,17 @@
 struct sl_outer_schedule {
 	const struct sl_plan_islands *islands; /* borrowed */
 	long long run_steps;                   /* the run's steps (--steps) */
+	long long first_round;                 /* the first round whose syncs are made: 1, or
+						* after a resume at run step S the first round
+						* that starts at or after S (sl_outer_schedule_
+						* resume_at), so that every island resumes at
+						* the same place in the sequence of syncs */
 };
+
+/* The first round whose syncs a run resumed after run step S makes: S / H0 + 1 when S ends a
+ * round, else the round after the one S is in (its syncs may have been made before S in some
+ * islands and not in others). */
+long long sl_outer_schedule_resume_at(const struct sl_outer_schedule *s, long long step);
 
 /* Inner steps island i has made in run steps 0..c-1. */
 long long sl_outer_schedule_steps_before(const struct sl_outer_schedule *s, int island,

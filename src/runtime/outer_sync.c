@@ -154,7 +154,7 @@ int sl_outer_sync_init(struct sl_outer_sync *o, struct sl_comm *comm,
 	o->comm = comm;
 	o->table = table;
 	o->isl = isl;
-	o->sched = (struct sl_outer_schedule){isl, run_steps};
+	o->sched = (struct sl_outer_schedule){isl, run_steps, 1};
 	o->me = table->roles[comm->rank];
 	o->n = isl->count;
 	o->tp = tp;

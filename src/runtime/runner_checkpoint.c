@@ -42,6 +42,7 @@ static int resume_island_state(struct worker *w, long long step, struct sl_err *
 {
 	struct sl_outer_sync *o = &w->outer;
 	sl_outer_sync_take_values(o);
+	o->sched.first_round = sl_outer_schedule_resume_at(&o->sched, step);
 	uint64_t sig = sl_island_checkpoint_signature(&w->table, w->plan.islands, w->comm->rank, o);
 	struct sl_island_checkpoint_file file;
 	struct sl_err why = {0};
