@@ -21,7 +21,7 @@ enum {
 	OPT_THREADS, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT, OPT_COST_MODEL,
 	OPT_MAX_STAGES, OPT_PROFILES, OPT_HTTP, OPT_JSON, OPT_STOP_TIMEOUT, OPT_HANG_TIMEOUT,
 	OPT_EXCLUDE_AFTER, OPT_MAX_FAILURES, OPT_SYNC_CKPT, OPT_SLURM, OPT_PARTITION, OPT_GPUS,
-	OPT_NETWORK, OPT_ZONES, OPT_VAL_DATA, OPT_EVAL_EVERY, OPT_VAL_WINDOWS,
+	OPT_NETWORK, OPT_ZONES, OPT_VAL_DATA, OPT_EVAL_EVERY, OPT_VAL_WINDOWS, OPT_ISLANDS,
 };
 
 /* --zones of the command line, added after the options (sl_cli_use_zones) */
@@ -63,6 +63,7 @@ static const struct sl_cli_option options[] = {
 	[OPT_VAL_DATA] = {"val-data", 0, "FILE", "held-out token file every generation evaluates on (sailor run --val-data; checked at start)", "none"},
 	[OPT_EVAL_EVERY] = {"eval-every", 0, "K", "with --val-data: evaluate after every K-th step and the last; the newest loss is in /status and /metrics", NULL},
 	[OPT_VAL_WINDOWS] = {"val-windows", 0, "N", "with --val-data: evaluate its first N windows", "sailor run's (64)"},
+	[OPT_ISLANDS] = {"islands", 0, "FILE", "run every plan as islands: its pipelines grouped by region (or zone), DiLoCo outer steps between them, settings from FILE (docs/formats.md#islands-template); checked at start", "synchronous plans"},
 };
 
 const struct sl_cli_command sl_cmd_control = {
@@ -140,6 +141,7 @@ static int take_option(int idx, const char *arg, struct sl_ctl_options *o)
 	case OPT_MODEL: o->model = arg; break;
 	case OPT_DATA: o->data = arg; break;
 	case OPT_VAL_DATA: o->val_data = arg; break;
+	case OPT_ISLANDS: o->islands = arg; break;
 	case OPT_CLUSTER: o->cluster = arg; break;
 	case OPT_POOL: o->pool = arg; break;
 	case OPT_TRACE: o->trace = arg; break;

@@ -236,6 +236,7 @@ int sl_ctl_run(const struct sl_ctl_options *o, struct sl_err *err)
 	sl_ctl_seen_steps_free(&c->seen);
 	sl_ctl_pool_watch_free(&c->pool);
 	json_decref(c->cluster_json);
+	json_decref(c->islands);
 	sl_cluster_free(&c->cluster);
 	sl_sim_env_free(c->env);
 	free(c);

@@ -48,6 +48,7 @@ struct sl_ctl_options {
 	/* the held-out evaluation every generation runs (sailor run --val-data, --eval-every,
 	 * --val-windows; NULL / 0: none, 0: sailor run's default) */
 	const char *val_data;
+	const char *islands;         /* islands template (plan/islands.h); NULL: synchronous */
 	long long eval_every, val_windows;
 	char **extra;                /* more `sailor run` options (after --) */
 	int extra_count;

@@ -55,6 +55,7 @@ struct ctl {
 	struct sl_sim_env *env;
 	struct sl_cluster cluster;
 	json_t *cluster_json;
+	json_t *islands;              /* --islands: the template every plan is run with */
 	struct sl_ctl_pool_watch pool;
 	struct sl_ctl_events ev;
 	struct sl_ctl_run_lock lock;  /* held for the controller's life (run_lock.h) */
@@ -87,6 +88,11 @@ struct ctl {
 	double loss;
 	double val_loss;              /* newest held-out loss (NAN: none yet), after val_step */
 	long long val_step;
+	/* island runs ("outer" events of the generations' rank 0, runtime/runner_state.h): the
+	 * outer steps, the time rank 0's island waited on them, and the bytes rank 0 sent for
+	 * them, summed over generations; the gen_ fields are the running generation's so far */
+	double outer_steps, outer_wait_s, outer_bytes;
+	double gen_outer_steps, gen_outer_wait_s, gen_outer_bytes;
 	double step_times[RATE_WINDOW];
 	int step_time_count;
 	double usd;                   /* spent by finished generations */
@@ -108,6 +114,10 @@ void sl_ctl_candidate_free(struct candidate *c);
  * before it starts anything (plan against model and batch, data, placement on hosts). With
  * rank_host, also where each rank goes (the cluster file's host index; malloc'd, *world
  * entries): the placement is deterministic, so it is the launcher's. */
+/* Writes the plan a generation runs to path: the planner's, with --islands its pipelines
+ * grouped into islands (plan/islands.h). */
+int sl_ctl_save_plan(const struct ctl *c, const struct sl_plan *plan, const char *path,
+		     struct sl_err *err);
 int sl_ctl_runnable(struct ctl *c, const struct sl_plan *plan, int **rank_host, int *world,
 		    struct sl_err *err);
 

@@ -97,7 +97,7 @@ static int write_generation_files(struct ctl *c, int index, struct gen_files *f,
 	if (unlink(c->gen_steps_path) && errno != ENOENT)
 		return sl_err_set(err, SL_EIO, "cannot remove '%s': %s", c->gen_steps_path,
 				  strerror(errno));
-	int rc = sl_plan_save(&c->next.plan, &c->env->catalogue, f->plan, err);
+	int rc = sl_ctl_save_plan(c, &c->next.plan, f->plan, err);
 	if (!rc)
 		rc = write_cluster_file(c, f->cluster, err);
 	f->zone_count = 0;
@@ -237,6 +237,7 @@ static void begin_generation(struct ctl *c, int index, long long resume, const c
 int sl_ctl_start_generation(struct ctl *c, struct sl_err *err)
 {
 	int index = ++c->gen_count;
+	c->gen_outer_steps = c->gen_outer_wait_s = c->gen_outer_bytes = 0; /* its rank 0 counts anew */
 	struct gen_files f;
 	int rc = write_generation_files(c, index, &f, err);
 	if (!rc)

@@ -39,6 +39,23 @@ static int filtered_cluster(const struct ctl *c, struct sl_cluster *out)
 	return 0;
 }
 
+int sl_ctl_save_plan(const struct ctl *c, const struct sl_plan *plan, const char *path,
+		     struct sl_err *err)
+{
+	if (!c->islands)
+		return sl_plan_save(plan, &c->env->catalogue, path, err);
+	/* --islands: the plan as the planner found it, its pipelines grouped into islands */
+	struct sl_plan copy;
+	sl_plan_init(&copy);
+	int rc = sl_plan_copy(&copy, plan, err);
+	if (!rc)
+		rc = sl_islands_template_apply(c->islands, &copy, &c->env->catalogue, err);
+	if (!rc)
+		rc = sl_plan_save(&copy, &c->env->catalogue, path, err);
+	sl_plan_free(&copy);
+	return rc;
+}
+
 static void run_options(const struct ctl *c, const char *plan_path, struct sl_run_options *ro)
 {
 	memset(ro, 0, sizeof(*ro));
@@ -60,7 +77,7 @@ int sl_ctl_runnable(struct ctl *c, const struct sl_plan *plan, int **rank_host, 
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/candidate-plan.json", c->o->run_dir);
-	int rc = sl_plan_save(plan, &c->env->catalogue, path, err);
+	int rc = sl_ctl_save_plan(c, plan, path, err);
 	if (rc)
 		return rc;
 	struct sl_run_options ro;

@@ -44,6 +44,7 @@ struct acc {
 	int evals;
 	long long val_step;
 	double val_loss;
+	double outer_steps, outer_wait_s, outer_bytes; /* the newest "outer" event's totals */
 };
 
 static double num(json_t *e, const char *key) { return json_number_value(json_object_get(e, key)); }
@@ -106,6 +107,10 @@ static void on_event(void *ctx, json_t *e)
 			a->val_loss = num(e, "val_loss");
 		}
 		a->evals++;
+	} else if (!strcmp(type, "outer")) {
+		a->outer_steps = num(e, "outer_steps");
+		a->outer_wait_s = num(e, "outer_wait_s");
+		a->outer_bytes = num(e, "rank0_bytes_sent");
 	} else if (!strcmp(type, "reconfigured")) {
 		a->reconfigs++;
 		double s = num(e, "total_s");
@@ -223,6 +228,10 @@ int sl_ctl_report(const char *run_dir, const char *output, FILE *summary, struct
 		if (a.evals)
 			fprintf(summary, "%d held-out evaluations, the newest: val loss %.4f after step "
 				"%lld\n", a.evals, a.val_loss, a.val_step);
+		if (a.outer_steps > 0)
+			fprintf(summary, "islands: %.2f outer steps; rank 0's island waited %.2f s on "
+				"them and rank 0 sent %.0f bytes\n", a.outer_steps, a.outer_wait_s,
+				a.outer_bytes);
 	}
 	if ((rc = run_gnuplot(gp, err)))
 		return rc;

@@ -193,6 +193,8 @@ int sl_ctl_setup(struct ctl *c, struct sl_err *err)
 	int have_ckpt_dir = 0;
 	if (!rc)
 		rc = check_heldout(c, err);
+	if (!rc && o->islands)
+		rc = sl_islands_template_load(o->islands, &c->islands, err);
 	if (!rc)
 		rc = load_cluster(c, err);
 	if (!rc)

@@ -44,6 +44,11 @@ void sl_ctl_publish(struct ctl *c)
 	json_object_set_new(s, "step", json_integer(c->step));
 	json_object_set_new(s, "steps", json_integer(c->o->steps));
 	json_object_set_new(s, "loss", isfinite(c->loss) ? json_real(c->loss) : json_null());
+	if (c->outer_steps > 0)
+		json_object_set_new(s, "islands",
+				    json_pack("{s:f, s:f, s:f}", "outer_steps", c->outer_steps,
+					      "outer_wait_s", c->outer_wait_s, "rank0_bytes_sent",
+					      c->outer_bytes));
 	json_object_set_new(s, "val_loss", isfinite(c->val_loss) ? json_real(c->val_loss)
 							       : json_null());
 	json_object_set_new(s, "val_step", json_integer(c->val_step));
@@ -74,6 +79,14 @@ void sl_ctl_publish(struct ctl *c)
 			  "%.9g", c->val_loss);
 			G("val_step", "Step after which the newest held-out evaluation ran.", "%lld",
 			  c->val_step);
+		}
+		if (c->outer_steps > 0) { /* island runs only */
+			G("outer_steps", "Islands' outer steps (every fragment synced once), all "
+			  "generations.", "%.9g", c->outer_steps);
+			G("outer_wait_seconds", "Time rank 0's island waited on outer exchanges, all "
+			  "generations.", "%.9g", c->outer_wait_s);
+			G("outer_rank0_bytes", "Bytes rank 0 sent in outer exchanges, all generations "
+			  "(the pool's: sailor run --dry-run per outer step).", "%.9g", c->outer_bytes);
 		}
 		G("measured_iterations_per_second", "Measured it/s (mean of the last 10 steps).",
 		  "%.9g", measured);

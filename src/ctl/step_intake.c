@@ -82,6 +82,30 @@ static void on_eval(struct ctl *c, json_t *e)
 	sl_ctl_event(&c->ev, "eval", f);
 }
 
+/* An island run's outer steps (its rank 0's counts since the generation started): the totals
+ * over generations for /status and /metrics, and an "outer" event. */
+static void on_outer(struct ctl *c, json_t *e)
+{
+	double fragments = json_number_value(json_object_get(e, "fragments"));
+	double steps = json_number_value(json_object_get(e, "fragment_syncs")) /
+		       (fragments > 0 ? fragments : 1);
+	double wait = json_number_value(json_object_get(e, "outer_wait_s"));
+	double bytes = json_number_value(json_object_get(e, "bytes_sent"));
+	c->outer_steps += steps - c->gen_outer_steps;
+	c->outer_wait_s += wait - c->gen_outer_wait_s;
+	c->outer_bytes += bytes - c->gen_outer_bytes;
+	c->gen_outer_steps = steps;
+	c->gen_outer_wait_s = wait;
+	c->gen_outer_bytes = bytes;
+	json_t *f = json_object();
+	json_object_set_new(f, "generation", json_integer(c->gen.index));
+	json_object_set(f, "step", json_object_get(e, "step"));
+	json_object_set_new(f, "outer_steps", json_real(c->outer_steps));
+	json_object_set_new(f, "outer_wait_s", json_real(c->outer_wait_s));
+	json_object_set_new(f, "rank0_bytes_sent", json_real(c->outer_bytes));
+	sl_ctl_event(&c->ev, "outer", f);
+}
+
 /* Test-only fault injection (util/test_faults.h, the drop-step-line hook): the pipe's line
  * of a step the test names (or of every step once a stop was asked) is ignored, as if mpirun
  * had lost it, so that tests/integration/control_steps_recovered.sh checks the recovery from the
@@ -145,6 +169,8 @@ void sl_ctl_on_line(void *ctx, int is_stderr, const char *line)
 		sl_ctl_event(&c->ev, "checkpoint", f);
 	} else if (type && !strcmp(type, "eval")) {
 		on_eval(c, e);
+	} else if (type && !strcmp(type, "outer")) {
+		on_outer(c, e);
 	} else if (type && !strcmp(type, "end")) {
 		c->end_seen = 1;
 	}

@@ -81,6 +81,21 @@ int sl_islands_tensor_index(const struct sl_model_config *model, const char *nam
  * of docs/design/islands.md; every fragment non-empty). SL_EINPUT when fragments is out of 1..T. */
 int sl_islands_fragment_starts(const struct sl_model_config *model, int fragments, int *starts);
 
+/* ---- islands by a rule (islands_template.c) ----
+ * A template is the section without "pipelines", with "by": "region" | "zone"
+ * (docs/formats.md#islands-template). */
+
+/* Reads and checks a template file (*out: a new reference). */
+int sl_islands_template_load(const char *path, json_t **out, struct sl_err *err);
+
+/* plan->islands becomes the template's islands for this plan: its pipelines grouped by the
+ * region (zone) of their first stage, in the order of their first pipeline; none when they all
+ * fall in one group (one island is the synchronous plan). */
+struct sl_plan;
+struct sl_catalogue;
+int sl_islands_template_apply(const json_t *tmpl, struct sl_plan *plan,
+			      const struct sl_catalogue *cat, struct sl_err *err);
+
 /* The checks that need the model: fragments against its tensors. */
 int sl_islands_check_model(const struct sl_plan_islands *isl, const struct sl_model_config *model,
 			   struct sl_err *err);

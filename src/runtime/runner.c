@@ -505,6 +505,8 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 		if (rank0 && ((step + 1) % o->log_every == 0 || step + 1 == o->steps || step == start))
 			sl_print_step(w->out, o->json, w->events, step + 1, o->steps, loss, lr,
 				      norm, dt, sl_runner_islands_tokens_per_step(w));
+		if (rank0)
+			sl_runner_islands_report(w, step);
 		/* islands: a stop is agreed over the world at round ends only */
 		if (sl_runner_islands_on(w) && sl_runner_islands_round_end(w, step) &&
 		    step + 1 < o->steps &&

@@ -115,6 +115,19 @@ int sl_runner_islands_finish(struct worker *w, struct sl_err *err)
 	return rc;
 }
 
+void sl_runner_islands_report(struct worker *w, long long step)
+{
+	if (!w->outer_on || !w->o->train.json ||
+	    w->outer.stats.outer_steps == w->reported_outer_steps)
+		return;
+	w->reported_outer_steps = w->outer.stats.outer_steps;
+	fprintf(w->out, "{\"event\":\"outer\",\"step\":%lld,\"fragment_syncs\":%lld,"
+		"\"fragments\":%d,\"outer_wait_s\":%.6f,\"bytes_sent\":%.0f}\n", step + 1,
+		w->outer.stats.outer_steps, w->plan.islands->fragments, w->outer.stats.wait_s,
+		w->outer.stats.bytes_sent);
+	fflush(w->out);
+}
+
 void sl_runner_islands_swap_global(struct worker *w)
 {
 	if (!w->outer_on)

@@ -88,6 +88,7 @@ struct worker {
 	struct sl_outer_sync outer;
 	float **view;                /* per parameter: the global weights an evaluation reads */
 	int view_in;                 /* 1 while they are swapped into the parameters */
+	long long reported_outer_steps; /* rank 0: the fragment syncs its last "outer" event said */
 	/* --val-data (runner_eval.c): the held-out set (every rank's), and the input activation
 	 * a rank of a later stage receives during an evaluation (NULL on stage 0) */
 	struct sl_heldout heldout;
@@ -148,6 +149,10 @@ int sl_runner_islands_finish(struct worker *w, struct sl_err *err);
 /* Swaps the global weights into the parameters' values (and back): a checkpoint saves them. */
 void sl_runner_islands_swap_global(struct worker *w);
 void sl_runner_islands_print_header(const struct worker *w);
+/* Rank 0 with --json, after a step that landed fragment syncs: {"event":"outer","step",
+ * "fragment_syncs" (landed so far by rank 0's island), "fragments", "outer_wait_s" (rank 0's
+ * time waiting for exchanges so far), "bytes_sent" (rank 0's over the outer groups so far)}. */
+void sl_runner_islands_report(struct worker *w, long long step);
 /* begin = 1: settles the exchanges in flight and puts the global weights (with them applied)
  * into the parameters' values; begin = 0: puts the island's own back. Nothing without islands.
  * An evaluation judges an island run on what it would hand over now. */
