@@ -555,6 +555,9 @@ int sl_runner_check_plan(const struct sl_run_options *o, struct sl_role_table *t
 	int rc = setup_plan(w, err);
 	if (!rc)
 		note_noop_options(w);
+	/* a checkpoint of another model is refused before any rank starts */
+	if (!rc && o->train.resume && o->train.ckpt_dir)
+		rc = sl_checkpoint_check_model_latest(o->train.ckpt_dir, &w->model, err);
 	if (!rc) {
 		/* the data must exist and fit the model before any rank starts */
 		rc = sl_token_file_open(&w->file, o->train.data, err);

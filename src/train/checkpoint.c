@@ -548,3 +548,40 @@ int sl_checkpoint_load_latest(const char *dir, struct sl_gpt *gpt, struct sl_che
 		*err = first;
 	return first.code ? first.code : SL_EINPUT;
 }
+
+int sl_checkpoint_check_model_latest(const char *dir, const struct sl_model_config *model,
+				     struct sl_err *err)
+{
+	long long *steps = NULL;
+	int count = 0;
+	if (sl_checkpoint_list(dir, &steps, &count, NULL) || count == 0) {
+		free(steps);
+		return 0; /* nothing to resume: the load says so */
+	}
+	int rc = 0;
+	/* the newest whose frame is whole (the list is newest first): what a resume loads */
+	for (int i = 0; i < count; i++) {
+		char path[4200];
+		sl_checkpoint_path(path, sizeof(path), dir, steps[i]);
+		unsigned char *map = NULL;
+		size_t size = 0;
+		uint64_t meta_bytes = 0;
+		if (map_file(path, &map, &size, NULL))
+			continue;
+		if (check_frame(path, map, size, &meta_bytes, NULL)) {
+			munmap(map, size);
+			continue;
+		}
+		json_t *meta = json_loadb((const char *)map + HEADER_BYTES, (size_t)meta_bytes,
+					  JSON_REJECT_DUPLICATES, NULL);
+		json_t *m = meta ? json_object_get(meta, "model") : NULL;
+		if (m)
+			rc = check_model(path, m, model, err);
+		json_decref(meta);
+		munmap(map, size);
+		if (m)
+			break;
+	}
+	free(steps);
+	return rc;
+}

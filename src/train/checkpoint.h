@@ -75,6 +75,12 @@ int sl_checkpoint_load_latest(const char *dir, struct sl_gpt *gpt, struct sl_che
  * 0). A missing directory counts as empty. */
 int sl_checkpoint_list(const char *dir, long long **steps, int *count, struct sl_err *err);
 
+/* Before a job starts: the model of the checkpoint a resume from dir would load (the newest
+ * whole one) against `model`; 0 when they match or dir holds none. The message names the
+ * hyper-parameter that differs. */
+int sl_checkpoint_check_model_latest(const char *dir, const struct sl_model_config *model,
+				     struct sl_err *err);
+
 /* "<dir>/step-%08lld.ckpt" */
 void sl_checkpoint_path(char *buf, size_t size, const char *dir, long long step);
 

@@ -10,7 +10,8 @@
 #  3. plans stay interchangeable: the island run's checkpoint resumes under the synchronous plan
 #     (from its global weights) and under another island layout, and a synchronous checkpoint
 #     resumes under an island plan; both of the latter say that a new round starts;
-#  4. a damaged rank file falls back the same way, said once, and training goes on.
+#  4. a damaged rank file falls back the same way, said once, and training goes on;
+#  5. a checkpoint of another model is refused before any rank starts (exit 1, one message).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tests/lib/common.sh
@@ -83,4 +84,16 @@ run damaged "$work/overlap.json" --ckpt-dir "$work/damaged" --resume
 grep -q "not usable (another rank's file)" "$work/damaged.err" || {
   echo "FAIL: the damage was not reported"; cat "$work/damaged.err"; exit 1; }
 [ "$(steps "$work/damaged.jsonl" | wc -l)" -eq 7 ] || { echo "FAIL: 7 steps expected"; exit 1; }
-echo "island checkpoints: exact resume, evaluation neutral, plans interchangeable"
+echo "== 5. a checkpoint of another model: refused before any rank starts"
+cat > "$work/wide.json" <<'JSON'
+{"schema": "sailor.model/1", "name": "wide", "layers": 4, "hidden": 64, "heads": 4,
+ "ffn_hidden": 256, "seq_len": 32, "vocab": 257}
+JSON
+status=0
+timeout 60 "$SAILOR" run --plan "$work/overlap.json" --model "$work/wide.json" "${common[@]}" \
+  --ckpt-dir "$work/overlap-ckpt" --resume > "$work/wide.out" 2> "$work/wide.err" || status=$?
+[ "$status" -eq 1 ] || { echo "FAIL: exit $status, not 1"; cat "$work/wide.err"; exit 1; }
+grep -q "model hidden is 128 there but 64 in model 'wide': resume with the model it was trained with" \
+  "$work/wide.err" || { echo "FAIL: message"; cat "$work/wide.err"; exit 1; }
+[ ! -s "$work/wide.out" ] && ! grep -q "MPI_ABORT" "$work/wide.err" || { echo "FAIL: ranks started"; exit 1; }
+echo "island checkpoints: exact resume, evaluation neutral, plans interchangeable, another model refused"
