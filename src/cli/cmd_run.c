@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/islands_summary.h"
 #include "cli/train_args.h"
 #include "cluster/catalogue.h"
 #include "cluster/cluster_file.h"
@@ -268,11 +269,26 @@ static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, str
 	return child.status;
 }
 
-/* --dry-run: where each rank goes, and the command that would start them. */
-static void print_dry_run(const struct sl_run_options *o, const struct sl_role_table *table,
-			  const struct sl_catalogue *cat, const struct sl_cluster *cluster,
-			  const struct sl_launch_cmd *cmd)
+/* --dry-run: where each rank goes, the islands and what their outer steps send, and the
+ * command that would start them. */
+static int print_dry_run(const struct sl_run_options *o, const struct sl_role_table *table,
+			 const struct sl_catalogue *cat, const struct sl_cluster *cluster,
+			 const struct sl_launch_cmd *cmd, const struct sl_runner_checked *c,
+			 struct sl_err *err)
 {
+	/* the islands block is counted first: a command that fails prints nothing on stdout */
+	char *islands = NULL;
+	size_t islands_len = 0;
+	FILE *mem = open_memstream(&islands, &islands_len);
+	if (!mem)
+		return sl_err_set(err, SL_ENOMEM, "out of memory");
+	int rc = sl_cli_islands_summary(mem, &c->plan, &c->model, c->global_batch, c->seq_len,
+					cat, err);
+	fclose(mem);
+	if (rc) {
+		free(islands);
+		return rc;
+	}
 	printf("ranks (stage, pipeline, tp rank / tp, layers, gpu, zone, host):\n");
 	for (int r = 0; r < table->world_size; r++) {
 		const struct sl_role *x = &table->roles[r];
@@ -280,12 +296,15 @@ static void print_dry_run(const struct sl_run_options *o, const struct sl_role_t
 		       x->stage, x->pipeline, x->tp_rank, x->tp, x->first_layer, x->last_layer,
 		       cat->gpus[x->gpu].name, cat->zones[x->zone].name, host_name(cluster, x->host));
 	}
+	fputs(islands, stdout);
+	free(islands);
 	if (o->slurm)
 		printf("environment: %s\n", cmd->env[0]);
 	printf("command:");
 	for (int i = 0; i < cmd->argc; i++)
 		printf(" %s", cmd->argv[i]);
 	printf("\n");
+	return 0;
 }
 
 /* --events-file and --timeline, which rank 0 writes on its host: a bad path fails now, before
@@ -528,7 +547,9 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 	memset(&j, 0, sizeof(j));
 	snprintf(j.rundir, sizeof(j.rundir), "/tmp/sailor-run-XXXXXX");
 	j.have_cluster = o->cluster || o->slurm;
-	int rc = sl_runner_check_plan(o, &j.table, &j.cat, &err);
+	struct sl_runner_checked checked;
+	sl_plan_init(&checked.plan);
+	int rc = sl_runner_check_plan(o, &j.table, &j.cat, &checked, &err);
 	if (rc) {
 		if (rc == SL_EUSAGE)
 			return sl_cli_usage_error(&sl_cmd_run, "%s", err.msg);
@@ -538,11 +559,14 @@ static int launch(const struct sl_run_options *o, int argc, char **argv, int dry
 	rc = build_job(o, argc, argv, &j, &err);
 	if (rc)
 		sl_cli_error(&sl_cmd_run, "%s", err.msg);
-	else if (dry_run)
-		print_dry_run(o, &j.table, &j.cat, j.have_cluster ? &j.cluster : NULL, &j.cmd);
-	else if (!(rc = check_output_files(o)))
+	else if (dry_run && (rc = print_dry_run(o, &j.table, &j.cat,
+						j.have_cluster ? &j.cluster : NULL, &j.cmd, &checked,
+						&err)))
+		sl_cli_error(&sl_cmd_run, "%s", err.msg);
+	else if (!dry_run && !(rc = check_output_files(o)))
 		rc = run_job(o, &j);
 	job_free(&j);
+	sl_plan_free(&checked.plan);
 	return sl_err_exit_status(rc);
 }
 
@@ -569,7 +593,7 @@ static int work(const struct sl_run_options *o, int argc, char **argv, int rank)
 		memset(&table, 0, sizeof(table));
 		memset(&cluster, 0, sizeof(cluster));
 		struct sl_slurm_nodes nodes = {0};
-		rc = sl_runner_check_plan(o, &table, &cat, &err);
+		rc = sl_runner_check_plan(o, &table, &cat, NULL, &err);
 		if (!rc && o->cluster)
 			rc = sl_cluster_load(o->cluster, &cat, &cluster, &err);
 		else if (!rc && !(rc = sl_slurm_query(o->partition, &nodes, &err)))

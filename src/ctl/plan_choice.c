@@ -85,7 +85,7 @@ int sl_ctl_runnable(struct ctl *c, const struct sl_plan *plan, int **rank_host, 
 	struct sl_role_table table;
 	struct sl_catalogue cat;
 	memset(&table, 0, sizeof(table));
-	rc = sl_runner_check_plan(&ro, &table, &cat, err);
+	rc = sl_runner_check_plan(&ro, &table, &cat, NULL, err);
 	if (!rc) {
 		struct sl_cluster view;
 		rc = filtered_cluster(c, &view);

@@ -9,6 +9,21 @@
 
 #include "util/json.h"
 
+/* What a JSON value is, for "expected X, got Y". */
+static const char *json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL: return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	default: return "null";
+	}
+}
+
 const char *sl_islands_wire_name(enum sl_islands_wire w)
 {
 	switch (w) {
@@ -59,9 +74,12 @@ static int assign_pipelines(const json_t *groups, struct sl_plan_islands *isl, s
 		isl->island_of[j] = -1;
 	for (int i = 0; i < isl->count; i++) {
 		const json_t *g = json_array_get(groups, (size_t)i);
-		if (!json_is_array(g) || json_array_size(g) == 0)
-			return sl_err_set(err, SL_EINPUT, "islands.pipelines[%d]: expected a non-empty "
-					  "array of pipeline numbers", i);
+		if (!json_is_array(g))
+			return sl_err_set(err, SL_EINPUT, "islands.pipelines[%d]: expected island %d as "
+					  "an array of pipeline numbers, got %s", i, i, json_kind(g));
+		if (json_array_size(g) == 0)
+			return sl_err_set(err, SL_EINPUT, "islands.pipelines[%d]: island %d is empty: "
+					  "give it at least one pipeline, or leave it out", i, i);
 		for (size_t k = 0; k < json_array_size(g); k++) {
 			char ctx[64];
 			snprintf(ctx, sizeof(ctx), "islands.pipelines[%d][%zu]", i, k);
@@ -90,12 +108,18 @@ static int assign_pipelines(const json_t *groups, struct sl_plan_islands *isl, s
 	return 0;
 }
 
-static int check_inner_steps(long long h, const char *ctx, struct sl_err *err)
+/* One H: a whole number in range (2.5 or "4" named as such, not as "an integer"). */
+static int read_h(const json_t *v, const char *ctx, long long *h, struct sl_err *err)
 {
-	if (h < 1 || h > SL_ISLANDS_MAX_INNER_STEPS)
-		return sl_err_set(err, SL_EINPUT, "%s: inner steps per round must be a whole number "
-				  "from 1 to %d, got %lld", ctx, SL_ISLANDS_MAX_INNER_STEPS, h);
-	return 0;
+	if (sl_json_as_int(v, ctx, h, NULL) == 0 && *h >= 1 && *h <= SL_ISLANDS_MAX_INNER_STEPS)
+		return 0;
+	char got[64];
+	if (json_is_number(v))
+		snprintf(got, sizeof(got), "%.17g", json_number_value(v));
+	else
+		snprintf(got, sizeof(got), "%s", json_kind(v));
+	return sl_err_set(err, SL_EINPUT, "%s: inner steps per round must be a whole number from 1 "
+			  "to %d, got %s", ctx, SL_ISLANDS_MAX_INNER_STEPS, got);
 }
 
 /* "inner_steps": one H for every island, or one per island with island 0's the largest. */
@@ -105,23 +129,23 @@ static int read_inner_steps(const json_t *obj, struct sl_plan_islands *isl, stru
 	int n = isl->count;
 	if (!v || json_is_integer(v) || json_is_real(v)) {
 		long long h = SL_ISLANDS_DEFAULT_INNER_STEPS;
-		int rc = v ? sl_json_as_int(v, "islands.inner_steps", &h, err) : 0;
-		if (!rc)
-			rc = check_inner_steps(h, "islands.inner_steps", err);
+		int rc = v ? read_h(v, "islands.inner_steps", &h, err) : 0;
 		for (int i = 0; !rc && i < n; i++)
 			isl->inner_steps[i] = (int)h;
 		return rc;
 	}
-	if (!json_is_array(v) || json_array_size(v) != (size_t)n)
+	if (!json_is_array(v))
 		return sl_err_set(err, SL_EINPUT, "islands.inner_steps: expected a whole number (every "
-				  "island) or an array of %d, one per island", n);
+				  "island) or an array of %d, one per island, got %s", n, json_kind(v));
+	if (json_array_size(v) != (size_t)n)
+		return sl_err_set(err, SL_EINPUT, "islands.inner_steps: %zu numbers for the %d islands "
+				  "of islands.pipelines: give one per island, or one number for "
+				  "every island", json_array_size(v), n);
 	for (int i = 0; i < n; i++) {
 		char ctx[64];
 		snprintf(ctx, sizeof(ctx), "islands.inner_steps[%d]", i);
 		long long h = 0;
-		int rc = sl_json_as_int(json_array_get(v, (size_t)i), ctx, &h, err);
-		if (!rc)
-			rc = check_inner_steps(h, ctx, err);
+		int rc = read_h(json_array_get(v, (size_t)i), ctx, &h, err);
 		if (rc)
 			return rc;
 		isl->inner_steps[i] = (int)h;
@@ -140,9 +164,10 @@ static int read_number(const json_t *obj, const char *key, double def, double lo
 		       double hi, int hi_open, double *out, struct sl_err *err)
 {
 	*out = def;
-	int rc = sl_json_opt_number(obj, "islands", key, out, err);
-	if (rc)
-		return rc;
+	if (sl_json_opt_number(obj, "islands", key, out, NULL))
+		return sl_err_set(err, SL_EINPUT, "islands.%s: expected a number in %s%g, %g%s "
+				  "(default %g), got %s", key, lo_open ? "(" : "[", lo, hi,
+				  hi_open ? ")" : "]", def, json_kind(json_object_get(obj, key)));
 	if (!isfinite(*out) || (lo_open ? *out <= lo : *out < lo) || (hi_open ? *out >= hi : *out > hi))
 		return sl_err_set(err, SL_EINPUT, "islands.%s: %g is out of range: give a number in "
 				  "%s%g, %g%s", key, *out, lo_open ? "(" : "[", lo, hi,
@@ -198,8 +223,9 @@ int sl_islands_from_json(const json_t *obj, int num_pipelines, struct sl_plan_is
 					     "overlap_steps",  "merge"};
 	*out = NULL;
 	if (!json_is_object(obj))
-		return sl_err_set(err, SL_EINPUT, "islands: expected an object with \"pipelines\" "
-				  "(docs/formats.md#islands)");
+		return sl_err_set(err, SL_EINPUT, "islands: expected an object such as "
+				  "{\"pipelines\": [[0, 1], [2, 3]], \"inner_steps\": 50}, got %s "
+				  "(docs/formats.md#islands)", json_kind(obj));
 	int rc = sl_json_check_fields(obj, "islands", fields, sizeof(fields) / sizeof(*fields), err);
 	json_t *groups = NULL;
 	if (!rc)

@@ -546,7 +546,8 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 }
 
 int sl_runner_check_plan(const struct sl_run_options *o, struct sl_role_table *table,
-		     struct sl_catalogue *cat, struct sl_err *err)
+			 struct sl_catalogue *cat, struct sl_runner_checked *checked,
+			 struct sl_err *err)
 {
 	struct worker *w = calloc(1, sizeof(*w));
 	if (!w)
@@ -571,6 +572,12 @@ int sl_runner_check_plan(const struct sl_run_options *o, struct sl_role_table *t
 		*table = w->table;
 		*cat = w->cat;
 		memset(&w->table, 0, sizeof(w->table));
+		if (checked) {
+			*checked = (struct sl_runner_checked){.plan = w->plan, .model = w->model,
+							      .seq_len = w->seq,
+							      .global_batch = w->global};
+			sl_plan_init(&w->plan); /* the caller owns it now */
+		}
 	}
 	sl_data_loader_free(&w->loader);
 	sl_token_file_close(&w->file);

@@ -26,6 +26,7 @@
 
 #include <stdio.h>
 
+#include "plan/plan.h"
 #include "runtime/comm.h"
 #include "train/trainer.h"
 #include "util/err.h"
@@ -56,12 +57,23 @@ int sl_runner_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *ou
  * request is acted on after the next step, agreed by every rank (sl_runner_run). */
 void sl_runner_catch_stop(void);
 
+/* What the checks read, for a caller that shows the run before starting it (--dry-run): the
+ * plan (the caller frees it with sl_plan_free), the model, and the sequence length and global
+ * batch the run trains with. */
+struct sl_runner_checked {
+	struct sl_plan plan;
+	struct sl_model_config model;
+	int seq_len;
+	long long global_batch;
+};
+
 /* What the launcher checks before starting anything: the plan against the model and the
  * catalogue, the global batch, the data file; fills the role table (caller frees it) and the
- * catalogue. */
+ * catalogue, and, when checked is not NULL, *checked (only on success). */
 struct sl_catalogue;
 struct sl_role_table;
 int sl_runner_check_plan(const struct sl_run_options *o, struct sl_role_table *table,
-		     struct sl_catalogue *cat, struct sl_err *err);
+			 struct sl_catalogue *cat, struct sl_runner_checked *checked,
+			 struct sl_err *err);
 
 #endif
