@@ -144,6 +144,44 @@ static int average_chunk(struct sl_outer_sync *o, struct sl_outer_fragment *fr,
 					     r2d, &fr->req2, err);
 }
 
+/* Phase 2 of every exchange up to start order `fifo`, in start order, waiting for phase 1 where
+ * it has not finished. Waiting is safe: an exchange this island started by then, every island
+ * starts before it waits on anything newer (the order of starts is the same everywhere), and
+ * phase 2 starts in start order on every member whatever moment its phase 1 ends. */
+static int advance_through(struct sl_outer_sync *o, long long fifo, struct sl_err *err)
+{
+	if (!o->carrier)
+		return 0;
+	for (;;) {
+		struct sl_outer_fragment *oldest = NULL;
+		for (int f = 0; f < o->isl->fragments; f++) {
+			struct sl_outer_fragment *fr = &o->frags[f];
+			if ((fr->phase == SL_OUTER_PHASE1 || fr->phase == SL_OUTER_DEFERRED) &&
+			    fr->fifo <= fifo && (!oldest || fr->fifo < oldest->fifo))
+				oldest = fr;
+		}
+		if (!oldest)
+			return 0;
+		/* SAILOR_TEST_OUTER_BLOCKING sends late, never later than this: when the bytes
+		 * move changes no value, and waiting here for a send deferred past the round end
+		 * would wait on an island already in the stop agreement */
+		int rc = oldest->phase == SL_OUTER_DEFERRED ? phase1(o, oldest, err) : 0;
+		double t0 = sl_now_s();
+		if (!rc)
+			rc = sl_comm_wait(o->comm, &oldest->req1, err);
+		o->stats.wait_s += sl_now_s() - t0;
+		if (!rc)
+			rc = average_chunk(o, oldest, err);
+		if (rc)
+			return rc;
+	}
+}
+
+int sl_outer_sync_round_end(struct sl_outer_sync *o, struct sl_err *err)
+{
+	return advance_through(o, o->next_fifo, err);
+}
+
 int sl_outer_sync_progress(struct sl_outer_sync *o, struct sl_err *err)
 {
 	/* phase 2 starts in start order on every member: only the oldest exchange still in
@@ -200,11 +238,10 @@ static int complete(struct sl_outer_sync *o, int f, struct sl_err *err)
 	double t0 = sl_now_s();
 	if (o->carrier && fr->phase == SL_OUTER_DEFERRED && (rc = phase1(o, fr, err)))
 		return rc;
+	/* older exchanges move on first: phase 2 starts in start order everywhere */
+	if ((rc = advance_through(o, fr->fifo, err)))
+		return rc;
 	if (o->carrier) {
-		if (fr->req1.active && (rc = sl_comm_wait(o->comm, &fr->req1, err)))
-			return rc;
-		if (!fr->req2.active && (rc = average_chunk(o, fr, err)))
-			return rc;
 		if ((rc = sl_comm_wait(o->comm, &fr->req2, err)))
 			return rc;
 		int *r2d = fr->counts + 5 * n;

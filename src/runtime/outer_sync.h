@@ -106,6 +106,11 @@ void sl_outer_sync_take_values(struct sl_outer_sync *o);
 int sl_outer_sync_after_step(struct sl_outer_sync *o, long long step, int *landed,
 			     struct sl_err *err);
 
+/* At a round end, before anything that waits on every island (the stop agreement): the second
+ * phase of every exchange in flight started, waiting for first phases where needed, so that an
+ * island still landing one of them is never left waiting on this one. */
+int sl_outer_sync_round_end(struct sl_outer_sync *o, struct sl_err *err);
+
 /* Tests the exchanges in flight and starts the second phase of those whose first is done. */
 int sl_outer_sync_progress(struct sl_outer_sync *o, struct sl_err *err);
 

@@ -392,7 +392,7 @@ static int run_step(struct worker *w, long long step, const struct sl_lr_schedul
 	*lr = sl_lr_at(sched, step);
 	if (!sl_runner_islands_steps_at(w, step)) {
 		*loss = NAN; /* the island trains no inner step here (docs/design/islands.md) */
-		return 0;
+		return sl_runner_islands_progress(w, err);
 	}
 	sl_gpt_zero_grad(&w->gpt);
 	double loss_sum = 0.0;

@@ -98,7 +98,9 @@ int sl_runner_islands_round_end(const struct worker *w, long long step)
 int sl_runner_islands_agree_stop(struct worker *w, int asked, int *stop, struct sl_err *err)
 {
 	double flag = asked ? 1.0 : 0.0;
-	int rc = sl_comm_allreduce(w->comm, &w->comm->world, &flag, 1, SL_COMM_DOUBLE, SL_COMM_SUM,
+	int rc = sl_outer_sync_round_end(&w->outer, err);
+	if (!rc)
+		rc = sl_comm_allreduce(w->comm, &w->comm->world, &flag, 1, SL_COMM_DOUBLE, SL_COMM_SUM,
 				   err);
 	*stop = flag > 0;
 	return rc;
