@@ -118,6 +118,8 @@ struct counting {
 	int *member;       /* n x Q: the q-th pipeline of island i at [i * Q + q] */
 	long long *lane;   /* F */
 	long long *chunk;  /* n: bytes of chunk c of the piece, over every fragment */
+	sl_outer_bytes_visit_fn visit; /* optional: every transfer */
+	void *visit_ctx;
 };
 
 /* One outer group: stage k, the lane vectors in c->lane, piece q. */
@@ -139,6 +141,18 @@ static void count_group(struct counting *c, int k, int q, struct sl_outer_bytes 
 				continue;
 			int zc = sl_plan_replica(c->plan, k, c->member[ch * c->Q + q])->zone;
 			/* phase 1: i sends chunk ch to ch; phase 2: ch sends it back to i */
+			if (c->visit) {
+				const struct sl_replica *ri =
+					sl_plan_replica(c->plan, k, c->member[i * c->Q + q]);
+				const struct sl_replica *rc =
+					sl_plan_replica(c->plan, k, c->member[ch * c->Q + q]);
+				struct sl_outer_transfer t = {out->groups, 1, i, ch, zi, ri->gpu, zc,
+							      rc->gpu, c->chunk[ch]};
+				c->visit(c->visit_ctx, &t);
+				t = (struct sl_outer_transfer){out->groups, 2, ch, i, zc, rc->gpu, zi,
+							       ri->gpu, c->chunk[ch]};
+				c->visit(c->visit_ctx, &t);
+			}
 			out->class_bytes[sl_link_model_class_of(c->cat, zi, zc)] += c->chunk[ch];
 			out->class_bytes[sl_link_model_class_of(c->cat, zc, zi)] += c->chunk[ch];
 			out->total_bytes += 2 * c->chunk[ch];
@@ -184,6 +198,14 @@ int sl_outer_bytes_count(const struct sl_plan *plan, const struct sl_model_confi
 			 long long global_batch, int seq_len, const struct sl_catalogue *cat,
 			 struct sl_outer_bytes *out, struct sl_err *err)
 {
+	return sl_outer_bytes_visit(plan, model, global_batch, seq_len, cat, NULL, NULL, out, err);
+}
+
+int sl_outer_bytes_visit(const struct sl_plan *plan, const struct sl_model_config *model,
+			 long long global_batch, int seq_len, const struct sl_catalogue *cat,
+			 sl_outer_bytes_visit_fn visit, void *ctx, struct sl_outer_bytes *out,
+			 struct sl_err *err)
+{
 	memset(out, 0, sizeof(*out));
 	const struct sl_plan_islands *isl = plan->islands;
 	if (!isl || isl->count < 2)
@@ -192,7 +214,8 @@ int sl_outer_bytes_count(const struct sl_plan *plan, const struct sl_model_confi
 	if (rc)
 		return rc;
 	struct counting c = {.plan = plan, .model = model, .cat = cat, .n = isl->count,
-			     .F = isl->fragments, .wire = (enum sl_outer_wire_format)isl->wire};
+			     .F = isl->fragments, .wire = (enum sl_outer_wire_format)isl->wire,
+			     .visit = visit, .visit_ctx = ctx};
 	c.starts = malloc((size_t)(c.F + 1) * sizeof(int));
 	c.member = malloc((size_t)isl->num_pipelines * sizeof(int));
 	c.lane = malloc((size_t)c.F * sizeof(long long));

@@ -43,6 +43,16 @@ struct sl_outer_bytes {
 	double bytes_per_1k_tokens;  /* total_bytes per 1,000 tokens of tokens_per_round */
 };
 
+/* One transfer of a round's exchange (every fragment's bytes of it together). */
+struct sl_outer_transfer {
+	long long group;       /* the outer group, 0-based in count order */
+	int phase;             /* 1: a chunk to its owner; 2: the averaged chunk back */
+	int src_member, dst_member; /* their islands */
+	int src_zone, src_gpu, dst_zone, dst_gpu;
+	long long bytes;
+};
+typedef void (*sl_outer_bytes_visit_fn)(void *ctx, const struct sl_outer_transfer *t);
+
 /* lane[f], f < fragments: the values of fragment f in the lane vector of a rank that holds plan
  * layers first..last as TP rank tp_rank of tp (its own shards), or, with whole = 1, the whole
  * tensors (TP rank 0 of a mixed stage). starts: sl_islands_fragment_starts(model, fragments). */
@@ -57,5 +67,12 @@ void sl_outer_bytes_lanes(const struct sl_model_config *model, int first, int la
 int sl_outer_bytes_count(const struct sl_plan *plan, const struct sl_model_config *model,
 			 long long global_batch, int seq_len, const struct sl_catalogue *cat,
 			 struct sl_outer_bytes *out, struct sl_err *err);
+
+/* The same count, calling visit(ctx, t) for every transfer (the simulator times and prices
+ * them link by link). */
+int sl_outer_bytes_visit(const struct sl_plan *plan, const struct sl_model_config *model,
+			 long long global_batch, int seq_len, const struct sl_catalogue *cat,
+			 sl_outer_bytes_visit_fn visit, void *ctx, struct sl_outer_bytes *out,
+			 struct sl_err *err);
 
 #endif

@@ -134,5 +134,8 @@ json_t *sl_sim_estimate_json(const struct sl_sim_env *env, const struct sl_plan 
 {
 	json_t *o = sl_sim_result_to_json(env, plan, res);
 	json_object_set_new(o, "links", sl_sim_links_json(env, plan));
+	json_t *islands = sl_sim_islands_json(env, plan, res);
+	if (islands)
+		json_object_set_new(o, "islands", islands);
 	return o;
 }

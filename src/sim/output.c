@@ -199,9 +199,13 @@ void sl_sim_result_print(FILE *f, const struct sl_sim_env *env, const struct sl_
 			m->activations_bytes / 1e9, m->buffers_bytes / 1e9, m->runtime_bytes / 1e9,
 			m->total_bytes / 1e9, m->capacity_bytes / 1e9, s->fits ? "fits" : "DOES NOT FIT");
 	}
-	fprintf(f, "\niteration time      %.4f s  (pipeline %.4f s + exposed dp-sync %.4f s + "
-		   "optimizer %.4f s)\n", res->iteration_time_s, res->pipeline_time_s, res->dp_sync_s,
-		res->optimizer_s);
+	if (plan->islands && plan->islands->count > 1)
+		fprintf(f, "\niteration time      %.4f s  (a run step: the round below over island 0's "
+			   "%d inner steps)\n", res->iteration_time_s, plan->islands->inner_steps[0]);
+	else
+		fprintf(f, "\niteration time      %.4f s  (pipeline %.4f s + exposed dp-sync %.4f s + "
+			   "optimizer %.4f s)\n", res->iteration_time_s, res->pipeline_time_s,
+			res->dp_sync_s, res->optimizer_s);
 	fprintf(f, "throughput          %.4f it/s, %.1f samples/s, %.0f tokens/s\n", res->throughput_it_s,
 		res->samples_per_s, res->tokens_per_s);
 	fprintf(f, "peak memory         %.2f GB per GPU (stage %d), %s\n", res->peak_memory_bytes / 1e9,
@@ -209,6 +213,7 @@ void sl_sim_result_print(FILE *f, const struct sl_sim_env *env, const struct sl_
 	fprintf(f, "cost per iteration  $%.6f  (GPU rent $%.6f at $%.2f/h + egress $%.6f)\n",
 		res->cost_usd_per_iter, res->gpu_cost_usd_per_iter, res->gpu_usd_per_hour,
 		res->egress_cost_usd_per_iter);
+	sl_sim_islands_print(f, env, plan, res);
 	if (res->time_estimated)
 		fprintf(f, "note: some layer times are estimated (no profile of %s on that GPU type): "
 			   "see 'estimated' above\n", env->model.name);

@@ -42,6 +42,7 @@
 #include <stdio.h>
 
 #include "cluster/catalogue.h"
+#include "cluster/link_model.h"
 #include "cluster/network.h"
 #include "util/limits.h"
 #include "model/layer_sizes.h"
@@ -189,6 +190,50 @@ struct sl_sim_result {
  * profile file and the entry. global_batch <= 0 means plan->global_batch, else the model's. */
 int sl_sim_check_plan(const struct sl_sim_env *env, const struct sl_plan *plan,
 		      long long global_batch, struct sl_err *err);
+
+/* A plan with islands (plan/islands.h), island by island and the outer step per round
+ * (sim/islands.c says how each figure is made). Times per round unless named per step. */
+struct sl_sim_island {
+	int pipelines;
+	int inner_steps;              /* H_i */
+	long long samples_per_step;
+	long long gpus;
+	double step_s;                /* an inner step: the island as a synchronous plan */
+	double compute_s;             /* H_i x step_s */
+	double stall_s;               /* waiting on the outer exchange */
+	double peak_memory_bytes;     /* with the outer step's copies */
+	int fits_memory;
+	double gpu_usd_per_hour;
+	double egress_usd_per_step;   /* the island's own data-parallel sync across zones */
+};
+
+struct sl_sim_islands {
+	int count;
+	int seq_len;
+	struct sl_sim_island island[SL_ISLANDS_MAX_ISLANDS];
+	double class_bytes[SL_LINK_CLASSES]; /* the exchange's bytes by link class */
+	double bytes_per_round;
+	double tokens_per_round;
+	double bytes_per_1k_tokens;
+	double exchange_s;            /* every fragment once, blocking, on the slowest group */
+	double fragment_exchange_s;   /* one fragment's */
+	double round_s;               /* the slowest island's compute and stall, the stop agreement */
+	double outer_egress_usd_per_round;
+	double outer_memory_bytes;    /* the largest extra memory of a rank */
+};
+
+/* sl_simulate for a plan with more than one island (sl_simulate calls it): out describes the
+ * whole plan per run step (island 0's inner step; its stages are island 0's), detail (may be
+ * NULL) island by island. The sosp25 cost model refuses islands. */
+int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enum sl_cost_model cm,
+		   struct sl_sim_result *out, struct sl_sim_islands *detail, struct sl_err *err);
+
+/* The islands' part of `sailor simulate`'s text (after the breakdown) and its JSON ("islands"
+ * object; NULL for a plan without islands) (sim/islands_output.c). */
+void sl_sim_islands_print(FILE *f, const struct sl_sim_env *env, const struct sl_plan *plan,
+			  const struct sl_sim_result *res);
+json_t *sl_sim_islands_json(const struct sl_sim_env *env, const struct sl_plan *plan,
+			    const struct sl_sim_result *res);
 
 /* Simulates plan (global batch: plan->global_batch, else the model's default). Allocates
  * nothing. Checks only what it needs to stay safe (sizes, indices, time availability); call

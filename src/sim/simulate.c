@@ -39,11 +39,8 @@ int sl_sim_check_plan(const struct sl_sim_env *env, const struct sl_plan *plan,
 	int rc = sl_plan_check(plan, env->num_layers, G, &env->catalogue, err);
 	if (rc)
 		return rc;
-	if (plan->islands)
-		return sl_err_set(err, SL_EINPUT, "plan '%s': the simulator does not predict "
-				  "plans with \"islands\" (outer steps between groups of pipelines) "
-				  "yet: `sailor run` executes them; simulate the plan without the "
-				  "section for its synchronous cost", plan->path);
+	if (plan->islands && (rc = sl_islands_check_model(plan->islands, &env->model, err)))
+		return sl_err_prefix(err, "plan '%s'", plan->path);
 	for (int k = 0; k < plan->num_stages; k++)
 		for (int j = 0; j < plan->num_pipelines; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
@@ -101,6 +98,8 @@ int sl_simulate(const struct sl_sim_env *env, const struct sl_plan *plan, enum s
 		struct sl_sim_result *out, struct sl_err *err)
 {
 	const int P = plan->num_stages, D = plan->num_pipelines;
+	if (plan->islands && plan->islands->count > 1)
+		return sl_sim_islands(env, plan, cm, out, NULL, err);
 	if (P < 1 || P > SL_SIM_MAX_STAGES || D < 1 || D > SL_SIM_MAX_PIPELINES ||
 	    plan->micro_batch < 1)
 		return sl_err_set(err, SL_EINPUT, "plan: %d stages of %d replicas, micro-batch %d: out "

@@ -2,7 +2,7 @@
 # A plan's "islands" section (docs/formats.md#islands) that cannot run is refused before anything
 # starts: exit 1, one line on stderr naming the field and what to fix, nothing on stdout (every
 # case runs with --dry-run, which would print the ranks had the plan been accepted, and never
-# starts mpirun). The ranges are docs/limits.md's. Also: `sailor simulate` refuses an island plan.
+# starts mpirun). The ranges are docs/limits.md's. Also: `sailor simulate --cost-model sosp25` refuses an island plan.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source tests/lib/common.sh
@@ -90,10 +90,10 @@ refused "an unknown field" ".inner_step: unknown field (allowed: pipelines, inne
 refused "islands not an object" \
   ': expected an object such as {"pipelines": [[0, 1], [2, 3]], "inner_steps": 50}, got an array' \
   '[[0, 1], [2, 3]]'
-# the simulator does not model islands yet: it says so, and what to do instead
+# the sosp25 cost model has no islands: it says so, and what to do instead
 plan_with "$work/islands.json" '{"pipelines": [[0, 1], [2, 3]]}'
 expect_error "simulate an island plan" 1 \
-  "the simulator does not predict plans with \"islands\" (outer steps between groups of pipelines) yet: \`sailor run\` executes them; simulate the plan without the section" \
-  -- "$SAILOR" simulate --plan "$work/islands.json"
-check "simulate an island plan: one line" "[ \"\$(wc -l < '$work/expect.err')\" -eq 1 ]"
+  "the sosp25 cost model has no islands (the SOSP'25 simulator models synchronous plans only): simulate it with --cost-model sailor, or remove \"islands\"" \
+  -- "$SAILOR" simulate --plan "$work/islands.json" --cost-model sosp25
+check "simulate an island plan under sosp25: one line" "[ \"\$(wc -l < '$work/expect.err')\" -eq 1 ]"
 finish

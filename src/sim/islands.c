@@ -1,0 +1,243 @@
+/* The simulator for plans with islands (sim.h, docs/design/islands.md#what-the-simulator-predicts):
+ * each island is its own synchronous plan (its pipelines, its share of the global batch),
+ * simulated as any plan; the outer exchange is counted transfer by transfer
+ * (plan/outer_bytes.h), timed on the network's links and priced at their egress; a round lasts
+ * as long as the slowest island's inner steps plus what it waits on the exchange.
+ *
+ * Timing of a round's exchange: an outer group's member sends its transfers of a phase one after
+ * another (one link out of its host), so a phase lasts the longest member's sum; the two phases
+ * follow each other; groups run side by side, the slowest sets the round's exchange time E.
+ * A fragment's exchange takes E / F plus two link latencies of its own (the bytes split, the
+ * messages do not). Without overlap every island waits for every fragment: stall = E plus the
+ * latencies. With overlap tau, a fragment's exchange runs during the island's next tau inner
+ * steps: island i waits max(0, E/F - tau t_i) per fragment, F per round. Every round ends with
+ * the stop agreement over the world: one round trip of the slowest link between islands.
+ * Memory: every rank holds two more copies of its parameter shard (global weights, outer
+ * momentum) and the lane vector of a fragment being exchanged (with overlap, of every fragment
+ * in flight at once: at most ceil((tau + 1) F / H_min), F at most). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/microbatch_share.h"
+#include "plan/outer_bytes.h"
+#include "sim/internal.h"
+
+/* Island i's own plan: the plan's stages, the island's pipelines, their micro-batches. */
+static int island_plan(const struct sl_plan *plan, long long G, const int *counts, int island,
+		       struct sl_plan *out, struct sl_err *err)
+{
+	const struct sl_plan_islands *isl = plan->islands;
+	int D = 0;
+	for (int j = 0; j < plan->num_pipelines; j++)
+		D += isl->island_of[j] == island;
+	int rc = sl_plan_reserve(out, plan->num_stages, D, err);
+	if (rc)
+		return rc;
+	memcpy(out->stages, plan->stages, sizeof(out->stages));
+	snprintf(out->model, sizeof(out->model), "%s", plan->model);
+	snprintf(out->path, sizeof(out->path), "%s", plan->path);
+	out->micro_batch = plan->micro_batch;
+	out->format = plan->format;
+	out->uneven_microbatches = 1;
+	long long samples = 0;
+	for (int j = 0, d = 0; j < plan->num_pipelines; j++) {
+		if (isl->island_of[j] != island)
+			continue;
+		for (int k = 0; k < plan->num_stages; k++)
+			*sl_plan_replica(out, k, d) = *sl_plan_replica(plan, k, j);
+		out->microbatches[d++] = counts[j];
+		samples += (long long)counts[j] * plan->micro_batch;
+	}
+	out->global_batch = samples;
+	(void)G;
+	return 0;
+}
+
+/* A round's exchange, link by link. */
+struct exchange {
+	const struct sl_sim_env *env;
+	int n;
+	long long group;            /* the group being summed */
+	double phase_s[2][SL_ISLANDS_MAX_ISLANDS]; /* its members' send time per phase */
+	double slowest_s;           /* over the groups so far: phase 1 + phase 2 */
+	double latency_s;           /* the largest link latency met */
+	double egress_usd;
+};
+
+static void close_group(struct exchange *x)
+{
+	double p1 = 0, p2 = 0;
+	for (int i = 0; i < x->n; i++) {
+		p1 = fmax(p1, x->phase_s[0][i]);
+		p2 = fmax(p2, x->phase_s[1][i]);
+	}
+	x->slowest_s = fmax(x->slowest_s, p1 + p2);
+	memset(x->phase_s, 0, sizeof(x->phase_s));
+}
+
+static void on_transfer(void *ctx, const struct sl_outer_transfer *t)
+{
+	struct exchange *x = ctx;
+	if (t->group != x->group) {
+		close_group(x);
+		x->group = t->group;
+	}
+	const struct sl_link_fit *fit = sl_network_fit(x->env->network, t->src_zone, t->src_gpu, 1,
+						       t->dst_zone, t->dst_gpu, 1);
+	double s = fit ? sl_link_send_time_s(fit, (double)t->bytes) : 0;
+	if (fit) /* the link's own delay beyond its fit; a fragment's messages pay it again */
+		x->latency_s = fmax(x->latency_s, fit->latency_s);
+	x->phase_s[t->phase - 1][t->src_member] += s;
+	x->egress_usd += 1e-9 * (double)t->bytes *
+			 sl_network_egress_usd_per_gb(x->env->network, t->src_zone, t->dst_zone);
+}
+
+/* The largest extra memory of a rank of island result r: two copies of its shard and the lane
+ * vectors in flight. */
+static void add_outer_memory(const struct sl_plan_islands *isl, struct sl_sim_result *r,
+			     double *extra_max)
+{
+	int h_min = isl->inner_steps[0];
+	for (int i = 1; i < isl->count; i++)
+		h_min = isl->inner_steps[i] < h_min ? isl->inner_steps[i] : h_min;
+	double F = isl->fragments;
+	double in_flight = isl->overlap_steps > 0
+				   ? fmin(F, ceil((isl->overlap_steps + 1) * F / h_min)) : 1;
+	r->peak_memory_bytes = 0;
+	r->fits_memory = 1;
+	for (int k = 0; k < r->num_stages; k++) {
+		struct sl_sim_memory *m = &r->stages[k].memory;
+		double extra = 2 * m->params_bytes + m->params_bytes / F * in_flight;
+		*extra_max = fmax(*extra_max, extra);
+		m->buffers_bytes += extra;
+		m->total_bytes += extra;
+		r->stages[k].fits = r->stages[k].fits && m->total_bytes <= m->capacity_bytes;
+		r->fits_memory = r->fits_memory && r->stages[k].fits;
+		if (m->total_bytes > r->peak_memory_bytes) {
+			r->peak_memory_bytes = m->total_bytes;
+			r->peak_stage = k;
+		}
+	}
+}
+
+/* The plan as a whole from its islands: per run step (island 0's inner step). */
+static void aggregate(const struct sl_plan *plan, const struct sl_sim_islands *d,
+		      const struct sl_sim_result *first, struct sl_sim_result *out)
+{
+	const struct sl_plan_islands *isl = plan->islands;
+	double h0 = isl->inner_steps[0];
+	*out = *first; /* island 0's stages, for the breakdown by stage */
+	out->num_pipelines = plan->num_pipelines;
+	out->num_gpus = 0;
+	out->gpu_usd_per_hour = 0;
+	out->fits_memory = 1;
+	out->peak_memory_bytes = 0;
+	double egress_per_round = d->outer_egress_usd_per_round;
+	for (int i = 0; i < d->count; i++) {
+		const struct sl_sim_island *s = &d->island[i];
+		out->num_gpus += s->gpus;
+		out->gpu_usd_per_hour += s->gpu_usd_per_hour;
+		out->fits_memory = out->fits_memory && s->fits_memory;
+		out->peak_memory_bytes = fmax(out->peak_memory_bytes, s->peak_memory_bytes);
+		egress_per_round += s->inner_steps * s->egress_usd_per_step;
+	}
+	out->iteration_time_s = d->round_s / h0;
+	out->throughput_it_s = out->iteration_time_s > 0 ? 1.0 / out->iteration_time_s : 0;
+	out->samples_per_iteration = llround(d->tokens_per_round / d->seq_len / h0);
+	out->samples_per_s = d->tokens_per_round / d->seq_len / d->round_s;
+	out->tokens_per_s = d->tokens_per_round / d->round_s;
+	out->gpu_cost_usd_per_iter = out->gpu_usd_per_hour * out->iteration_time_s / 3600.0;
+	out->egress_cost_usd_per_iter = egress_per_round / h0;
+	out->cost_usd_per_iter = out->gpu_cost_usd_per_iter + out->egress_cost_usd_per_iter;
+}
+
+/* Per round: the exchange (bytes, time, egress) and each island's wait on it. */
+static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
+		       struct sl_sim_islands *d, struct sl_err *err)
+{
+	const struct sl_plan_islands *isl = plan->islands;
+	struct exchange x = {.env = env, .n = isl->count};
+	struct sl_outer_bytes b;
+	int rc = sl_outer_bytes_visit(plan, &env->model, G, d->seq_len, &env->catalogue,
+				      on_transfer, &x, &b, err);
+	if (rc)
+		return rc;
+	close_group(&x);
+	for (int c = 0; c < SL_LINK_CLASSES; c++)
+		d->class_bytes[c] = (double)b.class_bytes[c];
+	d->bytes_per_round = (double)b.total_bytes;
+	d->tokens_per_round = b.tokens_per_round;
+	d->bytes_per_1k_tokens = b.bytes_per_1k_tokens;
+	d->outer_egress_usd_per_round = x.egress_usd;
+	double F = isl->fragments, lat = x.latency_s;
+	d->exchange_s = x.slowest_s;
+	d->fragment_exchange_s = x.slowest_s / F + 2 * lat;
+	d->round_s = 0;
+	for (int i = 0; i < d->count; i++) {
+		struct sl_sim_island *s = &d->island[i];
+		double hide = isl->overlap_steps * s->step_s;
+		s->stall_s = F * fmax(0, d->fragment_exchange_s - hide);
+		d->round_s = fmax(d->round_s, s->compute_s + s->stall_s);
+	}
+	d->round_s += 2 * lat; /* the stop agreement at the round end */
+	return 0;
+}
+
+int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enum sl_cost_model cm,
+		   struct sl_sim_result *out, struct sl_sim_islands *detail, struct sl_err *err)
+{
+	const struct sl_plan_islands *isl = plan->islands;
+	if (cm == SL_COST_SOSP25)
+		return sl_err_set(err, SL_EINPUT, "plan '%s': the sosp25 cost model has no islands "
+				  "(the SOSP'25 simulator models synchronous plans only): simulate it "
+				  "with --cost-model sailor, or remove \"islands\"", plan->path);
+	long long G = plan->global_batch > 0 ? plan->global_batch : env->model.default_global_batch;
+	int *counts = malloc((size_t)plan->num_pipelines * sizeof(int));
+	struct sl_sim_islands *d = detail ? detail : calloc(1, sizeof(*d));
+	struct sl_sim_result *r = malloc(sizeof(*r)), *first = malloc(sizeof(*first));
+	int rc = !counts || !d || !r || !first ? sl_err_set(err, SL_ENOMEM, "out of memory") : 0;
+	if (!rc)
+		rc = sl_plan_microbatch_counts(plan, G, counts, err);
+	if (!rc) {
+		memset(d, 0, sizeof(*d));
+		d->count = isl->count;
+		d->seq_len = env->model.seq_len;
+	}
+	double extra = 0;
+	for (int i = 0; !rc && i < isl->count; i++) {
+		struct sl_plan sub;
+		sl_plan_init(&sub);
+		rc = island_plan(plan, G, counts, i, &sub, err);
+		if (!rc)
+			rc = sl_simulate(env, &sub, cm, r, err);
+		sl_plan_free(&sub);
+		if (rc)
+			break;
+		add_outer_memory(isl, r, &extra);
+		struct sl_sim_island *s = &d->island[i];
+		s->pipelines = r->num_pipelines;
+		s->inner_steps = isl->inner_steps[i];
+		s->samples_per_step = r->samples_per_iteration;
+		s->gpus = r->num_gpus;
+		s->step_s = r->iteration_time_s;
+		s->compute_s = s->inner_steps * s->step_s;
+		s->peak_memory_bytes = r->peak_memory_bytes;
+		s->fits_memory = r->fits_memory;
+		s->gpu_usd_per_hour = r->gpu_usd_per_hour;
+		s->egress_usd_per_step = r->egress_cost_usd_per_iter;
+		if (i == 0)
+			*first = *r;
+	}
+	d->outer_memory_bytes = extra;
+	if (!rc)
+		rc = outer_round(env, plan, G, d, err);
+	if (!rc)
+		aggregate(plan, d, first, out);
+	free(counts);
+	free(r);
+	free(first);
+	if (d != detail)
+		free(d);
+	return rc;
+}
