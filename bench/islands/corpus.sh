@@ -44,7 +44,7 @@ done
 [ -n "$out" ] || { echo "corpus.sh: give OUTDIR (try --help)" >&2; exit 2; }
 [ -x "$sailor" ] || { echo "corpus.sh: no sailor binary at '$sailor' (run make, or give --sailor)" >&2; exit 1; }
 
-if ! dpkg-query -W -f='${Status}' linux-doc 2>/dev/null | grep -q "install ok installed"; then
+if ! grep -q "install ok installed" <<<"$(dpkg-query -W -f='${Status}' linux-doc 2>/dev/null)"; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "corpus.sh: installing linux-doc (about 37 MB to download, 190 MB installed)" >&2

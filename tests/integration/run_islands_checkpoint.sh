@@ -78,7 +78,8 @@ grep -q "start a new round" "$work/from-sync.err" || { echo "FAIL: no note"; exi
 echo "== 4. a damaged rank file"
 cp -r "$work/overlap-ckpt" "$work/damaged"
 rm "$(newest "$work/damaged")"
-f=$(ls "$work"/damaged/islands/step-*/rank-1.bin | head -1)
+rank1=("$work"/damaged/islands/step-*/rank-1.bin)
+f=${rank1[0]}
 printf '\x55' | dd of="$f" bs=1 seek=100 conv=notrunc 2>/dev/null
 run damaged "$work/overlap.json" --ckpt-dir "$work/damaged" --resume
 grep -q "not usable (another rank's file)" "$work/damaged.err" || {
