@@ -21,6 +21,7 @@
 #include "ctl/pool_watch.h"
 #include "ctl/run_lock.h"
 #include "ctl/steps_file.h"
+#include "plan/outer_bytes.h"
 #include "util/test_faults.h"
 
 #define STOP_NONE SL_CTL_STOP_NONE
@@ -93,6 +94,8 @@ struct ctl {
 	 * them, summed over generations; the gen_ fields are the running generation's so far */
 	double outer_steps, outer_wait_s, outer_bytes;
 	double gen_outer_steps, gen_outer_wait_s, gen_outer_bytes;
+	struct sl_outer_bytes gen_outer;  /* a round of the running generation's exchange */
+	double outer_class_bytes[SL_LINK_CLASSES]; /* the pool's bytes so far, by link class */
 	double step_times[RATE_WINDOW];
 	int step_time_count;
 	double usd;                   /* spent by finished generations */
@@ -115,9 +118,10 @@ void sl_ctl_candidate_free(struct candidate *c);
  * rank_host, also where each rank goes (the cluster file's host index; malloc'd, *world
  * entries): the placement is deterministic, so it is the launcher's. */
 /* Writes the plan a generation runs to path: the planner's, with --islands its pipelines
- * grouped into islands (plan/islands.h). */
+ * grouped into islands (plan/islands.h); outer (may be NULL) gets what a round of its outer
+ * exchange sends (zeros without islands). */
 int sl_ctl_save_plan(const struct ctl *c, const struct sl_plan *plan, const char *path,
-		     struct sl_err *err);
+		     struct sl_outer_bytes *outer, struct sl_err *err);
 int sl_ctl_runnable(struct ctl *c, const struct sl_plan *plan, int **rank_host, int *world,
 		    struct sl_err *err);
 

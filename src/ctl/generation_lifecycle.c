@@ -97,7 +97,7 @@ static int write_generation_files(struct ctl *c, int index, struct gen_files *f,
 	if (unlink(c->gen_steps_path) && errno != ENOENT)
 		return sl_err_set(err, SL_EIO, "cannot remove '%s': %s", c->gen_steps_path,
 				  strerror(errno));
-	int rc = sl_ctl_save_plan(c, &c->next.plan, f->plan, err);
+	int rc = sl_ctl_save_plan(c, &c->next.plan, f->plan, &c->gen_outer, err);
 	if (!rc)
 		rc = write_cluster_file(c, f->cluster, err);
 	f->zone_count = 0;

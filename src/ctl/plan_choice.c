@@ -40,8 +40,10 @@ static int filtered_cluster(const struct ctl *c, struct sl_cluster *out)
 }
 
 int sl_ctl_save_plan(const struct ctl *c, const struct sl_plan *plan, const char *path,
-		     struct sl_err *err)
+		     struct sl_outer_bytes *outer, struct sl_err *err)
 {
+	if (outer)
+		memset(outer, 0, sizeof(*outer));
 	if (!c->islands)
 		return sl_plan_save(plan, &c->env->catalogue, path, err);
 	/* --islands: the plan as the planner found it, its pipelines grouped into islands */
@@ -52,6 +54,12 @@ int sl_ctl_save_plan(const struct ctl *c, const struct sl_plan *plan, const char
 		rc = sl_islands_template_apply(c->islands, &copy, &c->env->catalogue, err);
 	if (!rc)
 		rc = sl_plan_save(&copy, &c->env->catalogue, path, err);
+	/* what a round of its outer exchange sends, by link class (/metrics) */
+	long long G = c->o->global_batch > 0 ? c->o->global_batch : c->env->model.default_global_batch;
+	int seq = c->o->seq_len > 0 ? c->o->seq_len : c->env->model.seq_len;
+	if (!rc && outer)
+		rc = sl_outer_bytes_count(&copy, &c->env->model, G, seq, &c->env->catalogue, outer,
+					  err);
 	sl_plan_free(&copy);
 	return rc;
 }
@@ -77,7 +85,7 @@ int sl_ctl_runnable(struct ctl *c, const struct sl_plan *plan, int **rank_host, 
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/candidate-plan.json", c->o->run_dir);
-	int rc = sl_ctl_save_plan(c, plan, path, err);
+	int rc = sl_ctl_save_plan(c, plan, path, NULL, err);
 	if (rc)
 		return rc;
 	struct sl_run_options ro;

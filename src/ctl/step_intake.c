@@ -91,6 +91,9 @@ static void on_outer(struct ctl *c, json_t *e)
 		       (fragments > 0 ? fragments : 1);
 	double wait = json_number_value(json_object_get(e, "outer_wait_s"));
 	double bytes = json_number_value(json_object_get(e, "bytes_sent"));
+	for (int k = 0; k < SL_LINK_CLASSES; k++) /* every rank's bytes: rounds x the plan's count */
+		c->outer_class_bytes[k] += (steps - c->gen_outer_steps) *
+					   (double)c->gen_outer.class_bytes[k];
 	c->outer_steps += steps - c->gen_outer_steps;
 	c->outer_wait_s += wait - c->gen_outer_wait_s;
 	c->outer_bytes += bytes - c->gen_outer_bytes;

@@ -52,7 +52,7 @@ grep -q '"islands"' "$work/run/gen-1/plan.json" || { echo "FAIL: generation 1 ru
 wait_for 20 grep -q '"event":"outer"' "$work/run/events.jsonl" || { echo "FAIL: no outer event"; exit 1; }
 port=$(grep -o '"event":"http".*"port":[0-9]*' "$work/run/events.jsonl" | grep -o '[0-9]*$')
 # /status and /metrics are republished every 0.25 s by the controller's loop
-metrics_outer() { grep -qE '^sailor_outer_steps [0-9.]+' <<<"$(curl -sf "http://127.0.0.1:$port/metrics")"; }
+metrics_outer() { grep -qE '^sailor_outer_bytes_total\{link="same-continent"\} [0-9.e+]+' <<<"$(curl -sf "http://127.0.0.1:$port/metrics")"; }
 status_outer() { grep -q '"outer_steps"' <<<"$(curl -sf "http://127.0.0.1:$port/status")"; }
 wait_for 5 metrics_outer || { echo "FAIL: /metrics lacks the outer steps"; exit 1; }
 wait_for 5 status_outer || { echo "FAIL: /status lacks the outer steps"; exit 1; }
