@@ -27,6 +27,20 @@ static double spent_usd(const struct ctl *c)
 	return usd;
 }
 
+/* Island runs: the bytes of their outer exchanges by link class, a Prometheus counter family. */
+static void outer_bytes_metric(FILE *f, const struct ctl *c)
+{
+	if (c->outer_steps <= 0)
+		return;
+	fprintf(f, "# HELP sailor_outer_bytes_total Bytes the islands' outer exchanges sent, every "
+		   "rank, by link class (outer steps x the plan's count).\n"
+		   "# TYPE sailor_outer_bytes_total counter\n");
+	for (int k = 0; k < SL_LINK_CLASSES; k++)
+		if (c->outer_class_bytes[k] > 0)
+			fprintf(f, "sailor_outer_bytes_total{link=\"%s\"} %.9g\n",
+				sl_link_model_class_name(k), c->outer_class_bytes[k]);
+}
+
 void sl_ctl_publish(struct ctl *c)
 {
 	if (!c->http)
@@ -105,15 +119,7 @@ void sl_ctl_publish(struct ctl *c)
 			   "%d\n", c->reconfigurations);
 		fprintf(f, "# HELP sailor_failures_total Generations that failed.\n# TYPE "
 			   "sailor_failures_total counter\nsailor_failures_total %d\n", c->failures);
-		if (c->outer_steps > 0) {
-			fprintf(f, "# HELP sailor_outer_bytes_total Bytes the islands' outer exchanges "
-				   "sent, every rank, by link class (outer steps x the plan's count).\n"
-				   "# TYPE sailor_outer_bytes_total counter\n");
-			for (int k = 0; k < SL_LINK_CLASSES; k++)
-				if (c->outer_class_bytes[k] > 0)
-					fprintf(f, "sailor_outer_bytes_total{link=\"%s\"} %.9g\n",
-						sl_link_model_class_name(k), c->outer_class_bytes[k]);
-		}
+		outer_bytes_metric(f, c);
 		fprintf(f, "# HELP sailor_pool_gpus GPUs available per type and zone.\n# TYPE "
 			   "sailor_pool_gpus gauge\n");
 		const struct sl_catalogue *cat = &c->env->catalogue;
