@@ -11,10 +11,6 @@
 #include "train/gpt_layers.h"
 #include "util/clock.h"
 
-static enum sl_outer_wire_format wire_of(const struct sl_outer_sync *o)
-{
-	return (enum sl_outer_wire_format)o->isl->wire;
-}
 
 static int counted_param(const struct sl_outer_sync *o, const struct sl_param *p)
 {
@@ -66,7 +62,7 @@ static int encode_piece(struct sl_outer_sync *o, int f, const float *values, uns
 	for (int c = 0; c < o->n; c++) {
 		long long c0 = chunk_start(fr->piece_len, o->n, c);
 		long long len = chunk_start(fr->piece_len, o->n, c + 1) - c0, bad = -1;
-		if (sl_outer_wire_encode(wire_of(o), values + c0, len, out + displs[c], &bad, NULL)) {
+		if (sl_outer_wire_encode(sl_outer_sync_wire(o), values + c0, len, out + displs[c], &bad, NULL)) {
 			long long at = fr->piece_off + c0 + bad;
 			return sl_err_set(err, SL_EINFEASIBLE,
 					  "outer step of fragment %d: island %d's pseudo-gradient is "
@@ -134,8 +130,8 @@ static int average_chunk(struct sl_outer_sync *o, struct sl_outer_fragment *fr,
 	long long len = chunk_start(fr->piece_len, n, me + 1) - c0, bad = -1;
 	memset(o->acc, 0, (size_t)len * sizeof(float));
 	for (int i = 0; i < n; i++)
-		sl_outer_wire_decode_add(wire_of(o), fr->recv1 + r1d[i], len, fr->weights[i], o->acc);
-	if (sl_outer_wire_encode(wire_of(o), o->acc, len, fr->mid, &bad, NULL))
+		sl_outer_wire_decode_add(sl_outer_sync_wire(o), fr->recv1 + r1d[i], len, fr->weights[i], o->acc);
+	if (sl_outer_wire_encode(sl_outer_sync_wire(o), o->acc, len, fr->mid, &bad, NULL))
 		return sl_err_set(err, SL_EINFEASIBLE, "outer step: the islands' average is %g: "
 				  "the islands diverged (try a lower --lr)", (double)o->acc[bad]);
 	o->stats.bytes_sent += (double)(n - 1) * r2c[me];
@@ -217,9 +213,7 @@ static void apply(struct sl_outer_sync *o, int f, int replace)
 		struct sl_param *p = o->params[i];
 		float *g = o->global[i], *m = o->momentum[i];
 		for (long long e = 0; e < p->numel; e++) {
-			float d = o->scratch[lane_index(o, i, e)];
-			m[e] = m[e] * mu + d;
-			g[e] = g[e] - lr * (d + mu * m[e]);
+			sl_outer_sync_nesterov(&g[e], &m[e], o->scratch[lane_index(o, i, e)], mu, lr);
 			p->value[e] = replace ? g[e] : alpha * g[e] + (1.0f - alpha) * p->value[e];
 		}
 	}
@@ -248,7 +242,7 @@ static int complete(struct sl_outer_sync *o, int f, struct sl_err *err)
 		for (int c = 0; c < n; c++) {
 			long long c0 = chunk_start(fr->piece_len, n, c);
 			long long len = chunk_start(fr->piece_len, n, c + 1) - c0;
-			sl_outer_wire_decode(wire_of(o), fr->recv2 + r2d[c], len,
+			sl_outer_wire_decode(sl_outer_sync_wire(o), fr->recv2 + r2d[c], len,
 					     o->scratch + fr->piece_off + c0);
 		}
 	}
@@ -349,9 +343,9 @@ void sl_outer_sync_global_view(const struct sl_outer_sync *o, float **view)
 			float g = o->global[i][e];
 			if (fr->phase == SL_OUTER_SETTLED) {
 				/* the landing's arithmetic (apply), on a copy */
-				float d = fr->pending[lane_index(o, i, e)];
-				float m = o->momentum[i][e] * mu + d;
-				g = g - lr * (d + mu * m);
+				float m = o->momentum[i][e]; /* a copy: the view changes nothing */
+				sl_outer_sync_nesterov(&g, &m, fr->pending[lane_index(o, i, e)], mu,
+						       lr);
 			}
 			view[i][e] = g;
 		}

@@ -18,16 +18,6 @@
 #include "util/clock.h"
 #include "util/test_faults.h"
 
-/* the plan names the wire format with plan/islands.h's enum, the codec with its own */
-_Static_assert((int)SL_ISLANDS_WIRE_FP32 == (int)SL_OUTER_WIRE_FP32 &&
-		       (int)SL_ISLANDS_WIRE_BF16 == (int)SL_OUTER_WIRE_BF16 &&
-		       (int)SL_ISLANDS_WIRE_INT8 == (int)SL_OUTER_WIRE_INT8,
-	       "the plan's and the codec's wire formats must agree");
-
-static enum sl_outer_wire_format wire_of(const struct sl_outer_sync *o)
-{
-	return (enum sl_outer_wire_format)o->isl->wire;
-}
 
 static int fewest_pipelines(const struct sl_role_table *t)
 {
@@ -101,11 +91,11 @@ static int size_fragment(struct sl_outer_sync *o, struct sl_outer_fragment *fr, 
 	    *r2d = r2c + n;
 	long long P = fr->piece_len, mine = (long long)(o->me.island + 1) * P / n -
 					    (long long)o->me.island * P / n;
-	int my_bytes = (int)sl_outer_wire_bytes(wire_of(o), mine);
+	int my_bytes = (int)sl_outer_wire_bytes(sl_outer_sync_wire(o), mine);
 	long long at = 0, at1 = 0;
 	for (int c = 0; c < n; c++) {
 		long long len = (long long)(c + 1) * P / n - (long long)c * P / n;
-		sc[c] = r2c[c] = (int)sl_outer_wire_bytes(wire_of(o), len);
+		sc[c] = r2c[c] = (int)sl_outer_wire_bytes(sl_outer_sync_wire(o), len);
 		sd[c] = r2d[c] = (int)at;
 		at += sc[c];
 		r1c[c] = my_bytes;

@@ -28,6 +28,7 @@
 #include "plan/outer_schedule.h"
 #include "plan/roles.h"
 #include "runtime/comm.h"
+#include "runtime/outer_wire.h"
 #include "train/param.h"
 
 /* One fragment's exchange in flight. */
@@ -89,6 +90,26 @@ struct sl_outer_sync {
 	int blocking;                /* SAILOR_TEST_OUTER_BLOCKING (util/test_faults.h) */
 	struct sl_outer_sync_stats stats;
 };
+
+/* The plan names the wire format with plan/islands.h's enum, the codec with its own. */
+_Static_assert((int)SL_ISLANDS_WIRE_FP32 == (int)SL_OUTER_WIRE_FP32 &&
+		       (int)SL_ISLANDS_WIRE_BF16 == (int)SL_OUTER_WIRE_BF16 &&
+		       (int)SL_ISLANDS_WIRE_INT8 == (int)SL_OUTER_WIRE_INT8,
+	       "the plan's and the codec's wire formats must agree");
+
+static inline enum sl_outer_wire_format sl_outer_sync_wire(const struct sl_outer_sync *o)
+{
+	return (enum sl_outer_wire_format)o->isl->wire;
+}
+
+/* The outer optimizer on one value: SGD with Nesterov momentum (torch.optim.SGD, nesterov,
+ * no dampening or decay) applies the averaged pseudo-gradient d to the global weight *g with
+ * momentum *m, in fp32. */
+static inline void sl_outer_sync_nesterov(float *g, float *m, float d, float mu, float lr)
+{
+	*m = *m * mu + d;
+	*g = *g - lr * (d + mu * *m);
+}
 
 int sl_outer_sync_init(struct sl_outer_sync *o, struct sl_comm *comm,
 		       const struct sl_role_table *table, const struct sl_plan_islands *isl,

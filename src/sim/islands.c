@@ -24,7 +24,7 @@
 #include "sim/internal.h"
 
 /* Island i's own plan: the plan's stages, the island's pipelines, their micro-batches. */
-static int island_plan(const struct sl_plan *plan, long long G, const int *counts, int island,
+static int island_plan(const struct sl_plan *plan, const int *counts, int island,
 		       struct sl_plan *out, struct sl_err *err)
 {
 	const struct sl_plan_islands *isl = plan->islands;
@@ -50,7 +50,6 @@ static int island_plan(const struct sl_plan *plan, long long G, const int *count
 		samples += (long long)counts[j] * plan->micro_batch;
 	}
 	out->global_batch = samples;
-	(void)G;
 	return 0;
 }
 
@@ -208,7 +207,7 @@ int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enu
 	for (int i = 0; !rc && i < isl->count; i++) {
 		struct sl_plan sub;
 		sl_plan_init(&sub);
-		rc = island_plan(plan, G, counts, i, &sub, err);
+		rc = island_plan(plan, counts, i, &sub, err);
 		if (!rc)
 			rc = sl_simulate(env, &sub, cm, r, err);
 		sl_plan_free(&sub);
