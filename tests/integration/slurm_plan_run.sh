@@ -20,7 +20,7 @@ check "status: three idle nodes" '[ "$(grep -c "slurm node .*: idle  features cp
 check "status: sb0 is cpu-slow in us-central1-b" 'grep -q "slurm node sb0: idle  features cpu-slow,us-central1-b" "$work/status"'
 
 # a step on sb0 runs there: host name, address, its slot's cgroup
-timeout 30 srun -p $TB -w sb0 -n 2 sh -c 'echo "$(hostname) $(ip -4 -o addr show dev eth0 | awk "{print \$4}") $SLURM_LOCALID $(grep -m 1 -E ":cpu(,cpuacct)?:" /proc/self/cgroup)"' >"$work/where" 2>&1
+timeout 30 srun -p $TB -w sb0 -n 2 sh -c 'echo "$(hostname) $(ip -4 -o addr show dev eth0 | awk "{print \$4}") $SLURM_LOCALID $(grep -m 1 -E ":cpu(,cpuacct)?:|^0::" /proc/self/cgroup)"' >"$work/where" 2>&1
 check "step on sb0: its name and address" '[ "$(grep -c "^sb0 10.92.2.2/16 " "$work/where")" -eq 2 ]'
 check "step on sb0: each task in its slot's cgroup" 'grep -q " 0 .*sailor-testbed/slrun/sb0/slot0$" "$work/where" && grep -q " 1 .*sailor-testbed/slrun/sb0/slot1$" "$work/where"'
 
