@@ -9,6 +9,8 @@
 #include "cluster/catalogue.h"
 #include "cluster/pool.h"
 #include "cluster/slurm.h"
+#include "cli/plan_islands_report.h"
+#include "search/islands_search.h"
 #include "search/search.h"
 #include "sim/sim.h"
 #include "util/json.h"
@@ -20,7 +22,8 @@ enum {
 	OPT_MODEL, OPT_POOL, OPT_TRACE, OPT_OBJECTIVE, OPT_MAX_COST, OPT_MIN_THROUGHPUT,
 	OPT_GLOBAL_BATCH, OPT_TOP, OPT_PARETO, OPT_COST_MODEL, OPT_MAX_STAGES, OPT_UNEVEN, OPT_JSON,
 	OPT_OUTPUT, OPT_PROFILES, OPT_GPUS, OPT_NETWORK, OPT_CLUSTER,
-	OPT_MEMORY_OPTIONS, OPT_SLURM, OPT_PARTITION, OPT_ZONES,
+	OPT_MEMORY_OPTIONS, OPT_SLURM, OPT_PARTITION, OPT_ZONES, OPT_SYNC, OPT_MAX_INNER_STEPS,
+	OPT_TOKEN_VALUE,
 };
 
 static const struct sl_cli_option plan_options[] = {
@@ -46,6 +49,9 @@ static const struct sl_cli_option plan_options[] = {
 	[OPT_SLURM] = {"slurm", 0, NULL, "the pool is what Slurm offers: the GPUs (Gres=gpu:N) of nodes neither drained nor down, by the GPU type and zone their Features name (SLURM_CONF is honoured)", NULL},
 	[OPT_PARTITION] = {"partition", 0, "P", "with --slurm: only the nodes of this partition", "every node"},
 	[OPT_ZONES] = {"zones", 0, "FILE", SL_CLI_ZONES_HELP, "none"},
+	[OPT_SYNC] = {"sync", 0, "every-step|islands|auto", "how replicas synchronise: every step over all of them, in islands (one per region or zone) with DiLoCo-style outer steps between them, or whichever ranks better by effective throughput (sailor cost model)", "every-step"},
+	[OPT_MAX_INNER_STEPS] = {"max-inner-steps", 0, "H", "islands: the most inner steps between outer steps (how stale an island may get)", "50"},
+	[OPT_TOKEN_VALUE] = {"island-token-value", 0, "V|FILE", "islands: what a token of an island plan is worth against a synchronous one, in (0, 1], or a sailor.token_value/1 file", "the measurements in data/islands/token_value.json"},
 };
 
 const struct sl_cli_command sl_cmd_plan = {
@@ -67,6 +73,9 @@ const struct sl_cli_command sl_cmd_plan = {
  * succeeds, so a command that ends in an error prints nothing there (README "sailor plan"). */
 static FILE *report;
 
+/* The token values island plans are ranked with (run_plan loads them once). */
+static const struct sl_token_value *token_value;
+
 struct plan_args {
 	const char *model, *pool, *trace, *output, *profiles, *network, *cluster;
 	struct sl_search_request req;
@@ -74,6 +83,8 @@ struct plan_args {
 	int slurm;               /* the pool from Slurm */
 	const char *partition;
 	struct sl_cli_zones zones;
+	struct sl_token_value token_value; /* the islands' (req.token_value points here) */
+	int island_options;      /* --max-inner-steps or --island-token-value given */
 };
 
 static void print_replica_groups(const struct sl_sim_env *env, const struct sl_plan *plan, int k)
@@ -119,6 +130,7 @@ static void print_candidate(const struct sl_sim_env *env, const struct sl_pool *
 	}
 	fprintf(report, "  predicted: %.4f it/s, %.1f samples/s, %.0f tokens/s (iteration %.3f s)\n",
 	       res->throughput_it_s, res->samples_per_s, res->tokens_per_s, res->iteration_time_s);
+	sl_cli_plan_sync_print(report, env, plan, res, token_value);
 	if (res->time_estimated)
 		fprintf(report, "  (layer times estimated: no profile of %s on some GPU type used, see "
 		       "'sailor simulate')\n", env->model.name);
@@ -156,7 +168,9 @@ static json_t *candidate_json(const struct sl_sim_env *env, const struct sl_sear
 {
 	json_t *obj = json_object();
 	json_object_set_new(obj, "plan", sl_plan_to_json(&c->plan, &env->catalogue));
-	json_object_set_new(obj, "estimate", sl_sim_estimate_json(env, &c->plan, &c->result));
+	json_object_set_new(obj, "estimate", sl_cli_plan_estimate_json(env, &c->plan, &c->result));
+	json_object_set_new(obj, "sync", sl_cli_plan_sync_json(env, &c->plan, &c->result,
+							       token_value));
 	return obj;
 }
 
@@ -250,8 +264,11 @@ static json_t *step_json(const struct plan_args *a, const struct sl_sim_env *env
 	if (out->count) {
 		json_object_set_new(s, "plan",
 				    sl_plan_to_json(&out->best[0].plan, &env->catalogue));
-		json_object_set_new(s, "estimate", sl_sim_estimate_json(env, &out->best[0].plan,
-									 &out->best[0].result));
+		json_object_set_new(s, "estimate", sl_cli_plan_estimate_json(env, &out->best[0].plan,
+									      &out->best[0].result));
+		json_object_set_new(s, "sync", sl_cli_plan_sync_json(env, &out->best[0].plan,
+								     &out->best[0].result,
+								     token_value));
 	} else {
 		json_object_set_new(s, "plan", json_null());
 		json_object_set_new(s, "estimate", json_null());
@@ -298,8 +315,10 @@ static void print_step(const struct plan_args *a, const struct sl_sim_env *env,
 				c->plan.micro_batch);
 		}
 	}
-	fprintf(report, "search: %.3f s, %lld plans simulated, cost model %s\n", out->search_time_s,
-	       out->plans_simulated, sl_cost_model_name(a->req.cost_model));
+	fprintf(report, "search: %.3f s, %lld plans simulated, cost model %s%s%s\n",
+		out->search_time_s, out->plans_simulated, sl_cost_model_name(a->req.cost_model),
+		a->req.sync != SL_SYNC_EVERY_STEP ? ", sync " : "",
+		a->req.sync != SL_SYNC_EVERY_STEP ? sl_sync_mode_name(a->req.sync) : "");
 }
 
 static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
@@ -317,7 +336,7 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 			json_array_append_new(json_steps, no_gpus_step_json(env, pool, step));
 		return 0;
 	}
-	int rc = sl_search_run(env, pool, &a->req, &out, &err);
+	int rc = sl_search_plan(env, pool, &a->req, &out, &err);
 	if (rc) {
 		sl_cli_error(&sl_cmd_plan, "%s", err.msg);
 		sl_search_outcome_free(&out);
@@ -340,13 +359,75 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 	return rc;
 }
 
+/* --sync, --max-inner-steps and --island-token-value: 0, or the exit status. */
+static int parse_island_option(int idx, const char *arg, struct plan_args *a)
+{
+	struct sl_err err = {0};
+	long long v = 0;
+	switch (idx) {
+	case OPT_SYNC:
+		if (!strcmp(arg, "every-step"))
+			a->req.sync = SL_SYNC_EVERY_STEP;
+		else if (!strcmp(arg, "islands"))
+			a->req.sync = SL_SYNC_ISLANDS;
+		else if (!strcmp(arg, "auto"))
+			a->req.sync = SL_SYNC_AUTO;
+		else
+			return sl_cli_usage_error(&sl_cmd_plan, "--sync: '%s' is not every-step, "
+						  "islands or auto", arg);
+		return 0;
+	case OPT_MAX_INNER_STEPS:
+		if (sl_cli_parse_long(&sl_cmd_plan, "max-inner-steps", arg, 1,
+				      SL_ISLANDS_MAX_INNER_STEPS, &v))
+			return 2;
+		a->req.max_inner_steps = (int)v;
+		a->island_options = 1;
+		return 0;
+	case OPT_TOKEN_VALUE:
+		if (sl_token_value_parse(arg, &a->token_value, &err)) {
+			/* a number out of range is usage; a file that is wrong, bad input */
+			char *end = NULL;
+			strtod(arg, &end);
+			if (end != arg && !*end)
+				return sl_cli_usage_error(&sl_cmd_plan, "%s", err.msg);
+			sl_cli_error(&sl_cmd_plan, "%s", err.msg);
+			return 1;
+		}
+		a->req.token_value = &a->token_value;
+		a->island_options = 1;
+		return 0;
+	}
+	return 0;
+}
+
+/* What the flags say together. */
+static int check_args(const struct plan_args *a)
+{
+	if (!a->model)
+		return sl_cli_usage_error(&sl_cmd_plan, "--model is required");
+	if ((a->pool != NULL) + (a->trace != NULL) + a->slurm != 1)
+		return sl_cli_usage_error(&sl_cmd_plan, "give exactly one of --pool FILE, --trace CSV "
+					  "or --slurm");
+	if (a->partition && !a->slurm)
+		return sl_cli_usage_error(&sl_cmd_plan, "--partition applies to --slurm only");
+	if (a->island_options && a->req.sync == SL_SYNC_EVERY_STEP)
+		return sl_cli_usage_error(&sl_cmd_plan, "--max-inner-steps and --island-token-value "
+					  "apply to island plans: add --sync islands or --sync auto");
+	if (a->req.sync != SL_SYNC_EVERY_STEP && a->req.cost_model == SL_COST_SOSP25)
+		return sl_cli_usage_error(&sl_cmd_plan, "--sync %s: the sosp25 cost model has no "
+					  "islands (the SOSP'25 simulator models synchronous plans "
+					  "only): use --cost-model sailor, or --sync every-step",
+					  sl_sync_mode_name(a->req.sync));
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct plan_args *a)
 {
 	struct sl_cli_parser parser;
 	sl_cli_parser_init(&parser, &sl_cmd_plan, argc, argv);
 	a->req.top_k = 1;
 	a->req.memory_options = 1;
-	for (int idx; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
+	for (int idx, rc; (idx = sl_cli_next(&parser)) != SL_CLI_END;) {
 		long long v = 0;
 		struct sl_err err = {0};
 		switch (idx) {
@@ -414,6 +495,12 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 				return 2;
 			a->req.top_k = (int)v;
 			break;
+		case OPT_SYNC:
+		case OPT_MAX_INNER_STEPS:
+		case OPT_TOKEN_VALUE:
+			if ((rc = parse_island_option(idx, parser.arg, a)))
+				return rc;
+			break;
 		case OPT_MAX_STAGES:
 			if (sl_cli_parse_long(&sl_cmd_plan, "max-stages", parser.arg, 1,
 					      SL_PLAN_MAX_STAGES, &v))
@@ -425,14 +512,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	if (parser.next_index < argc)
 		return sl_cli_usage_error(&sl_cmd_plan, "unexpected argument '%s'",
 					  argv[parser.next_index]);
-	if (!a->model)
-		return sl_cli_usage_error(&sl_cmd_plan, "--model is required");
-	if ((a->pool != NULL) + (a->trace != NULL) + a->slurm != 1)
-		return sl_cli_usage_error(&sl_cmd_plan, "give exactly one of --pool FILE, --trace CSV "
-					  "or --slurm");
-	if (a->partition && !a->slurm)
-		return sl_cli_usage_error(&sl_cmd_plan, "--partition applies to --slurm only");
-	return 0;
+	return check_args(a);
 }
 
 /* The steps to plan for: the pool file or Slurm's pool as one step, or the trace's steps. */
@@ -491,6 +571,15 @@ static int run_plan(int argc, char **argv)
 	}
 	if (have_cluster)
 		sl_sim_env_set_cluster(env, &cluster);
+	if (a.req.sync != SL_SYNC_EVERY_STEP && !a.req.token_value) {
+		if ((rc = sl_token_value_load_default(&a.token_value, &err))) {
+			sl_cli_error(&sl_cmd_plan, "%s", err.msg);
+			sl_sim_env_free(env);
+			return sl_err_exit_status(rc);
+		}
+		a.req.token_value = &a.token_value;
+	}
+	token_value = a.req.token_value;
 	struct sl_pool_trace trace = {0};
 	if ((rc = load_steps(&a, env, &trace, &err))) {
 		sl_cli_error(&sl_cmd_plan, "%s", err.msg);

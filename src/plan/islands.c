@@ -33,7 +33,7 @@ const char *sl_islands_wire_name(enum sl_islands_wire w)
 	}
 }
 
-static struct sl_plan_islands *islands_alloc(int count, int num_pipelines)
+struct sl_plan_islands *sl_islands_alloc(int count, int num_pipelines)
 {
 	size_t size = sizeof(struct sl_plan_islands) + (size_t)(num_pipelines + count) * sizeof(int);
 	struct sl_plan_islands *isl = calloc(1, size);
@@ -232,7 +232,7 @@ int sl_islands_from_json(const json_t *obj, int num_pipelines, struct sl_plan_is
 		rc = read_pipelines(obj, num_pipelines, &groups, err);
 	if (rc)
 		return rc;
-	struct sl_plan_islands *isl = islands_alloc((int)json_array_size(groups), num_pipelines);
+	struct sl_plan_islands *isl = sl_islands_alloc((int)json_array_size(groups), num_pipelines);
 	if (!isl)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	rc = assign_pipelines(groups, isl, err);
@@ -289,7 +289,7 @@ struct sl_plan_islands *sl_islands_copy(const struct sl_plan_islands *isl, struc
 {
 	if (!isl)
 		return NULL;
-	struct sl_plan_islands *c = islands_alloc(isl->count, isl->num_pipelines);
+	struct sl_plan_islands *c = sl_islands_alloc(isl->count, isl->num_pipelines);
 	if (!c) {
 		sl_err_set(err, SL_ENOMEM, "out of memory");
 		return NULL;

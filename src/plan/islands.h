@@ -59,6 +59,10 @@ int sl_islands_from_json(const json_t *obj, int num_pipelines, struct sl_plan_is
 /* The section as written by sl_plan_to_json (every field, so that a reader sees the values). */
 json_t *sl_islands_to_json(const struct sl_plan_islands *isl);
 
+/* A section of count islands over num_pipelines pipelines, zeroed but for its arrays (one
+ * allocation: free() releases it); NULL when out of memory. */
+struct sl_plan_islands *sl_islands_alloc(int count, int num_pipelines);
+
 /* A deep copy (NULL for NULL); NULL with err set when out of memory. */
 struct sl_plan_islands *sl_islands_copy(const struct sl_plan_islands *isl, struct sl_err *err);
 

@@ -37,6 +37,7 @@ struct brute {
 	int used[SL_MAX_GPU_TYPES][SL_MAX_ZONES];
 	long long simulated;
 	int options_on;
+	const struct sl_search_shape *only; /* req->only_shape */
 	int rc;
 	struct sl_err *err;
 };
@@ -132,6 +133,10 @@ static int visit_partition(const struct sl_partition *part, void *vctx)
 	struct partition_ctx *ctx = vctx;
 	struct brute *b = ctx->b;
 	int P = part->num_stages;
+	const struct sl_search_shape *only = b->only;
+	if (only && (only->num_stages != P ||
+		     memcmp(only->first, part->first, sizeof(int) * (size_t)(P + 1))))
+		return 0;
 	long long max_d = ctx->gpus / P;
 	long long useful = (b->global_batch + ctx->mbs - 1) / ctx->mbs;
 	if (max_d > useful)
@@ -165,6 +170,7 @@ int sl_search_exhaustive(const struct sl_sim_env *env, const struct sl_pool *poo
 	b->pool = pool;
 	b->cm = req->cost_model;
 	b->options_on = sl_search_options_on(req);
+	b->only = req->only_shape;
 	b->err = err;
 	b->global_batch = req->global_batch > 0 ? req->global_batch : env->model.default_global_batch;
 	sl_plan_init(&b->plan);
@@ -197,6 +203,8 @@ int sl_search_exhaustive(const struct sl_sim_env *env, const struct sl_pool *poo
 							(struct option){(short)g, (short)z, (short)tp};
 		for (int mbs = 1; !rc && mbs <= b->global_batch && mbs <= 1024 &&
 				  b->global_batch % mbs == 0; mbs *= 2) {
+			if (b->only && b->only->micro_batch != mbs)
+				continue;
 			struct partition_ctx ctx = {b, mbs, gpus};
 			for (int P = 1; P <= max_stages && P <= gpus && !rc; P++)
 				rc = sl_partition_each(L, P, visit_partition, &ctx);

@@ -190,7 +190,8 @@ int sl_search_refine(const struct sl_sim_env *env, const struct sl_pool *pool,
 		if (rf->simulated >= SL_REFINE_MAX_SIMULATIONS)
 			break;
 		rf->have_move = 0;
-		rc = shift_boundaries(rf, err);
+		if (!rank->req->only_shape) /* a pinned shape keeps its partition */
+			rc = shift_boundaries(rf, err);
 		if (!rc)
 			rc = replace_replicas(rf, err);
 		if (!rc && !rf->have_move)

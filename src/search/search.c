@@ -110,7 +110,8 @@ struct work_item {
  * size, large micro-batches first (usually the most efficient, so strong plans come early and the
  * bounds prune more of what follows). Returns their count; *items is malloc'd. */
 static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
-		      long long global_batch, struct work_item **items)
+		      long long global_batch, const struct sl_search_shape *only,
+		      struct work_item **items)
 {
 	int sets[SL_ZONE_SETS_MAX][SL_MAX_SEARCH_ZONES], sizes[SL_ZONE_SETS_MAX];
 	int set_count = sl_zone_sets(&env->catalogue, pool, sets, sizes);
@@ -130,6 +131,8 @@ static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
 		return -1;
 	int count = 0;
 	for (int mbs = top_mbs; mbs >= 1; mbs /= 2) {
+		if (only && only->micro_batch != mbs)
+			continue;
 		for (int s = 0; s < set_count; s++) {
 			int order[SL_MAX_SEARCH_ZONES];
 			memcpy(order, sets[s], sizeof(int) * (size_t)sizes[s]);
@@ -246,7 +249,7 @@ static void bound_from(_Atomic double *bound, const struct sl_search_request *re
 const char *sl_search_phase_name(enum sl_search_phase phase)
 {
 	static const char *const names[SL_SEARCH_PHASES] = {"plain", "variants", "options", "refine",
-							    "uneven", "relaxed"};
+							    "uneven", "relaxed", "islands"};
 	return phase >= 0 && phase < SL_SEARCH_PHASES ? names[phase] : "?";
 }
 
@@ -438,7 +441,7 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	long long global_batch = req->global_batch > 0 ? req->global_batch
 						       : env->model.default_global_batch;
 	struct work_item *items = NULL;
-	int item_count = work_items(env, pool, global_batch, &items);
+	int item_count = work_items(env, pool, global_batch, req->only_shape, &items);
 	if (item_count < 0)
 		return sl_err_set(err, SL_ENOMEM, "out of memory for the search");
 	struct thread_searches ts;
@@ -510,7 +513,7 @@ static int search_with_options(const struct sl_sim_env *env, const struct sl_poo
 	struct work_item *items = NULL;
 	long long global_batch = req->global_batch > 0 ? req->global_batch
 						       : env->model.default_global_batch;
-	int item_count = work_items(env, pool, global_batch, &items);
+	int item_count = work_items(env, pool, global_batch, req->only_shape, &items);
 	free(items);
 	struct shape_records *records =
 		item_count > 0 ? calloc((size_t)item_count, sizeof(*records)) : NULL;

@@ -34,6 +34,22 @@
 
 enum sl_objective { SL_OBJECTIVE_THROUGHPUT = 0, SL_OBJECTIVE_COST = 1 };
 
+/* How the plans synchronise: every step over all replicas (the plans of every other planner), in
+ * islands with outer steps between them (search/islands_search.h), or whichever ranks better. */
+enum sl_sync_mode { SL_SYNC_EVERY_STEP = 0, SL_SYNC_ISLANDS = 1, SL_SYNC_AUTO = 2 };
+
+const char *sl_sync_mode_name(enum sl_sync_mode mode);
+
+/* A pipeline shape: micro-batch size and layer partition (first[num_stages] = the layer count).
+ * The island search pins one so that every island's plan has it (search/islands_search.h). */
+struct sl_search_shape {
+	int micro_batch;
+	int num_stages;
+	int first[SL_PLAN_MAX_STAGES + 1];
+};
+
+struct sl_token_value;
+
 const char *sl_objective_name(enum sl_objective objective);
 
 struct sl_search_request {
@@ -52,9 +68,18 @@ struct sl_search_request {
 	int memory_options;            /* 1: per stage, also search activation recomputation and
 					* ZeRO-1 (search/memory_dimensions.h; sailor cost model only); 0: plans
 					* without them, the search as it was before they existed */
+	const struct sl_search_shape *only_shape; /* NULL: every shape; else only plans of this
+						   * one (micro-batch size and partition) */
+	enum sl_sync_mode sync;        /* sl_search_plan: which syncs to search (default every step) */
+	int max_inner_steps;           /* islands: the most inner steps per round (H); 0: 50 */
+	const struct sl_token_value *token_value; /* islands: a token's worth against a
+						   * synchronous token (search/token_value.h); NULL:
+						   * the shipped measurements */
 };
 
-/* One ranked plan with the simulator's verdict on it. */
+/* One ranked plan with the simulator's verdict on it. For a plan with islands, result is the
+ * simulator's with the throughput and the dollars per iteration made effective (per global batch
+ * of synchronous-equivalent samples: sl_search_effective_result). */
 struct sl_search_candidate {
 	struct sl_plan plan;           /* owned */
 	struct sl_sim_result result;
@@ -71,6 +96,8 @@ enum sl_search_phase {
 	SL_PHASE_REFINE,      /* local search around the best plans */
 	SL_PHASE_UNEVEN,      /* uneven micro-batch counts on the best plans */
 	SL_PHASE_RELAXED,     /* nothing met the constraints: the searches for what is possible */
+	SL_PHASE_ISLANDS,     /* the island search: its islands' searches and the outer-step
+			       * choices (search/islands_search.h) */
 	SL_SEARCH_PHASES
 };
 

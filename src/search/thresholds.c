@@ -636,6 +636,14 @@ static void layer_times(const struct search_state *st, int mbs, double *storage,
 
 /* One work item: every depth and partition at one micro-batch size, over the zones (and fill
  * order) set in st->assign. */
+/* The one partition of a pinned shape (req->only_shape). */
+static int pinned_partition(const struct sl_search_shape *only, struct sl_partition *out)
+{
+	out->num_stages = only->num_stages;
+	memcpy(out->first, only->first, sizeof(int) * (size_t)(only->num_stages + 1));
+	return 1;
+}
+
 int sl_search_micro_batch(struct search_state *st, int mbs, struct sl_err *err)
 {
 	const struct sl_sim_env *env = st->env;
@@ -658,9 +666,13 @@ int sl_search_micro_batch(struct search_state *st, int mbs, struct sl_err *err)
 	for (int g = 0; g < env->catalogue.gpu_count; g++)
 		any |= per_gpu[g] != NULL;
 	int rc = 0;
+	const struct sl_search_shape *only = st->req->only_shape;
 	for (int P = 1; any && P <= max_stages && !rc; P++) {
-		int n = sl_partition_candidates(L, P, per_gpu, env->catalogue.gpu_count,
-						st->partitions, SL_PARTITION_MAX_CANDIDATES);
+		if (only && only->num_stages != P)
+			continue;
+		int n = only ? pinned_partition(only, st->partitions)
+			     : sl_partition_candidates(L, P, per_gpu, env->catalogue.gpu_count,
+						       st->partitions, SL_PARTITION_MAX_CANDIDATES);
 		for (int i = 0; i < n && !rc; i++) {
 			st->partition_index = i;
 			rc = search_partition(st, &st->partitions[i], mbs, gpus, err);

@@ -114,7 +114,7 @@ void sl_sim_memory_sailor(const struct sl_sim_env *env, const struct sl_sim_repl
 	int comms = 1 + (tp > 1) + (D > 1) + (stage > 0) + (stage < P - 1) +
 		    (P > 1 && (stage == 0 || stage == P - 1) && env->sizes->head_holds_embedding);
 	buffers += comms * g->nccl_buffer_bytes;
-	mem->buffers_bytes = buffers;
+	mem->buffers_bytes = buffers + env->reserve_param_copies * mem->params_bytes;
 	mem->runtime_bytes = g->runtime_overhead_bytes;
 	mem->total_bytes = mem->params_bytes + mem->grads_bytes + mem->optimizer_bytes +
 			   mem->activations_bytes + mem->buffers_bytes + mem->runtime_bytes;

@@ -123,7 +123,8 @@ void sl_replay_rank_memory(const struct sl_sim_env *env, const struct sl_role *r
 	 * for the largest whole tensor when a stage mixes TP degrees (grad_sync.c) */
 	mem->buffers_bytes = (r->stage > 0 ? 2.0 * slots * activation_msg : 0) +
 			     fmax(SL_RUNTIME_BUCKET_BYTES, whole_tensor_bytes) + activation_msg +
-			     fmax(zero_scratch, nonblocking ? ring_scratch_bytes : 0);
+			     fmax(zero_scratch, nonblocking ? ring_scratch_bytes : 0) +
+			     env->reserve_param_copies * mem->params_bytes;
 	(void)P;
 	/* the process baseline as the profile measured it on an MPI rank of this device type;
 	 * else the catalogue's figure */

@@ -84,6 +84,9 @@ struct sl_sim_env {
 	struct sl_sim_tables *tables;
 	const struct sl_cluster *cluster; /* borrowed, may be NULL: hosts of our runtime's ranks */
 	struct sl_sim_timeline *timeline; /* borrowed, may be NULL: filled by the replay model */
+	double reserve_param_copies;   /* memory kept free on every rank for this many more copies
+					* of its parameters (the island search's room for the outer
+					* step: search/islands_search.h); 0 for a plan as it is */
 };
 
 /* Gives the environment the cluster file whose hosts our runtime's ranks would run on (the

