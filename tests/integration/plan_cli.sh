@@ -144,6 +144,16 @@ echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "cpu-fast", "zone": "us-centr
 expect_error "cpu-fast, cpu-slow have no profile of model 'gpt2-tiny'.*sailor profile --model gpt2-tiny --gpu TYPE" \
   plan --model gpt2-tiny --pool "$tmp/cpu.json" --gpus data/testbed/gpus-cpu.json --global-batch 8
 grep -q "fits in memory" "$tmp/err" && fail "a missing profile is blamed on memory: $(cat "$tmp/err")"
+# the case of issue 46 (item 6), as a new user tries it: four devices of one type, no --profiles
+echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "cpu-fast", "zone": "us-central1-a", "count": 4}]}' >"$tmp/cpu4.json"
+expect_error "cpu-fast has no profile of model 'gpt2-tiny'.*sailor profile --model gpt2-tiny --gpu TYPE -o DIR.*--profiles DIR" \
+  plan --model gpt2-tiny --pool "$tmp/cpu4.json" --gpus data/testbed/gpus-cpu.json --global-batch 8
+grep -q "fits in memory" "$tmp/err" && fail "a missing profile is blamed on memory: $(cat "$tmp/err")"
+# with the profiles measured on such devices it plans at once
+"$SAILOR" plan --model gpt2-tiny --pool "$tmp/cpu4.json" --global-batch 8 \
+  --gpus data/validation/testbed-geo3-gpt2tiny/env/gpus.json \
+  --profiles data/validation/testbed-geo3-gpt2tiny/env/profiles >"$tmp/out" 2>"$tmp/err" ||
+  fail "four cpu-fast with --profiles: no plan: $(cat "$tmp/err")"
 echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "RTX-2080", "zone": "us-central1-a", "count": 1}]}' >"$tmp/small.json"
 expect_error "fits on none" plan --model OPT-30 --pool "$tmp/small.json"
 
