@@ -154,6 +154,21 @@ grep -q "fits in memory" "$tmp/err" && fail "a missing profile is blamed on memo
   --gpus data/validation/testbed-geo3-gpt2tiny/env/gpus.json \
   --profiles data/validation/testbed-geo3-gpt2tiny/env/profiles >"$tmp/out" 2>"$tmp/err" ||
   fail "four cpu-fast with --profiles: no plan: $(cat "$tmp/err")"
+# a profile without the micro-batch sizes the global batch allows (it has 4 only; global batch
+# 2 takes 1 or 2) is a missing profile entry too, not memory
+mkdir -p "$tmp/prof4/gpt2-tiny"
+"$py" - data/validation/testbed-geo3-gpt2tiny/env/profiles/gpt2-tiny/cpu-fast.json \
+  "$tmp/prof4/gpt2-tiny/cpu-fast.json" <<'PY' || fail "could not write the mbs-4 profile"
+import json, sys
+profile = json.load(open(sys.argv[1]))
+for mbs in ("1", "2"):
+    del profile[mbs]
+json.dump(profile, open(sys.argv[2], "w"))
+PY
+expect_error "cpu-fast: no profile entry of model 'gpt2-tiny' at micro-batch 1,2 (the sizes that divide global batch 2).*--mbs 1,2 -o DIR.*--profiles DIR" \
+  plan --model gpt2-tiny --pool "$tmp/cpu4.json" --global-batch 2 \
+  --gpus data/validation/testbed-geo3-gpt2tiny/env/gpus.json --profiles "$tmp/prof4"
+grep -q "fits in memory" "$tmp/err" && fail "a missing profile entry is blamed on memory: $(cat "$tmp/err")"
 echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "RTX-2080", "zone": "us-central1-a", "count": 1}]}' >"$tmp/small.json"
 expect_error "fits on none" plan --model OPT-30 --pool "$tmp/small.json"
 
