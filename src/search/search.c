@@ -38,34 +38,71 @@ static int max_gpus_in_a_zone(const struct sl_pool *pool, int g)
 	return most;
 }
 
-static int fits_anywhere(const struct sl_sim_env *env, const struct sl_pool *pool,
-			 const struct sl_search_request *req)
+/* Whether one layer per stage, one micro-batch of mbs in flight, fits on GPU type g at TP slot
+ * t: the least memory per GPU any plan at (mbs, tp) can ask. */
+static int fits_split_fully(const struct sl_sim_env *env, const struct sl_search_request *req,
+			    int g, int t, int mbs)
 {
-	/* Pipelining over as many stages as there are layers, one micro-batch of 1 in flight: the
-	 * least memory per GPU any plan can ask; if that fits nowhere, nothing does. */
-	const struct sl_catalogue *cat = &env->catalogue;
 	int L = env->num_layers;
+	for (int l = 0; l < L; l++)
+		if (sl_search_least_level(env, req,
+					  &(struct sl_sim_replica_query){
+						  .gpu = g, .mbs = mbs, .tp = tp_values[t],
+						  .first_layer = l, .last_layer = l, .stage = L - 1,
+						  .num_stages = L, .microbatches = 1,
+						  .num_pipelines = 1}) < 0)
+			return 0;
+	return 1;
+}
+
+/* Why a search found no plan when every pool type has some layer time (untimed_pool_types),
+ * from the replica kinds (GPU type, TP degree, micro-batch size up to top_mbs) the pool allows
+ * that fit split into one layer per stage (a bound: a whole plan may need more):
+ *   - some such kind has no profile entry: the search skips it as it skips one that does not
+ *     fit, so the plans it could make are unknown; err names an entry to measure;
+ *   - none fits: err says so (more memory per GPU, or a higher TP degree);
+ *   - otherwise 0: the plans failed on the pool's size or the constraints (the caller says so). */
+static int fit_diagnosis(const struct sl_sim_env *env, const struct sl_pool *pool,
+			 const struct sl_search_request *req, int top_mbs, struct sl_err *err)
+{
+	const struct sl_catalogue *cat = &env->catalogue;
+	int any_fits = 0;
 	for (int g = 0; g < cat->gpu_count; g++) {
 		if (sl_pool_gpu_total(pool, g) == 0)
 			continue;
 		for (int t = 0; t < TP_SLOTS; t++) {
-			if (tp_values[t] > sl_sim_gpus_per_node(env, g) ||
-			    tp_values[t] > max_gpus_in_a_zone(pool, g))
+			int tp = tp_values[t];
+			if (tp > sl_sim_gpus_per_node(env, g) || tp > max_gpus_in_a_zone(pool, g))
 				continue;
-			int all = 1;
-			for (int l = 0; l < L && all; l++)
-				all = sl_search_least_level(
-					      env, req,
-					      &(struct sl_sim_replica_query){
-						      .gpu = g, .mbs = 1, .tp = tp_values[t],
-						      .first_layer = l, .last_layer = l, .stage = L - 1,
-						      .num_stages = L, .microbatches = 1,
-						      .num_pipelines = 1}) >= 0;
-			if (all)
-				return 1;
+			/* a larger micro-batch needs more memory: stop at the first that does not
+			 * fit; the sizes that fit without an entry, into missing */
+			char missing[64] = "";
+			for (int mbs = 1; mbs <= top_mbs && fits_split_fully(env, req, g, t, mbs);
+			     mbs *= 2) {
+				any_fits = 1;
+				if (sl_sim_time_source(env, g, mbs, tp) == SL_TIME_NONE)
+					snprintf(missing + strlen(missing),
+						 sizeof(missing) - strlen(missing), "%s%d",
+						 missing[0] ? "," : "", mbs);
+			}
+			if (missing[0])
+				return sl_err_set(
+					err, SL_EINFEASIBLE, "no plan fits in memory with the profile "
+					"entries there are, and the profile of model '%s' on %s has no "
+					"entry for micro-batch %s at TP %d, which the search could not "
+					"consider: measure them with `sailor profile --model %s --gpu %s "
+					"--tp %d --mbs %s -o DIR`, then plan with --profiles DIR; or add "
+					"GPUs with more memory", env->model.name, cat->gpus[g].name,
+					missing, tp, env->model.name, cat->gpus[g].name, tp, missing);
 		}
 	}
-	return 0;
+	if (any_fits)
+		return 0;
+	return sl_err_set(err, SL_EINFEASIBLE,
+			  "model '%s' fits on none of the pool's GPUs, even split into one layer per "
+			  "stage with micro-batch 1 and the largest TP degree the pool allows: add GPUs "
+			  "with more memory, or more GPUs per zone for a higher TP degree",
+			  env->model.name);
 }
 
 /* The largest micro-batch size the search tries for a global batch: micro-batches divide it
@@ -636,11 +673,7 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 						       : env->model.default_global_batch;
 	if (nothing)
 		rc = untimed_pool_types(env, pool, global_batch, err);
-	if (nothing && !rc && !fits_anywhere(env, pool, req))
-		rc = sl_err_set(err, SL_EINFEASIBLE,
-				"model '%s' fits on none of the pool's GPUs, even split into one layer "
-				"per stage with micro-batch 1 and the largest TP degree the pool allows: "
-				"add GPUs with more memory, or more GPUs per zone for a higher TP degree",
-				env->model.name);
+	if (nothing && !rc)
+		rc = fit_diagnosis(env, pool, req, top_micro_batch(global_batch), err);
 	return rc;
 }
