@@ -4,7 +4,7 @@ large pools, and how search time grows with pool size and number of GPU types.
 
 Prints figures; never fails on speed (only on a broken run). Run from the repository root:
     python3 bench/bench_plan.py [--sailor ./sailor] [--repeats 3] [--baseline OLD_SAILOR]
-                                [--speed-only]
+                                [--speed-only] [--pools-only]
 With --baseline, sections 3 and 4 time that binary too ("before"), interleaved with --sailor
 ("after") in the same loop, so both see the same load on a shared machine: report their ratio,
 not absolute times alone. Build a baseline from a commit without touching the work tree:
@@ -19,8 +19,11 @@ Figures:
      process over the scenario's trace (median of --repeats runs) against that planner's
      recorded start-up plus search time, the plans simulated, and the time by phase (start-up:
      the process less its searches; the searches' phases from `sailor plan --json`);
-  4. scale: 3 GPU types x 256 GPUs in one zone, and spread over 5 zones in 2 regions, the same
-     figures;
+  4. the benchmark pool set, bench/plan_pools/cases.json (one step each: 2-3 GPU types over 1-5
+     zones in 1-3 regions, 64 to 768 GPUs, throughput and cost objectives with and without a
+     budget; among them the scale pools, 3 GPU types x 256 GPUs in one zone and over 5 zones in
+     2 regions) under both cost models: the same figures, against the SOSP'25 planner's time
+     where the set records one (sosp25_planner_s; "not yet measured" otherwise);
   5. search time versus pool size and number of GPU types.
 """
 import argparse
@@ -151,23 +154,27 @@ def phase_text(phases):
     return ", ".join(f"{k} {v * 1000:.0f}" for k, v in shown) if shown else "-"
 
 
-def speed_rows(label, args, repeats, sailor, baseline, theirs):
+def speed_rows(label, args, repeats, sailor, baseline, theirs, with_theirs=None):
+    """One row; with_theirs (default: whether theirs is given) adds the SOSP'25 columns, which
+    say "not yet measured" where theirs is None."""
+    with_theirs = theirs is not None if with_theirs is None else with_theirs
     binaries = [baseline, sailor] if baseline else [sailor]
     got = timed(binaries, args, repeats)
     after = got[sailor]
     cells = [label]
-    if theirs is not None:
-        cells.append(f"{theirs:.2f}")
+    ratio = (lambda ours: f"{theirs / ours:.0f}x") if theirs is not None else (lambda ours: "-")
+    if with_theirs:
+        cells.append(f"{theirs:.2f}" if theirs is not None else "not yet measured")
     if baseline:
         before = got[baseline]
         cells += [f"{before[0]:.3f}", f"{after[0]:.3f}", f"{after[0] / before[0]:.2f}"]
-        if theirs is not None:
-            cells += [f"{theirs / before[0]:.0f}x", f"{theirs / after[0]:.0f}x"]
+        if with_theirs:
+            cells += [ratio(before[0]), ratio(after[0])]
         cells += [f"{before[1]}", f"{after[1]}"]
     else:
         cells.append(f"{after[0]:.3f}")
-        if theirs is not None:
-            cells.append(f"{theirs / after[0]:.0f}x")
+        if with_theirs:
+            cells.append(ratio(after[0]))
         cells.append(f"{after[1]}")
     cells.append(phase_text(after[2]))
     print("| " + " | ".join(cells) + " |", flush=True)
@@ -225,27 +232,34 @@ def timed_plan(sailor, spec, repeats, model="OPT-350"):
 
 
 TYPES = ["A100-40", "V100-16", "GH-96"]
-ZONES = ["us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f", "us-west1-b"]
+POOL_SET = os.path.join(ROOT, "bench", "plan_pools", "cases.json")
 
 
-def scale(sailor, repeats, baseline=None):
-    print("## 4. Scale (OPT-350, sailor cost model, median of %d runs%s)"
-          % (repeats, ", interleaved with the baseline" if baseline else ""))
-    speed_header(baseline, False)
-    one_zone = [(g, "us-central1-a", 256) for g in TYPES]
-    spread = []
-    for g in TYPES:
-        base, extra = divmod(256, len(ZONES))
-        for i, z in enumerate(ZONES):
-            spread.append((g, z, base + (1 if i < extra else 0)))
-    for label, spec in (("3 types x 256, one zone", one_zone),
-                        ("3 types x 256, 5 zones in 2 regions", spread)):
-        path = pool_file(spec)
-        try:
-            speed_rows(label, ["--model", "OPT-350", "--pool", path], repeats, sailor, baseline,
-                       None)
-        finally:
-            os.unlink(path)
+def pool_case_args(case):
+    """`sailor plan` arguments of a case of the benchmark pool set: a budget is --max-cost for
+    the throughput objective and --min-throughput for the cost objective (0: none)."""
+    args = ["--model", case["model"],
+            "--pool", os.path.join(os.path.dirname(POOL_SET), case["pool"])]
+    if case["objective"] == "cost":
+        args += ["--objective", "cost"]
+    if case.get("max_cost_usd_per_iter"):
+        args += ["--max-cost", str(case["max_cost_usd_per_iter"])]
+    if case.get("min_throughput_it_s"):
+        args += ["--min-throughput", str(case["min_throughput_it_s"])]
+    return args
+
+
+def pool_set(sailor, repeats, baseline=None):
+    print("## 4. The benchmark pool set (bench/plan_pools/cases.json, one step each; whole `sailor "
+          "plan` process, median of %d runs%s; plans simulated: the last run's, on the default "
+          "threads)" % (repeats, ", interleaved with the baseline" if baseline else ""))
+    speed_header(baseline, True)
+    for case in json.load(open(POOL_SET))["cases"]:
+        theirs = case.get("sosp25_planner_s")
+        for cm in ("sailor", "sosp25"):
+            speed_rows(f"{case['name']} ({case['model']}), {cm}",
+                       pool_case_args(case) + ["--cost-model", cm], repeats, sailor, baseline,
+                       theirs, with_theirs=True)
     print()
 
 
@@ -271,15 +285,20 @@ def main():
     parser.add_argument("--baseline", help="an older sailor binary to time beside --sailor")
     parser.add_argument("--speed-only", action="store_true",
                         help="the timings only (sections 3 to 5), not the plan quality")
+    parser.add_argument("--pools-only", action="store_true",
+                        help="section 4 only: the benchmark pool set")
     args = parser.parse_args()
     scenarios = json.load(open(SCENARIOS))["scenarios"]
     print(f"# bench_plan.py, {time.strftime('%Y-%m-%d %H:%M')}; {os.cpu_count()} cores, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the start")
     print(f"# after: {args.sailor}" + (f"; before: {args.baseline}" if args.baseline else "") + "\n")
+    if args.pools_only:
+        pool_set(args.sailor, args.repeats, args.baseline)
+        return
     if not args.speed_only:
         quality(args.sailor, scenarios)
     speed(args.sailor, scenarios, args.repeats, args.baseline)
-    scale(args.sailor, args.repeats, args.baseline)
+    pool_set(args.sailor, args.repeats, args.baseline)
     growth(args.sailor, args.repeats)
 
 

@@ -104,6 +104,10 @@ struct ctl {
 	struct sl_ctl_reconf rc;
 	int signal_seen;
 	int waiting;                  /* no plan possible: waiting for a pool change */
+	/* the planner's own error when the last planning ended in one (a missing profile, a model
+	 * that fits nowhere: the message says what to do); code 0 when it searched and found
+	 * nothing that meets the constraints, or had no GPU to search */
+	struct sl_err search_err;
 	double published_s;
 	/* test-only (util/test_faults.h): step lines to ignore when they come by pipe */
 	struct sl_test_drop_lines drop;
@@ -177,7 +181,8 @@ void sl_ctl_pool_event(struct ctl *c, const char *type);
  * "generation N: " when say_generation, if that fails). Nothing without --slurm. */
 void sl_ctl_slurm_end_job(const struct ctl *c, int say_generation);
 
-/* Slurm: a first plan impossible on the nodes Slurm offers is bad input, not a wait. */
+/* Slurm: a first plan impossible on the nodes Slurm offers is bad input, not a wait; the
+ * planner's own error (c->search_err) is its cause, else the nodes or the constraints. */
 int sl_ctl_slurm_no_first_plan(const struct ctl *c, struct sl_err *err);
 
 /* ---- start-up (setup.c) ---- */

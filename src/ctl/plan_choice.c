@@ -129,6 +129,7 @@ static char *plan_key(const struct ctl *c, const struct sl_plan *plan)
 int sl_ctl_plan_now(struct ctl *c, struct candidate *cand, char *why, size_t why_size)
 {
 	sl_ctl_candidate_free(cand);
+	c->search_err = (struct sl_err){0};
 	double t0 = sl_now_s();
 	struct sl_pool pool;
 	sl_ctl_effective_pool(&c->pool.current, &c->cluster, &c->hosts, &pool);
@@ -146,6 +147,7 @@ int sl_ctl_plan_now(struct ctl *c, struct candidate *cand, char *why, size_t why
 	int rc = sl_search_run(c->env, &pool, &req, &out, &err);
 	if (rc) {
 		snprintf(why, why_size, "%s", err.msg);
+		c->search_err = err;
 		sl_search_outcome_free(&out);
 		return 0;
 	}

@@ -23,6 +23,12 @@ void sl_ctl_slurm_end_job(const struct ctl *c, int say_generation)
 
 int sl_ctl_slurm_no_first_plan(const struct ctl *c, struct sl_err *err)
 {
+	/* the planner's own error names the cause and the fix (a missing profile: `sailor
+	 * profile`, --profiles); more nodes would not help it, so it is not told to add them */
+	if (c->search_err.code)
+		return sl_err_set(err, c->search_err.code, "slurm: no plan is possible on the nodes "
+				  "Slurm offers now (%lld GPUs): %s", sl_pool_total(&c->pool.current),
+				  c->search_err.msg);
 	return sl_err_set(err, SL_EINFEASIBLE, "slurm: no plan is possible on the nodes Slurm "
 			  "offers now (%lld GPUs; the reason is above); add or resume nodes, or "
 			  "ask for less (--global-batch, --max-cost, --min-throughput)",

@@ -38,65 +38,143 @@ static int max_gpus_in_a_zone(const struct sl_pool *pool, int g)
 	return most;
 }
 
-static int fits_anywhere(const struct sl_sim_env *env, const struct sl_pool *pool,
-			 const struct sl_search_request *req)
+/* Whether one layer per stage, one micro-batch of mbs in flight, fits on GPU type g at TP slot
+ * t: the least memory per GPU any plan at (mbs, tp) can ask. */
+static int fits_split_fully(const struct sl_sim_env *env, const struct sl_search_request *req,
+			    int g, int t, int mbs)
 {
-	/* Pipelining over as many stages as there are layers, one micro-batch of 1 in flight: the
-	 * least memory per GPU any plan can ask; if that fits nowhere, nothing does. */
-	const struct sl_catalogue *cat = &env->catalogue;
 	int L = env->num_layers;
+	for (int l = 0; l < L; l++)
+		if (sl_search_least_level(env, req,
+					  &(struct sl_sim_replica_query){
+						  .gpu = g, .mbs = mbs, .tp = tp_values[t],
+						  .first_layer = l, .last_layer = l, .stage = L - 1,
+						  .num_stages = L, .microbatches = 1,
+						  .num_pipelines = 1}) < 0)
+			return 0;
+	return 1;
+}
+
+/* Why a search found no plan when every pool type has some layer time (untimed_pool_types),
+ * from the replica kinds (GPU type, TP degree, micro-batch size up to top_mbs) the pool allows
+ * that fit split into one layer per stage (a bound: a whole plan may need more):
+ *   - some such kind has no profile entry: the search skips it as it skips one that does not
+ *     fit, so the plans it could make are unknown; err names an entry to measure;
+ *   - none fits: err says so (more memory per GPU, or a higher TP degree);
+ *   - otherwise 0: the plans failed on the pool's size or the constraints (the caller says so). */
+static int fit_diagnosis(const struct sl_sim_env *env, const struct sl_pool *pool,
+			 const struct sl_search_request *req, int top_mbs, struct sl_err *err)
+{
+	const struct sl_catalogue *cat = &env->catalogue;
+	int any_fits = 0;
 	for (int g = 0; g < cat->gpu_count; g++) {
 		if (sl_pool_gpu_total(pool, g) == 0)
 			continue;
 		for (int t = 0; t < TP_SLOTS; t++) {
-			if (tp_values[t] > sl_sim_gpus_per_node(env, g) ||
-			    tp_values[t] > max_gpus_in_a_zone(pool, g))
+			int tp = tp_values[t];
+			if (tp > sl_sim_gpus_per_node(env, g) || tp > max_gpus_in_a_zone(pool, g))
 				continue;
-			int all = 1;
-			for (int l = 0; l < L && all; l++)
-				all = sl_search_least_level(
-					      env, req,
-					      &(struct sl_sim_replica_query){
-						      .gpu = g, .mbs = 1, .tp = tp_values[t],
-						      .first_layer = l, .last_layer = l, .stage = L - 1,
-						      .num_stages = L, .microbatches = 1,
-						      .num_pipelines = 1}) >= 0;
-			if (all)
-				return 1;
+			/* a larger micro-batch needs more memory: stop at the first that does not
+			 * fit; the sizes that fit without an entry, into missing */
+			char missing[64] = "";
+			for (int mbs = 1; mbs <= top_mbs && fits_split_fully(env, req, g, t, mbs);
+			     mbs *= 2) {
+				any_fits = 1;
+				if (sl_sim_time_source(env, g, mbs, tp) == SL_TIME_NONE)
+					snprintf(missing + strlen(missing),
+						 sizeof(missing) - strlen(missing), "%s%d",
+						 missing[0] ? "," : "", mbs);
+			}
+			if (missing[0])
+				return sl_err_set(
+					err, SL_EINFEASIBLE, "no plan fits in memory with the profile "
+					"entries there are, and the profile of model '%s' on %s has no "
+					"entry for micro-batch %s at TP %d, which the search could not "
+					"consider: measure them with `sailor profile --model %s --gpu %s "
+					"--tp %d --mbs %s -o DIR`, then plan with --profiles DIR; or add "
+					"GPUs with more memory", env->model.name, cat->gpus[g].name,
+					missing, tp, env->model.name, cat->gpus[g].name, tp, missing);
 		}
 	}
+	if (any_fits)
+		return 0;
+	return sl_err_set(err, SL_EINFEASIBLE,
+			  "model '%s' fits on none of the pool's GPUs, even split into one layer per "
+			  "stage with micro-batch 1 and the largest TP degree the pool allows: add GPUs "
+			  "with more memory, or more GPUs per zone for a higher TP degree",
+			  env->model.name);
+}
+
+/* The largest micro-batch size the search tries for a global batch: micro-batches divide it
+ * (plan/microbatch_share.h), so powers of two up to the largest that does. */
+static int top_micro_batch(long long global_batch)
+{
+	int top_mbs = 1;
+	while (top_mbs * 2 <= global_batch && top_mbs * 2 <= 1024 && global_batch % (top_mbs * 2) == 0)
+		top_mbs *= 2;
+	return top_mbs;
+}
+
+/* Whether GPU type g has a layer time for the model at some micro-batch size from 1 to top_mbs
+ * (powers of two) and some TP degree. */
+static int timed_up_to(const struct sl_sim_env *env, int g, int top_mbs)
+{
+	for (int mbs = 1; mbs <= top_mbs; mbs *= 2)
+		for (int t = 0; t < TP_SLOTS; t++)
+			if (sl_sim_time_source(env, g, mbs, tp_values[t]) != SL_TIME_NONE)
+				return 1;
 	return 0;
 }
 
-/* How many of the pool's GPU types have no layer time for the model at any micro-batch and TP
- * degree (no profile of it, and none to estimate one from: sim/estimate.c), their names into
- * names; *types counts the pool's types. The search cannot place a replica on such a type, so a
- * search that found nothing must say so rather than blame memory. */
+/* The pool's GPU types that have no layer time for the model at any micro-batch size the search
+ * tries (top_mbs and below) and TP degree: no profile of it and none to estimate one from
+ * (sim/estimate.c), or a profile without those micro-batch sizes. The search cannot place a
+ * replica on such a type, and skips it as it skips one that does not fit, so a search that found
+ * nothing must say so rather than blame memory. Returns 0 when every type has a time, else an
+ * error (SL_ENOTFOUND when no type has one) with err saying the cause and what to run. */
 static int untimed_pool_types(const struct sl_sim_env *env, const struct sl_pool *pool,
-			      int *types, char *names, size_t size)
+			      long long global_batch, struct sl_err *err)
 {
 	const struct sl_catalogue *cat = &env->catalogue;
-	int untimed = 0;
+	int top_mbs = top_micro_batch(global_batch);
+	int types = 0, untimed = 0, other_sizes = 0;
+	char names[512] = "";
 	size_t used = 0;
-	*types = 0;
-	names[0] = '\0';
 	for (int g = 0; g < cat->gpu_count; g++) {
 		if (sl_pool_gpu_total(pool, g) == 0)
 			continue;
-		++*types;
-		int timed = 0;
-		for (int m = 0; m < SL_SIM_MBS_SLOTS && !timed; m++)
-			for (int t = 0; t < TP_SLOTS && !timed; t++)
-				timed = sl_sim_time_source(env, g, 1 << m, tp_values[t]) != SL_TIME_NONE;
-		if (timed)
+		types++;
+		if (timed_up_to(env, g, top_mbs))
 			continue;
-		int n = snprintf(names + used, size - used, "%s%s", untimed ? ", " : "",
+		/* timed at a micro-batch size the global batch rules out: a profile lacking entries */
+		other_sizes += timed_up_to(env, g, 1 << (SL_SIM_MBS_SLOTS - 1));
+		int n = snprintf(names + used, sizeof(names) - used, "%s%s", untimed ? ", " : "",
 				 cat->gpus[g].name);
-		if (n > 0 && (size_t)n < size - used)
+		if (n > 0 && (size_t)n < sizeof(names) - used)
 			used += (size_t)n;
 		untimed++;
 	}
-	return untimed;
+	if (!untimed)
+		return 0;
+	const char *others = untimed == types ? "" : "no plan fits in memory on the pool's GPU "
+						     "types that have a profile; ";
+	int code = untimed == types ? SL_ENOTFOUND : SL_EINFEASIBLE;
+	if (other_sizes) {
+		char sizes[64] = "1";
+		for (int mbs = 2; mbs <= top_mbs; mbs *= 2)
+			snprintf(sizes + strlen(sizes), sizeof(sizes) - strlen(sizes), ",%d", mbs);
+		return sl_err_set(err, code, "%s%s: no profile entry of model '%s' at micro-batch %s "
+				  "(the sizes that divide global batch %lld): measure them with "
+				  "`sailor profile --model %s --gpu TYPE --mbs %s -o DIR` (with the --gpus "
+				  "file that defines TYPE), then plan with --profiles DIR; or give a "
+				  "--global-batch that the profiled sizes divide", others, names,
+				  env->model.name, sizes, global_batch, env->model.name, sizes);
+	}
+	return sl_err_set(err, code, "%s%s %s no profile of model '%s', and no profiled type to "
+			  "estimate one from: measure one on each with `sailor profile --model %s "
+			  "--gpu TYPE -o DIR` (with the --gpus file that defines TYPE), then plan with "
+			  "--profiles DIR", others, names, untimed > 1 ? "have" : "has",
+			  env->model.name, env->model.name);
 }
 
 /* A unit of parallel work: the zones searched, in fill order, and one micro-batch size. */
@@ -115,11 +193,7 @@ static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
 {
 	int sets[SL_ZONE_SETS_MAX][SL_MAX_SEARCH_ZONES], sizes[SL_ZONE_SETS_MAX];
 	int set_count = sl_zone_sets(&env->catalogue, pool, sets, sizes);
-	int top_mbs = 1;
-	/* micro-batches divide the global batch (plan/microbatch_share.h): powers of two up to
-	 * the largest that does */
-	while (top_mbs * 2 <= global_batch && top_mbs * 2 <= 1024 && global_batch % (top_mbs * 2) == 0)
-		top_mbs *= 2;
+	int top_mbs = top_micro_batch(global_batch);
 	int per_order = 0;
 	for (int mbs = top_mbs; mbs >= 1; mbs /= 2)
 		per_order++;
@@ -598,23 +672,11 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 	}
 	outcome->search_time_s = sl_now_s() - start_s;
 	int nothing = !rc && outcome->count == 0 && !outcome->has_cheapest && !outcome->has_fastest;
-	int types = 0, without = 0;
-	char untimed[512];
+	long long global_batch = req->global_batch > 0 ? req->global_batch
+						       : env->model.default_global_batch;
 	if (nothing)
-		without = untimed_pool_types(env, pool, &types, untimed, sizeof(untimed));
-	if (nothing && without)
-		rc = sl_err_set(err, without == types ? SL_ENOTFOUND : SL_EINFEASIBLE,
-				"%s%s %s no profile of model '%s', and no profiled type to estimate one "
-				"from: measure one on each with `sailor profile --model %s --gpu TYPE -o "
-				"DIR` (with the --gpus file that defines TYPE), then plan with --profiles "
-				"DIR", without == types ? "" : "no plan fits in memory on the pool's GPU "
-				"types that have a profile; ", untimed, without > 1 ? "have" : "has",
-				env->model.name, env->model.name);
-	else if (nothing && !fits_anywhere(env, pool, req))
-		rc = sl_err_set(err, SL_EINFEASIBLE,
-				"model '%s' fits on none of the pool's GPUs, even split into one layer "
-				"per stage with micro-batch 1 and the largest TP degree the pool allows: "
-				"add GPUs with more memory, or more GPUs per zone for a higher TP degree",
-				env->model.name);
+		rc = untimed_pool_types(env, pool, global_batch, err);
+	if (nothing && !rc)
+		rc = fit_diagnosis(env, pool, req, top_micro_batch(global_batch), err);
 	return rc;
 }

@@ -86,8 +86,9 @@ struct sl_search_candidate {
 };
 
 /* Where a search spends its work (sl_search_outcome.stats): simulations and wall time per phase.
- * The simulation counts are deterministic (independent of threads and machine): tests hold them
- * under bounds (tests/unit/test_search_budget.c). */
+ * The counts are deterministic on one thread (SAILOR_THREADS=1), on any machine: tests hold them
+ * under bounds (tests/unit/test_search_budget.c). On more threads they vary a little (which
+ * thread lowers the shared bound first decides what later threads prune). */
 enum sl_search_phase {
 	SL_PHASE_PLAIN = 0,   /* the search without memory options (with options on: its first pass) */
 	SL_PHASE_VARIANTS,    /* within it, each plan's variant with the options (counts only: its

@@ -144,6 +144,54 @@ echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "cpu-fast", "zone": "us-centr
 expect_error "cpu-fast, cpu-slow have no profile of model 'gpt2-tiny'.*sailor profile --model gpt2-tiny --gpu TYPE" \
   plan --model gpt2-tiny --pool "$tmp/cpu.json" --gpus data/testbed/gpus-cpu.json --global-batch 8
 grep -q "fits in memory" "$tmp/err" && fail "a missing profile is blamed on memory: $(cat "$tmp/err")"
+# the case of issue 46 (item 6), as a new user tries it: four devices of one type, no --profiles
+echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "cpu-fast", "zone": "us-central1-a", "count": 4}]}' >"$tmp/cpu4.json"
+expect_error "cpu-fast has no profile of model 'gpt2-tiny'.*sailor profile --model gpt2-tiny --gpu TYPE -o DIR.*--profiles DIR" \
+  plan --model gpt2-tiny --pool "$tmp/cpu4.json" --gpus data/testbed/gpus-cpu.json --global-batch 8
+grep -q "fits in memory" "$tmp/err" && fail "a missing profile is blamed on memory: $(cat "$tmp/err")"
+# with the profiles measured on such devices it plans at once
+"$SAILOR" plan --model gpt2-tiny --pool "$tmp/cpu4.json" --global-batch 8 \
+  --gpus data/validation/testbed-geo3-gpt2tiny/env/gpus.json \
+  --profiles data/validation/testbed-geo3-gpt2tiny/env/profiles >"$tmp/out" 2>"$tmp/err" ||
+  fail "four cpu-fast with --profiles: no plan: $(cat "$tmp/err")"
+# a profile without the micro-batch sizes the global batch allows (it has 4 only; global batch
+# 2 takes 1 or 2) is a missing profile entry too, not memory
+mkdir -p "$tmp/prof4/gpt2-tiny"
+"$py" - data/validation/testbed-geo3-gpt2tiny/env/profiles/gpt2-tiny/cpu-fast.json \
+  "$tmp/prof4/gpt2-tiny/cpu-fast.json" <<'PY' || fail "could not write the mbs-4 profile"
+import json, sys
+profile = json.load(open(sys.argv[1]))
+for mbs in ("1", "2"):
+    del profile[mbs]
+json.dump(profile, open(sys.argv[2], "w"))
+PY
+expect_error "cpu-fast: no profile entry of model 'gpt2-tiny' at micro-batch 1,2 (the sizes that divide global batch 2).*--mbs 1,2 -o DIR.*--profiles DIR" \
+  plan --model gpt2-tiny --pool "$tmp/cpu4.json" --global-batch 2 \
+  --gpus data/validation/testbed-geo3-gpt2tiny/env/gpus.json --profiles "$tmp/prof4"
+grep -q "fits in memory" "$tmp/err" && fail "a missing profile entry is blamed on memory: $(cat "$tmp/err")"
+# a device of 46 MB (cpu-fast's numbers otherwise) holds gpt2-tiny only at TP 2: with a profile of
+# TP 1 alone the search cannot consider those replicas and says which entries to measure; with
+# the TP 2 entries it plans
+mkdir -p "$tmp/tp1/gpt2-tiny" "$tmp/tp12/gpt2-tiny"
+"$py" - data/validation/testbed-geo3-gpt2tiny/env "$tmp" <<'PY' || fail "could not write the cpu-small files"
+import json, sys
+env, tmp = sys.argv[1], sys.argv[2]
+gpus = json.load(open(env + "/gpus.json"))
+small = dict(next(g for g in gpus["gpus"] if g["name"] == "cpu-fast"), name="cpu-small", memory_bytes=46000000)
+gpus["gpus"] = [small]
+json.dump(gpus, open(tmp + "/gpus-small.json", "w"))
+profile = json.load(open(env + "/profiles/gpt2-tiny/cpu-fast.json"))
+json.dump(profile, open(tmp + "/tp12/gpt2-tiny/cpu-small.json", "w"))
+for mbs in ("1", "2", "4"):
+    del profile[mbs]["2"]
+json.dump(profile, open(tmp + "/tp1/gpt2-tiny/cpu-small.json", "w"))
+PY
+echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "cpu-small", "zone": "us-central1-a", "count": 16}]}' >"$tmp/small16.json"
+expect_error "profile of model 'gpt2-tiny' on cpu-small has no entry for micro-batch 1,2,4 at TP 2.*--tp 2 --mbs 1,2,4 -o DIR" \
+  plan --model gpt2-tiny --pool "$tmp/small16.json" --global-batch 8 --gpus "$tmp/gpus-small.json" --profiles "$tmp/tp1"
+"$SAILOR" plan --model gpt2-tiny --pool "$tmp/small16.json" --global-batch 8 --gpus "$tmp/gpus-small.json" \
+  --profiles "$tmp/tp12" >"$tmp/out" 2>"$tmp/err" || fail "cpu-small with TP 2 entries: no plan: $(cat "$tmp/err")"
+grep -q "cpu-small tp2" "$tmp/out" || fail "cpu-small with TP 2 entries: not a TP 2 plan: $(cat "$tmp/out")"
 echo '{"schema": "sailor.pool/1", "gpus": [{"gpu": "RTX-2080", "zone": "us-central1-a", "count": 1}]}' >"$tmp/small.json"
 expect_error "fits on none" plan --model OPT-30 --pool "$tmp/small.json"
 

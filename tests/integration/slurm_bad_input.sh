@@ -3,7 +3,8 @@
 # exit 1, and nothing started or queued:
 #   no reachable slurmctld; a partition that does not exist; a node without a GPU-type feature
 #   (a type sailor does not know, then no type at all); a feature naming an unknown zone; fewer
-#   nodes than any plan needs (every node drained); --partition without --slurm (usage, 2).
+#   nodes than any plan needs (every node drained); no profile of the model on the nodes' types;
+#   --partition without --slurm (usage, 2).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TB=slbad NET=93
@@ -53,6 +54,15 @@ scontrol update nodename=sb0 AvailableFeatures=cpu-slow,mars-north1-a ActiveFeat
 expect "plan: a feature naming an unknown zone" 1 "node 'sb0': no feature names a zone sailor knows \(features: 'cpu-slow,mars-north1-a'" \
 	timeout 60 "${plan[@]}" --slurm --partition $TB "${PLAN_ENV[@]}"
 scontrol update nodename=sb0 AvailableFeatures=cpu-slow,us-central1-b ActiveFeatures=cpu-slow,us-central1-b
+
+# no profile of the model on the nodes' types (the catalogue knows them, --profiles not given):
+# the cause and what to run, not memory nor more nodes (issue 46, item 6)
+expect "plan: no profile of the model" 1 "cpu-fast, cpu-slow have no profile of model 'gpt2-tiny'.*sailor profile --model gpt2-tiny --gpu TYPE.*--profiles DIR" \
+	timeout 60 "${plan[@]}" --slurm --partition $TB --gpus "$ENV/gpus.json"
+expect "control: no profile of the model" 1 "slurm: no plan is possible on the nodes Slurm offers now \(6 GPUs\): cpu-fast, cpu-slow have no profile of model 'gpt2-tiny'.*--profiles DIR\$" \
+	timeout 60 "${control[@]}" --slurm --partition $TB --gpus "$ENV/gpus.json"
+grep -qE "fits in memory|add or resume nodes" "$work/case.err" &&
+	{ echo "FAIL control: a missing profile is blamed on memory or nodes"; failures=$((failures + 1)); }
 
 # fewer nodes than any plan needs: every node drained
 for n in fa0 fa1 sb0; do scontrol update nodename=$n state=drain reason=sailor-test; done
