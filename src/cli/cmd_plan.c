@@ -73,7 +73,8 @@ const struct sl_cli_command sl_cmd_plan = {
  * succeeds, so a command that ends in an error prints nothing there (README "sailor plan"). */
 static FILE *report;
 
-/* The token values island plans are ranked with (run_plan loads them once). */
+/* The token values island plans are ranked with (run_plan loads them once); NULL under
+ * --sync every-step, whose report stays as it was. */
 static const struct sl_token_value *token_value;
 
 struct plan_args {
@@ -130,7 +131,8 @@ static void print_candidate(const struct sl_sim_env *env, const struct sl_pool *
 	}
 	fprintf(report, "  predicted: %.4f it/s, %.1f samples/s, %.0f tokens/s (iteration %.3f s)\n",
 	       res->throughput_it_s, res->samples_per_s, res->tokens_per_s, res->iteration_time_s);
-	sl_cli_plan_sync_print(report, env, plan, res, token_value);
+	if (token_value) /* --sync islands or auto: say which sync each plan uses */
+		sl_cli_plan_sync_print(report, env, plan, res, token_value);
 	if (res->time_estimated)
 		fprintf(report, "  (layer times estimated: no profile of %s on some GPU type used, see "
 		       "'sailor simulate')\n", env->model.name);

@@ -1,5 +1,5 @@
 /* The island planner (search/islands_search.h) and the token value (search/token_value.h).
- * Oracle: on small pools (2 regions over 3 zones, 2 GPU types, up to 16 GPUs, a 4-layer model)
+ * Oracle: on small pools (2 regions over 3 zones, 2 GPU types, up to 8 GPUs, a 4-layer model)
  * the planner's best plan with --sync islands and auto is as good as that of the same steps run
  * exhaustively (every shape; brute force for every synchronous and island search), under both
  * objectives. The token value: its lookup against hand-computed values, and bad files. */
