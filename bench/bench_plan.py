@@ -24,7 +24,9 @@ Figures:
      budget; among them the scale pools, 3 GPU types x 256 GPUs in one zone and over 5 zones in
      2 regions) under both cost models: the same figures, against the SOSP'25 planner's time
      where the set records one (sosp25_planner_s; "not yet measured" otherwise);
-  5. search time versus pool size and number of GPU types.
+  5. search time versus pool size and number of GPU types;
+  6. with --sync-auto: section 3 for the sailor model with `--sync auto` (island plans compete),
+     beside the same process with the default `--sync every-step`.
 """
 import argparse
 import json
@@ -211,6 +213,24 @@ def speed(sailor, scenarios, repeats, baseline=None):
     print()
 
 
+def speed_sync_auto(sailor, scenarios, repeats):
+    print("## 6. Whole `sailor plan` process per scenario trace with `--sync auto` (sailor model, "
+          "median of %d runs; the every-step run of the same scenario timed in the same loop)"
+          % repeats)
+    print("| scenario | SOSP'25 start-up + search (s) | every-step (s) | auto (s) | auto/every-step "
+          "| SOSP'25/every-step | SOSP'25/auto | plans simulated every-step | auto | auto: ms by phase |")
+    print("|" + "---|" * 10)
+    for name, s in scenarios.items():
+        theirs = s["planner_startup_ms"][0] / 1000 + sum(st["search_time"] for st in s["steps"])
+        args = scenario_args(s) + ["--cost-model", "sailor"]
+        got = timed([sailor], args, repeats)[sailor]
+        auto = timed([sailor], args + ["--sync", "auto"], repeats)[sailor]
+        print(f"| {name} | {theirs:.2f} | {got[0]:.3f} | {auto[0]:.3f} | {auto[0] / got[0]:.2f} "
+              f"| {theirs / got[0]:.0f}x | {theirs / auto[0]:.0f}x | {got[1]} | {auto[1]} "
+              f"| {phase_text(auto[2])} |", flush=True)
+    print()
+
+
 def pool_file(spec):
     f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
     json.dump({"schema": "sailor.pool/1",
@@ -285,6 +305,8 @@ def main():
     parser.add_argument("--baseline", help="an older sailor binary to time beside --sailor")
     parser.add_argument("--speed-only", action="store_true",
                         help="the timings only (sections 3 to 5), not the plan quality")
+    parser.add_argument("--sync-auto", action="store_true",
+                        help="only section 6: the scenarios with --sync auto beside every-step")
     parser.add_argument("--pools-only", action="store_true",
                         help="section 4 only: the benchmark pool set")
     args = parser.parse_args()
@@ -294,6 +316,9 @@ def main():
     print(f"# after: {args.sailor}" + (f"; before: {args.baseline}" if args.baseline else "") + "\n")
     if args.pools_only:
         pool_set(args.sailor, args.repeats, args.baseline)
+        return
+    if args.sync_auto:
+        speed_sync_auto(args.sailor, scenarios, args.repeats)
         return
     if not args.speed_only:
         quality(args.sailor, scenarios)

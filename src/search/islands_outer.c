@@ -60,6 +60,7 @@ struct chooser {
 	double step_s[SL_ISLANDS_MAX_ISLANDS]; /* each island's inner step */
 	int tensors;
 	long long *simulated;
+	const struct sl_sim_result *parts;      /* each island's own plan, simulated once */
 };
 
 /* plan->islands set to c: island i gets H0 x (island 0's step / its step) inner steps, at
@@ -89,7 +90,7 @@ static int evaluate(const struct chooser *ch, struct outer_choice c, struct sl_s
 	struct sl_sim_result raw;
 	struct sl_err err = {0};
 	(*ch->simulated)++;
-	if (sl_sim_islands(ch->env, ch->plan, ch->req->cost_model, &raw, NULL, &err))
+	if (sl_sim_islands_from_parts(ch->env, ch->plan, ch->parts, &raw, NULL, &err))
 		return 0;
 	double value = sl_search_plan_token_value(ch->tv, ch->plan, NULL);
 	sl_search_effective_result(&raw, ch->global_batch, value, eff);
@@ -147,25 +148,26 @@ int sl_search_choose_outer(const struct sl_sim_env *env, const struct sl_search_
 			   struct sl_err *err)
 {
 	struct sl_plan_islands *isl = plan->islands;
-	struct chooser ch = {env, req, tv, global_batch, plan, {0}, 0, simulated};
+	struct chooser ch = {env, req, tv, global_batch, plan, {0}, 0, simulated, NULL};
 	ch.tensors = sl_islands_model_tensors(&env->model);
 	int h_max = req->max_inner_steps > 0 ? req->max_inner_steps : SL_SEARCH_DEFAULT_MAX_INNER_STEPS;
-	/* the islands' inner steps, from the plan as it stands */
-	struct sl_sim_islands *detail = calloc(1, sizeof(*detail));
-	if (!detail)
+	/* the islands' own plans do not depend on the outer step: simulated once (the step times
+	 * set each island's share of H) */
+	struct sl_sim_result *parts = malloc(sizeof(*parts) * (size_t)isl->count);
+	if (!parts)
 		return sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
 	struct outer_choice cur = {h_max, SL_ISLANDS_WIRE_INT8, 0};
-	struct sl_sim_result raw;
 	struct sl_err sim_err = {0};
-	apply(&ch, cur);
 	(*simulated)++;
-	int rc = sl_sim_islands(env, plan, req->cost_model, &raw, detail, &sim_err);
+	int rc = sl_sim_islands_parts(env, plan, req->cost_model, parts, &sim_err);
 	for (int i = 0; !rc && i < isl->count; i++)
-		ch.step_s[i] = detail->island[i].step_s;
-	free(detail);
+		ch.step_s[i] = parts[i].iteration_time_s;
+	ch.parts = parts;
 	memset(best, 0, sizeof(*best));
-	if (rc)
+	if (rc) {
+		free(parts);
 		return 0; /* no prediction for this plan: best stays unfit */
+	}
 	int have = 0;
 	for (int round = 0; round < 4; round++) {
 		int moved = 0;
@@ -176,5 +178,6 @@ int sl_search_choose_outer(const struct sl_sim_env *env, const struct sl_search_
 	}
 	if (have)
 		apply(&ch, cur);
+	free(parts);
 	return 0;
 }

@@ -183,8 +183,8 @@ static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan,
 	return 0;
 }
 
-int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enum sl_cost_model cm,
-		   struct sl_sim_result *out, struct sl_sim_islands *detail, struct sl_err *err)
+int sl_sim_islands_parts(const struct sl_sim_env *env, const struct sl_plan *plan,
+			 enum sl_cost_model cm, struct sl_sim_result *per_island, struct sl_err *err)
 {
 	const struct sl_plan_islands *isl = plan->islands;
 	if (cm == SL_COST_SOSP25)
@@ -193,11 +193,30 @@ int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enu
 				  "with --cost-model sailor, or remove \"islands\"", plan->path);
 	long long G = plan->global_batch > 0 ? plan->global_batch : env->model.default_global_batch;
 	int *counts = malloc((size_t)plan->num_pipelines * sizeof(int));
-	struct sl_sim_islands *d = detail ? detail : calloc(1, sizeof(*d));
-	struct sl_sim_result *r = malloc(sizeof(*r)), *first = malloc(sizeof(*first));
-	int rc = !counts || !d || !r || !first ? sl_err_set(err, SL_ENOMEM, "out of memory") : 0;
+	int rc = !counts ? sl_err_set(err, SL_ENOMEM, "out of memory") : 0;
 	if (!rc)
 		rc = sl_plan_microbatch_counts(plan, G, counts, err);
+	for (int i = 0; !rc && i < isl->count; i++) {
+		struct sl_plan sub;
+		sl_plan_init(&sub);
+		rc = island_plan(plan, counts, i, &sub, err);
+		if (!rc)
+			rc = sl_simulate(env, &sub, cm, &per_island[i], err);
+		sl_plan_free(&sub);
+	}
+	free(counts);
+	return rc;
+}
+
+int sl_sim_islands_from_parts(const struct sl_sim_env *env, const struct sl_plan *plan,
+			      const struct sl_sim_result *per_island, struct sl_sim_result *out,
+			      struct sl_sim_islands *detail, struct sl_err *err)
+{
+	const struct sl_plan_islands *isl = plan->islands;
+	long long G = plan->global_batch > 0 ? plan->global_batch : env->model.default_global_batch;
+	struct sl_sim_islands *d = detail ? detail : calloc(1, sizeof(*d));
+	struct sl_sim_result *r = malloc(sizeof(*r)), *first = malloc(sizeof(*first));
+	int rc = !d || !r || !first ? sl_err_set(err, SL_ENOMEM, "out of memory") : 0;
 	if (!rc) {
 		memset(d, 0, sizeof(*d));
 		d->count = isl->count;
@@ -205,14 +224,7 @@ int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enu
 	}
 	double extra = 0;
 	for (int i = 0; !rc && i < isl->count; i++) {
-		struct sl_plan sub;
-		sl_plan_init(&sub);
-		rc = island_plan(plan, counts, i, &sub, err);
-		if (!rc)
-			rc = sl_simulate(env, &sub, cm, r, err);
-		sl_plan_free(&sub);
-		if (rc)
-			break;
+		*r = per_island[i];
 		add_outer_memory(isl, r, &extra);
 		struct sl_sim_island *s = &d->island[i];
 		s->pipelines = r->num_pipelines;
@@ -228,15 +240,29 @@ int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enu
 		if (i == 0)
 			*first = *r;
 	}
-	d->outer_memory_bytes = extra;
-	if (!rc)
+	if (!rc) {
+		d->outer_memory_bytes = extra;
 		rc = outer_round(env, plan, G, d, err);
+	}
 	if (!rc)
 		aggregate(plan, d, first, out);
-	free(counts);
 	free(r);
 	free(first);
 	if (d != detail)
 		free(d);
+	return rc;
+}
+
+int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enum sl_cost_model cm,
+		   struct sl_sim_result *out, struct sl_sim_islands *detail, struct sl_err *err)
+{
+	struct sl_sim_result *per_island = malloc(sizeof(*per_island) *
+						  (size_t)plan->islands->count);
+	int rc = !per_island ? sl_err_set(err, SL_ENOMEM, "out of memory") : 0;
+	if (!rc)
+		rc = sl_sim_islands_parts(env, plan, cm, per_island, err);
+	if (!rc)
+		rc = sl_sim_islands_from_parts(env, plan, per_island, out, detail, err);
+	free(per_island);
 	return rc;
 }

@@ -231,6 +231,15 @@ struct sl_sim_islands {
 int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enum sl_cost_model cm,
 		   struct sl_sim_result *out, struct sl_sim_islands *detail, struct sl_err *err);
 
+/* sl_sim_islands in two parts, for a caller that varies only the outer step (H, wire, fragments,
+ * overlap: the planner): each island's own plan simulated (per_island[0..count-1]; sosp25
+ * refuses), then the whole from them. The two give exactly sl_sim_islands' result. */
+int sl_sim_islands_parts(const struct sl_sim_env *env, const struct sl_plan *plan,
+			 enum sl_cost_model cm, struct sl_sim_result *per_island, struct sl_err *err);
+int sl_sim_islands_from_parts(const struct sl_sim_env *env, const struct sl_plan *plan,
+			      const struct sl_sim_result *per_island, struct sl_sim_result *out,
+			      struct sl_sim_islands *detail, struct sl_err *err);
+
 /* The islands' part of `sailor simulate`'s text (after the breakdown) and its JSON ("islands"
  * object; NULL for a plan without islands) (sim/islands_output.c). */
 void sl_sim_islands_print(FILE *f, const struct sl_sim_env *env, const struct sl_plan *plan,

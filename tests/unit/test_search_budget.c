@@ -1,6 +1,8 @@
 /* The planner's work budget: how many plans the search simulates, and how many shapes it
  * searches, on every benchmark of the planner (memory options on), under both cost models:
  *   - every step of each SOSP'25 scenario's trace (data/sosp25/scenarios.json; the cases below);
+ *   - the same traces under the sailor model with --sync auto (island plans compete: the
+ *     island search's work is counted with the synchronous search's);
  *   - each case of the benchmark pool set, bench/plan_pools/cases.json (one step: 2-3 GPU
  *     types over 1-5 zones in 1-3 regions, 64 to 768 GPUs, throughput and cost objectives with
  *     and without a budget), which bench/bench_plan.py times.
@@ -41,6 +43,7 @@
 #include <cmocka.h>
 
 #include "cluster/pool.h"
+#include "search/islands_search.h"
 #include "search/search.h"
 
 #define BOUND(count) ((count) + ((count) * 2 + 99) / 100)
@@ -59,6 +62,14 @@ struct record {
 static const struct record records[] = {
 	{"fig10_geo_5zones_A100", SL_COST_SAILOR, 1612, 32605},
 	{"fig10_geo_5zones_A100", SL_COST_SOSP25, 4876, 29461},
+	/* --sync auto (2026-11-29, commit after 4661b48): the synchronous search and the island
+	 * search (its islands' searches and the outer-step choices) together; shapes: the
+	 * synchronous search's. On one zone (fig7, fig8b) auto is the synchronous search. */
+	{"fig10_geo_5zones_A100 --sync auto", SL_COST_SAILOR, 8559, 32605},
+	{"fig11_min_cost_minthr0.2 --sync auto", SL_COST_SAILOR, 586, 27807},
+	{"fig12_max_thr_budget1.2 --sync auto", SL_COST_SAILOR, 1481, 21148},
+	{"fig7_homogeneous_A100 --sync auto", SL_COST_SAILOR, 53, 3708},
+	{"fig8b_heterogeneous_A100_V100 --sync auto", SL_COST_SAILOR, 1694, 18576},
 	{"fig11_min_cost_minthr0.2", SL_COST_SAILOR, 231, 27807},
 	{"fig11_min_cost_minthr0.2", SL_COST_SOSP25, 133, 23086},
 	{"fig12_max_thr_budget1.2", SL_COST_SAILOR, 557, 21148},
@@ -145,7 +156,7 @@ static void count_steps(const struct sl_sim_env *env, const struct sl_pool *step
 	for (int s = 0; s < step_count; s++) {
 		struct sl_search_outcome out;
 		struct sl_err err = {0};
-		if (sl_search_run(env, &steps[s], req, &out, &err))
+		if (sl_search_plan(env, &steps[s], req, &out, &err))
 			fail_msg("%s", err.msg);
 		assert_true(out.count > 0);
 		*simulated += out.plans_simulated;
@@ -194,15 +205,19 @@ static int trace_cases_over(struct envs *e, int *used)
 		struct sl_err err = {0};
 		if (sl_trace_load_csv(path, &env->catalogue, &trace, &err))
 			fail_msg("%s", err.msg);
-		for (int m = 0; m < 2; m++) {
+		/* both cost models, and the sailor model with --sync auto (islands compete) */
+		for (int m = 0; m < 3; m++) {
 			struct sl_search_request req = {
-				.cost_model = cost_models[m], .objective = c->objective,
+				.cost_model = cost_models[m % 2], .objective = c->objective,
 				.min_throughput_it_s = c->min_throughput,
 				.max_cost_usd_per_iter = c->max_cost, .top_k = 1, .memory_options = 1,
+				.sync = m == 2 ? SL_SYNC_AUTO : SL_SYNC_EVERY_STEP,
 			};
+			char name[128];
+			snprintf(name, sizeof(name), "%s%s", c->name, m == 2 ? " --sync auto" : "");
 			long long simulated, shapes;
 			count_steps(env, trace.steps, trace.step_count, &req, &simulated, &shapes);
-			over += judge(c->name, cost_models[m], simulated, shapes, used);
+			over += judge(name, cost_models[m % 2], simulated, shapes, used);
 		}
 		sl_pool_trace_free(&trace);
 	}
