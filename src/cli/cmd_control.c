@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/sync_args.h"
+#include "search/islands_search.h"
 #include "util/limits.h"
 #include "cluster/cluster_file.h"
 #include "ctl/controller.h"
@@ -22,7 +24,11 @@ enum {
 	OPT_MAX_STAGES, OPT_PROFILES, OPT_HTTP, OPT_JSON, OPT_STOP_TIMEOUT, OPT_HANG_TIMEOUT,
 	OPT_EXCLUDE_AFTER, OPT_MAX_FAILURES, OPT_SYNC_CKPT, OPT_SLURM, OPT_PARTITION, OPT_GPUS,
 	OPT_NETWORK, OPT_ZONES, OPT_VAL_DATA, OPT_EVAL_EVERY, OPT_VAL_WINDOWS, OPT_ISLANDS,
+	OPT_SYNC, OPT_MAX_INNER_STEPS, OPT_TOKEN_VALUE,
 };
+
+/* --sync and the islands' flags (the token values live as long as the process) */
+static struct sl_cli_sync sync_flags;
 
 /* --zones of the command line, added after the options (sl_cli_use_zones) */
 static struct sl_cli_zones zones;
@@ -64,6 +70,9 @@ static const struct sl_cli_option options[] = {
 	[OPT_EVAL_EVERY] = {"eval-every", 0, "K", "with --val-data: evaluate after every K-th step and the last; the newest loss is in /status and /metrics", NULL},
 	[OPT_VAL_WINDOWS] = {"val-windows", 0, "N", "with --val-data: evaluate its first N windows", "sailor run's (64)"},
 	[OPT_ISLANDS] = {"islands", 0, "FILE", "run every plan as islands: its pipelines grouped by region (or zone), DiLoCo outer steps between them, settings from FILE (docs/formats.md#islands-template); checked at start", "synchronous plans"},
+	[OPT_SYNC] = {"sync", 0, "every-step|islands|auto", SL_CLI_SYNC_HELP " (docs/plan.md#islands-when-a-per-step-sync-costs-more-than-it-gives)", "every-step"},
+	[OPT_MAX_INNER_STEPS] = {"max-inner-steps", 0, "H", SL_CLI_MAX_INNER_STEPS_HELP, "50"},
+	[OPT_TOKEN_VALUE] = {"island-token-value", 0, "V|FILE", SL_CLI_TOKEN_VALUE_HELP, "the measurements in data/islands/token_value.json"},
 };
 
 const struct sl_cli_command sl_cmd_control = {
@@ -142,6 +151,10 @@ static int take_option(int idx, const char *arg, struct sl_ctl_options *o)
 	case OPT_DATA: o->data = arg; break;
 	case OPT_VAL_DATA: o->val_data = arg; break;
 	case OPT_ISLANDS: o->islands = arg; break;
+	case OPT_SYNC:
+	case OPT_MAX_INNER_STEPS:
+	case OPT_TOKEN_VALUE:
+		return sl_cli_sync_take(cmd, options[idx].name, arg, &o->req, &sync_flags);
 	case OPT_CLUSTER: o->cluster = arg; break;
 	case OPT_POOL: o->pool = arg; break;
 	case OPT_TRACE: o->trace = arg; break;
@@ -252,6 +265,10 @@ static int check_options(const struct sl_ctl_options *o)
 					  "K-th step and after the last)");
 	if (o->val_windows && !o->val_data)
 		return sl_cli_usage_error(cmd, "--val-windows needs --val-data FILE and --eval-every K");
+	if (o->islands && o->req.sync != SL_SYNC_EVERY_STEP)
+		return sl_cli_usage_error(cmd, "--islands groups the synchronous plans the planner "
+					  "chooses; with --sync %s the planner draws the islands itself: "
+					  "give one of them", sl_sync_mode_name(o->req.sync));
 	return 0;
 }
 
@@ -272,6 +289,8 @@ static int parse(int argc, char **argv, struct sl_ctl_options *o, char *run_dir,
 	int rc = take_run_options(argc, argv, parser.next_index, o);
 	if (!rc)
 		rc = check_options(o);
+	if (!rc)
+		rc = sl_cli_sync_finish(&sl_cmd_control, &o->req, &sync_flags);
 	if (rc)
 		return rc;
 	if (!o->run_dir) {

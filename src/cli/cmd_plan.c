@@ -10,6 +10,7 @@
 #include "cluster/pool.h"
 #include "cluster/slurm.h"
 #include "cli/plan_islands_report.h"
+#include "cli/sync_args.h"
 #include "search/islands_search.h"
 #include "search/search.h"
 #include "sim/sim.h"
@@ -49,9 +50,9 @@ static const struct sl_cli_option plan_options[] = {
 	[OPT_SLURM] = {"slurm", 0, NULL, "the pool is what Slurm offers: the GPUs (Gres=gpu:N) of nodes neither drained nor down, by the GPU type and zone their Features name (SLURM_CONF is honoured)", NULL},
 	[OPT_PARTITION] = {"partition", 0, "P", "with --slurm: only the nodes of this partition", "every node"},
 	[OPT_ZONES] = {"zones", 0, "FILE", SL_CLI_ZONES_HELP, "none"},
-	[OPT_SYNC] = {"sync", 0, "every-step|islands|auto", "how replicas synchronise: every step over all of them, in islands (one per region or zone) with DiLoCo-style outer steps between them, or whichever ranks better by effective throughput (sailor cost model)", "every-step"},
-	[OPT_MAX_INNER_STEPS] = {"max-inner-steps", 0, "H", "islands: the most inner steps between outer steps (how stale an island may get)", "50"},
-	[OPT_TOKEN_VALUE] = {"island-token-value", 0, "V|FILE", "islands: what a token of an island plan is worth against a synchronous one, in (0, 1], or a sailor.token_value/1 file", "the measurements in data/islands/token_value.json"},
+	[OPT_SYNC] = {"sync", 0, "every-step|islands|auto", SL_CLI_SYNC_HELP, "every-step"},
+	[OPT_MAX_INNER_STEPS] = {"max-inner-steps", 0, "H", SL_CLI_MAX_INNER_STEPS_HELP, "50"},
+	[OPT_TOKEN_VALUE] = {"island-token-value", 0, "V|FILE", SL_CLI_TOKEN_VALUE_HELP, "the measurements in data/islands/token_value.json"},
 };
 
 const struct sl_cli_command sl_cmd_plan = {
@@ -84,8 +85,7 @@ struct plan_args {
 	int slurm;               /* the pool from Slurm */
 	const char *partition;
 	struct sl_cli_zones zones;
-	struct sl_token_value token_value; /* the islands' (req.token_value points here) */
-	int island_options;      /* --max-inner-steps or --island-token-value given */
+	struct sl_cli_sync sync;  /* --sync and the islands' flags */
 };
 
 static void print_replica_groups(const struct sl_sim_env *env, const struct sl_plan *plan, int k)
@@ -361,49 +361,8 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 	return rc;
 }
 
-/* --sync, --max-inner-steps and --island-token-value: 0, or the exit status. */
-static int parse_island_option(int idx, const char *arg, struct plan_args *a)
-{
-	struct sl_err err = {0};
-	long long v = 0;
-	switch (idx) {
-	case OPT_SYNC:
-		if (!strcmp(arg, "every-step"))
-			a->req.sync = SL_SYNC_EVERY_STEP;
-		else if (!strcmp(arg, "islands"))
-			a->req.sync = SL_SYNC_ISLANDS;
-		else if (!strcmp(arg, "auto"))
-			a->req.sync = SL_SYNC_AUTO;
-		else
-			return sl_cli_usage_error(&sl_cmd_plan, "--sync: '%s' is not every-step, "
-						  "islands or auto", arg);
-		return 0;
-	case OPT_MAX_INNER_STEPS:
-		if (sl_cli_parse_long(&sl_cmd_plan, "max-inner-steps", arg, 1,
-				      SL_ISLANDS_MAX_INNER_STEPS, &v))
-			return 2;
-		a->req.max_inner_steps = (int)v;
-		a->island_options = 1;
-		return 0;
-	case OPT_TOKEN_VALUE:
-		if (sl_token_value_parse(arg, &a->token_value, &err)) {
-			/* a number out of range is usage; a file that is wrong, bad input */
-			char *end = NULL;
-			strtod(arg, &end);
-			if (end != arg && !*end)
-				return sl_cli_usage_error(&sl_cmd_plan, "%s", err.msg);
-			sl_cli_error(&sl_cmd_plan, "%s", err.msg);
-			return 1;
-		}
-		a->req.token_value = &a->token_value;
-		a->island_options = 1;
-		return 0;
-	}
-	return 0;
-}
-
 /* What the flags say together. */
-static int check_args(const struct plan_args *a)
+static int check_args(struct plan_args *a)
 {
 	if (!a->model)
 		return sl_cli_usage_error(&sl_cmd_plan, "--model is required");
@@ -412,15 +371,7 @@ static int check_args(const struct plan_args *a)
 					  "or --slurm");
 	if (a->partition && !a->slurm)
 		return sl_cli_usage_error(&sl_cmd_plan, "--partition applies to --slurm only");
-	if (a->island_options && a->req.sync == SL_SYNC_EVERY_STEP)
-		return sl_cli_usage_error(&sl_cmd_plan, "--max-inner-steps and --island-token-value "
-					  "apply to island plans: add --sync islands or --sync auto");
-	if (a->req.sync != SL_SYNC_EVERY_STEP && a->req.cost_model == SL_COST_SOSP25)
-		return sl_cli_usage_error(&sl_cmd_plan, "--sync %s: the sosp25 cost model has no "
-					  "islands (the SOSP'25 simulator models synchronous plans "
-					  "only): use --cost-model sailor, or --sync every-step",
-					  sl_sync_mode_name(a->req.sync));
-	return 0;
+	return sl_cli_sync_finish(&sl_cmd_plan, &a->req, &a->sync);
 }
 
 static int parse_args(int argc, char **argv, struct plan_args *a)
@@ -500,7 +451,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_SYNC:
 		case OPT_MAX_INNER_STEPS:
 		case OPT_TOKEN_VALUE:
-			if ((rc = parse_island_option(idx, parser.arg, a)))
+			if ((rc = sl_cli_sync_take(&sl_cmd_plan, plan_options[idx].name, parser.arg,
+						   &a->req, &a->sync)))
 				return rc;
 			break;
 		case OPT_MAX_STAGES:
@@ -573,14 +525,6 @@ static int run_plan(int argc, char **argv)
 	}
 	if (have_cluster)
 		sl_sim_env_set_cluster(env, &cluster);
-	if (a.req.sync != SL_SYNC_EVERY_STEP && !a.req.token_value) {
-		if ((rc = sl_token_value_load_default(&a.token_value, &err))) {
-			sl_cli_error(&sl_cmd_plan, "%s", err.msg);
-			sl_sim_env_free(env);
-			return sl_err_exit_status(rc);
-		}
-		a.req.token_value = &a.token_value;
-	}
 	token_value = a.req.token_value;
 	struct sl_pool_trace trace = {0};
 	if ((rc = load_steps(&a, env, &trace, &err))) {

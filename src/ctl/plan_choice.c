@@ -13,6 +13,7 @@
 #include "plan/placement.h"
 #include "plan/roles.h"
 #include "runtime/runner.h"
+#include "search/islands_search.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -44,8 +45,15 @@ int sl_ctl_save_plan(const struct ctl *c, const struct sl_plan *plan, const char
 {
 	if (outer)
 		memset(outer, 0, sizeof(*outer));
-	if (!c->islands)
-		return sl_plan_save(plan, &c->env->catalogue, path, err);
+	long long G = c->o->global_batch > 0 ? c->o->global_batch : c->env->model.default_global_batch;
+	int seq = c->o->seq_len > 0 ? c->o->seq_len : c->env->model.seq_len;
+	if (!c->islands) { /* as the planner found it; with --sync, maybe islands of its own */
+		int rc = sl_plan_save(plan, &c->env->catalogue, path, err);
+		if (!rc && outer && plan->islands)
+			rc = sl_outer_bytes_count(plan, &c->env->model, G, seq, &c->env->catalogue,
+						  outer, err);
+		return rc;
+	}
 	/* --islands: the plan as the planner found it, its pipelines grouped into islands */
 	struct sl_plan copy;
 	sl_plan_init(&copy);
@@ -55,8 +63,6 @@ int sl_ctl_save_plan(const struct ctl *c, const struct sl_plan *plan, const char
 	if (!rc)
 		rc = sl_plan_save(&copy, &c->env->catalogue, path, err);
 	/* what a round of its outer exchange sends, by link class (/metrics) */
-	long long G = c->o->global_batch > 0 ? c->o->global_batch : c->env->model.default_global_batch;
-	int seq = c->o->seq_len > 0 ? c->o->seq_len : c->env->model.seq_len;
 	if (!rc && outer)
 		rc = sl_outer_bytes_count(&copy, &c->env->model, G, seq, &c->env->catalogue, outer,
 					  err);
@@ -144,7 +150,7 @@ int sl_ctl_plan_now(struct ctl *c, struct candidate *cand, char *why, size_t why
 		req.top_k = 16; /* the first few may not be runnable here (placement, heads) */
 	struct sl_search_outcome out;
 	struct sl_err err = {0};
-	int rc = sl_search_run(c->env, &pool, &req, &out, &err);
+	int rc = sl_search_plan(c->env, &pool, &req, &out, &err); /* --sync: islands may compete */
 	if (rc) {
 		snprintf(why, why_size, "%s", err.msg);
 		c->search_err = err;
