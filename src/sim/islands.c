@@ -266,3 +266,38 @@ int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enu
 	free(per_island);
 	return rc;
 }
+
+/* sl_sim_islands_zone_bytes: each island's transfers, H_i times a round. */
+struct scaled_visit {
+	sl_sim_zone_bytes_fn visit;
+	void *ctx;
+	double times;
+};
+
+static void scaled(void *ctx, int from_zone, int to_zone, double bytes, int both_ways)
+{
+	struct scaled_visit *v = ctx;
+	v->visit(v->ctx, from_zone, to_zone, bytes * v->times, both_ways);
+}
+
+int sl_sim_islands_zone_bytes(const struct sl_sim_env *env, const struct sl_plan *plan,
+			      sl_sim_zone_bytes_fn visit, void *ctx, struct sl_err *err)
+{
+	const struct sl_plan_islands *isl = plan->islands;
+	long long G = plan->global_batch > 0 ? plan->global_batch : env->model.default_global_batch;
+	int *counts = malloc((size_t)plan->num_pipelines * sizeof(int));
+	int rc = !counts ? sl_err_set(err, SL_ENOMEM, "out of memory") : 0;
+	if (!rc)
+		rc = sl_plan_microbatch_counts(plan, G, counts, err);
+	for (int i = 0; !rc && i < isl->count; i++) {
+		struct sl_plan sub;
+		sl_plan_init(&sub);
+		rc = island_plan(plan, counts, i, &sub, err);
+		struct scaled_visit v = {visit, ctx, isl->inner_steps[i]};
+		if (!rc)
+			sl_sim_zone_bytes(env, &sub, sub.microbatches, scaled, &v);
+		sl_plan_free(&sub);
+	}
+	free(counts);
+	return rc;
+}

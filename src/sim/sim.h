@@ -231,6 +231,20 @@ struct sl_sim_islands {
 int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enum sl_cost_model cm,
 		   struct sl_sim_result *out, struct sl_sim_islands *detail, struct sl_err *err);
 
+/* Every transfer of a plan's iteration between two replicas, as the sailor model counts them
+ * (time_sailor.c; its egress is these bytes priced): visit(ctx, from, to, bytes, both_ways) with
+ * zone indices, same-zone transfers included; both_ways: as many bytes go back (activations
+ * and their gradients, the tied embedding's gradient). M: micro-batches per pipeline. */
+typedef void (*sl_sim_zone_bytes_fn)(void *ctx, int from_zone, int to_zone, double bytes,
+				     int both_ways);
+void sl_sim_zone_bytes(const struct sl_sim_env *env, const struct sl_plan *plan, const int *M,
+		       sl_sim_zone_bytes_fn visit, void *ctx);
+
+/* For a plan with islands: each island's own transfers over a round (sl_sim_zone_bytes of its
+ * plan, times its inner steps); the outer exchange is plan/outer_bytes.h's. */
+int sl_sim_islands_zone_bytes(const struct sl_sim_env *env, const struct sl_plan *plan,
+			      sl_sim_zone_bytes_fn visit, void *ctx, struct sl_err *err);
+
 /* sl_sim_islands in two parts, for a caller that varies only the outer step (H, wire, fragments,
  * overlap: the planner): each island's own plan simulated (per_island[0..count-1]; sosp25
  * refuses), then the whole from them. The two give exactly sl_sim_islands' result. */

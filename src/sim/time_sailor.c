@@ -225,45 +225,67 @@ static void sync_and_update(const struct sl_sim_env *env, const struct sl_plan *
 	out->throughput_it_s = 1.0 / T;
 }
 
-/* GPU rent for the iteration and the egress of every byte that crosses zones. */
-static void cost(const struct sl_sim_env *env, const struct sl_plan *plan, const int *M,
-		 struct sl_sim_result *out)
+void sl_sim_zone_bytes(const struct sl_sim_env *env, const struct sl_plan *plan, const int *M,
+		       sl_sim_zone_bytes_fn visit, void *ctx)
 {
 	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
 	const struct sl_layer_sizes *sz = env->sizes;
-	const double T = out->iteration_time_s;
-	double usd_per_hour = 0, egress_bytes_usd = 0;
 	for (int k = 0; k < P; k++) {
 		double W = sl_sim_stage_grad_bytes(env, plan->stages[k].first_layer,
 						   plan->stages[k].last_layer);
 		int last = plan->stages[k].last_layer;
 		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			usd_per_hour += r->tp * sl_catalogue_gpu_usd_per_hour(&env->catalogue, r->gpu,
-									      r->zone);
 			if (k + 1 < P) {
 				const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
 				/* one copy of each activation and gradient crosses (comm_time.c) */
-				double bytes = (double)M[j] * sz->act_output_bytes[1][last] * b;
-				egress_bytes_usd += bytes * (sl_network_egress_usd_per_gb(env->network, r->zone, n->zone) +
-							     sl_network_egress_usd_per_gb(env->network, n->zone, r->zone));
+				visit(ctx, r->zone, n->zone, (double)M[j] * sz->act_output_bytes[1][last] * b,
+				      1);
 			}
 			if (D > 1) {
 				const struct sl_replica *n = sl_plan_replica(plan, k, (j + 1) % D);
-				egress_bytes_usd += 2.0 * (D - 1) / D * W *
-						    sl_network_egress_usd_per_gb(env->network, r->zone, n->zone);
+				visit(ctx, r->zone, n->zone, 2.0 * (D - 1) / D * W, 0);
 			}
 		}
 	}
 	if (P > 1 && sz->head_holds_embedding) {
 		double W = SL_FP32_BYTES * sz->word_embedding_params;
-		for (int j = 0; j < D; j++) {
-			const struct sl_replica *a = sl_plan_replica(plan, 0, j);
-			const struct sl_replica *z = sl_plan_replica(plan, P - 1, j);
-			egress_bytes_usd += W * (sl_network_egress_usd_per_gb(env->network, a->zone, z->zone) +
-						 sl_network_egress_usd_per_gb(env->network, z->zone, a->zone));
-		}
+		for (int j = 0; j < D; j++)
+			visit(ctx, sl_plan_replica(plan, 0, j)->zone,
+			      sl_plan_replica(plan, P - 1, j)->zone, W, 1);
 	}
+}
+
+struct egress_sum {
+	const struct sl_sim_env *env;
+	double usd_bytes; /* dollars per GB x bytes */
+};
+
+static void add_egress(void *ctx, int from_zone, int to_zone, double bytes, int both_ways)
+{
+	struct egress_sum *e = ctx;
+	const struct sl_network *net = e->env->network;
+	e->usd_bytes += bytes * (both_ways ? sl_network_egress_usd_per_gb(net, from_zone, to_zone) +
+						     sl_network_egress_usd_per_gb(net, to_zone, from_zone)
+					   : sl_network_egress_usd_per_gb(net, from_zone, to_zone));
+}
+
+/* GPU rent for the iteration and the egress of every byte that crosses zones. */
+static void cost(const struct sl_sim_env *env, const struct sl_plan *plan, const int *M,
+		 struct sl_sim_result *out)
+{
+	const int P = plan->num_stages, D = plan->num_pipelines;
+	const double T = out->iteration_time_s;
+	double usd_per_hour = 0;
+	for (int k = 0; k < P; k++)
+		for (int j = 0; j < D; j++) {
+			const struct sl_replica *r = sl_plan_replica(plan, k, j);
+			usd_per_hour += r->tp * sl_catalogue_gpu_usd_per_hour(&env->catalogue, r->gpu,
+									      r->zone);
+		}
+	struct egress_sum e = {env, 0};
+	sl_sim_zone_bytes(env, plan, M, add_egress, &e);
+	double egress_bytes_usd = e.usd_bytes;
 	out->gpu_usd_per_hour = usd_per_hour;
 	out->gpu_cost_usd_per_iter = usd_per_hour / 3600.0 * T;
 	out->egress_cost_usd_per_iter = egress_bytes_usd / 1e9;

@@ -42,7 +42,10 @@ PY
   >"$tmp/low.json" || die "plan --island-token-value 0.05 failed"
 "$py" - "$tmp/low.json" <<'PY' || die "a low token value still chose islands"
 import json, sys
-assert json.load(open(sys.argv[1]))["steps"][0]["sync"]["mode"] == "every-step"
+s = json.load(open(sys.argv[1]))["steps"][0]["sync"]
+assert s["mode"] == "every-step", s
+# the synchronous plan's own bytes between zones (it spans two regions), per 1,000 tokens
+assert s["inter_zone_links"] and all(l["bytes_per_1k_tokens"] > 0 for l in s["inter_zone_links"]), s
 PY
 # --max-inner-steps bounds H
 "$SAILOR" plan --model OPT-350 --pool "$pool" --sync islands --max-inner-steps 3 -o "$tmp/h3.json" \
