@@ -183,29 +183,50 @@ static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan,
 	return 0;
 }
 
-int sl_sim_islands_parts(const struct sl_sim_env *env, const struct sl_plan *plan,
-			 enum sl_cost_model cm, struct sl_sim_result *per_island, struct sl_err *err)
+/* Calls fn(ctx, i, island i's own plan) for every island, in order, until one fails. */
+static int each_island_plan(const struct sl_sim_env *env, const struct sl_plan *plan,
+			    int (*fn)(void *ctx, int island, const struct sl_plan *sub,
+				      struct sl_err *err),
+			    void *ctx, struct sl_err *err)
 {
-	const struct sl_plan_islands *isl = plan->islands;
-	if (cm == SL_COST_SOSP25)
-		return sl_err_set(err, SL_EINPUT, "plan '%s': the sosp25 cost model has no islands "
-				  "(the SOSP'25 simulator models synchronous plans only): simulate it "
-				  "with --cost-model sailor, or remove \"islands\"", plan->path);
 	long long G = plan->global_batch > 0 ? plan->global_batch : env->model.default_global_batch;
 	int *counts = malloc((size_t)plan->num_pipelines * sizeof(int));
 	int rc = !counts ? sl_err_set(err, SL_ENOMEM, "out of memory") : 0;
 	if (!rc)
 		rc = sl_plan_microbatch_counts(plan, G, counts, err);
-	for (int i = 0; !rc && i < isl->count; i++) {
+	for (int i = 0; !rc && i < plan->islands->count; i++) {
 		struct sl_plan sub;
 		sl_plan_init(&sub);
 		rc = island_plan(plan, counts, i, &sub, err);
 		if (!rc)
-			rc = sl_simulate(env, &sub, cm, &per_island[i], err);
+			rc = fn(ctx, i, &sub, err);
 		sl_plan_free(&sub);
 	}
 	free(counts);
 	return rc;
+}
+
+struct simulate_parts {
+	const struct sl_sim_env *env;
+	enum sl_cost_model cm;
+	struct sl_sim_result *per_island;
+};
+
+static int simulate_part(void *ctx, int island, const struct sl_plan *sub, struct sl_err *err)
+{
+	struct simulate_parts *p = ctx;
+	return sl_simulate(p->env, sub, p->cm, &p->per_island[island], err);
+}
+
+int sl_sim_islands_parts(const struct sl_sim_env *env, const struct sl_plan *plan,
+			 enum sl_cost_model cm, struct sl_sim_result *per_island, struct sl_err *err)
+{
+	if (cm == SL_COST_SOSP25)
+		return sl_err_set(err, SL_EINPUT, "plan '%s': the sosp25 cost model has no islands "
+				  "(the SOSP'25 simulator models synchronous plans only): simulate it "
+				  "with --cost-model sailor, or remove \"islands\"", plan->path);
+	struct simulate_parts p = {env, cm, per_island};
+	return each_island_plan(env, plan, simulate_part, &p, err);
 }
 
 int sl_sim_islands_from_parts(const struct sl_sim_env *env, const struct sl_plan *plan,
@@ -269,6 +290,8 @@ int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enu
 
 /* sl_sim_islands_zone_bytes: each island's transfers, H_i times a round. */
 struct scaled_visit {
+	const struct sl_sim_env *env;
+	const struct sl_plan_islands *isl;
 	sl_sim_zone_bytes_fn visit;
 	void *ctx;
 	double times;
@@ -280,24 +303,18 @@ static void scaled(void *ctx, int from_zone, int to_zone, double bytes, int both
 	v->visit(v->ctx, from_zone, to_zone, bytes * v->times, both_ways);
 }
 
+static int visit_part(void *ctx, int island, const struct sl_plan *sub, struct sl_err *err)
+{
+	(void)err;
+	struct scaled_visit *v = ctx;
+	v->times = v->isl->inner_steps[island];
+	sl_sim_zone_bytes(v->env, sub, sub->microbatches, scaled, v);
+	return 0;
+}
+
 int sl_sim_islands_zone_bytes(const struct sl_sim_env *env, const struct sl_plan *plan,
 			      sl_sim_zone_bytes_fn visit, void *ctx, struct sl_err *err)
 {
-	const struct sl_plan_islands *isl = plan->islands;
-	long long G = plan->global_batch > 0 ? plan->global_batch : env->model.default_global_batch;
-	int *counts = malloc((size_t)plan->num_pipelines * sizeof(int));
-	int rc = !counts ? sl_err_set(err, SL_ENOMEM, "out of memory") : 0;
-	if (!rc)
-		rc = sl_plan_microbatch_counts(plan, G, counts, err);
-	for (int i = 0; !rc && i < isl->count; i++) {
-		struct sl_plan sub;
-		sl_plan_init(&sub);
-		rc = island_plan(plan, counts, i, &sub, err);
-		struct scaled_visit v = {visit, ctx, isl->inner_steps[i]};
-		if (!rc)
-			sl_sim_zone_bytes(env, &sub, sub.microbatches, scaled, &v);
-		sl_plan_free(&sub);
-	}
-	free(counts);
-	return rc;
+	struct scaled_visit v = {env, plan->islands, visit, ctx, 0};
+	return each_island_plan(env, plan, visit_part, &v, err);
 }
