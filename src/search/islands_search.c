@@ -314,7 +314,8 @@ static int every_shape(struct layout_search *ls, struct sl_plan *scratch, struct
 static int search_islands(const struct sl_sim_env *env, const struct sl_pool *pool,
 			  const struct sl_search_request *req, const struct sl_token_value *tv,
 			  const struct layout *layouts, int layout_count, struct sl_ranking *const *ranks,
-			  int rank_count, int exhaustive, long long *simulated, struct sl_err *err)
+			  int rank_count, int exhaustive, int *most_islands, long long *simulated,
+			  struct sl_err *err)
 {
 	struct layout_search *ls = calloc(1, sizeof(*ls));
 	struct sl_plan scratch;
@@ -331,6 +332,7 @@ static int search_islands(const struct sl_sim_env *env, const struct sl_pool *po
 	int rc = 0;
 	for (int l = 0; l < layout_count && !rc; l++) {
 		rc = survey(ls, pool, &layouts[l], err);
+		*most_islands = ls->n > *most_islands ? ls->n : *most_islands;
 		if (!rc && ls->n >= 2 && exhaustive)
 			rc = every_shape(ls, &scratch, err);
 		for (int s = 0; !rc && ls->n >= 2 && !exhaustive && s < ls->shape_count; s++)
@@ -449,10 +451,18 @@ static int plan_with(const struct sl_sim_env *env, const struct sl_pool *pool,
 	if (!rc)
 		rc = offer_outcome(&rank, &sync_out, err);
 	long long island_simulated = 0;
+	int most_islands = 0; /* islands with a plan of their own, in the best layout */
 	struct sl_ranking *ranks[3] = {&rank, &relaxed_rank[0], &relaxed_rank[1]};
 	if (!rc)
 		rc = search_islands(env, pool, req, tv, layouts, layout_count, ranks, 3, exhaustive,
-				    &island_simulated, err);
+				    &most_islands, &island_simulated, err);
+	if (!rc && req->sync == SL_SYNC_ISLANDS && !relaxed[0].count)
+		rc = sl_err_set(err, SL_EINFEASIBLE, "--sync islands: no island plan on this pool: %s; "
+				"plan with --sync every-step or auto", most_islands < 2
+				? "fewer than two of its regions (or zones) can hold the model on their "
+				  "own GPUs"
+				: "no plan of a shape every island holds fits with the outer step's two "
+				  "more copies of the parameters (and one fragment in flight)");
 	if (!rc) {
 		sl_ranking_finish(&rank);
 		rc = finish(req, &sync_out, relaxed, outcome, island_simulated,

@@ -75,6 +75,8 @@ printf '{"schema": "sailor.token_value/1", "measurements": [' >"$tmp/tv-broken.j
 expect_fail 1 "token values '$tmp/tv-broken.json'" --pool "$pool" --sync auto --island-token-value "$tmp/tv-broken.json"
 printf '{"schema": "sailor.pool/1", "gpus": [{"gpu": "A100-40", "zone": "us-central1-a", "count": 8}]}' >"$tmp/one-zone.json"
 expect_fail 1 "no slow link to cut" --pool "$tmp/one-zone.json" --sync islands
+printf '{"schema": "sailor.pool/1", "gpus": [{"gpu": "A100-40", "zone": "us-central1-a", "count": 8}, {"gpu": "V100-16", "zone": "us-west1-b", "count": 1}]}' >"$tmp/small-island.json"
+expect_fail 1 "fewer than two of its regions (or zones) can hold the model" --model LLAMA-3-8 --pool "$tmp/small-island.json" --sync islands
 # auto on one zone: the synchronous plan, no complaint
 "$SAILOR" plan --model OPT-350 --pool "$tmp/one-zone.json" --sync auto >/dev/null 2>"$tmp/err" ||
   die "plan --sync auto on one zone failed: $(cat "$tmp/err")"
