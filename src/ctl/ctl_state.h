@@ -184,12 +184,14 @@ void sl_ctl_node_death_reset(struct ctl *c);
  * reason, left out, and the generation is killed at once. */
 void sl_ctl_node_death_line(struct ctl *c, const char *line);
 
-/* Every quarter second: the slurmd of the generation's nodes asked; one that refuses twice in a
- * row is dead (as above). The death of a node whose peers print nothing. */
+/* Once the generation printed nothing for a few steps' time: every quarter second the slurmd of
+ * its nodes asked; one that refuses twice in a row is dead (as above). The death of a node whose
+ * peers print nothing. */
 void sl_ctl_node_death_watch(struct ctl *c, double now_s);
 
 /* After a pool poll: a node of the running generation that Slurm reports down or not
- * responding died; the generation is killed at once. */
+ * responding, and whose slurmd does not answer either, died; the generation is killed at once.
+ * (One whose slurmd answers is left to the pool change: stopped for a new plan.) */
 void sl_ctl_node_death_pool(struct ctl *c);
 
 /* Asks the slurmd of the n hosts (cluster indices) whether they live; marks the dead ones down

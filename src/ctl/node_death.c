@@ -15,8 +15,9 @@
  *     does not answer within SLURMD_PROBE_S is dead, by Slurm's own definition
  *     (cluster/slurm_health.h); one whose slurmd answers is alive, and the generation goes on
  *     to end as the launcher reports it (a rank's failure);
- *   - the watch (sl_ctl_node_death_watch) asks the generation's slurmds every WATCH_EVERY_S,
- *     and a node whose slurmd refused WATCH_REFUSALS times in a row is dead.
+ *   - once the generation is quiet for a few steps' time, the watch (sl_ctl_node_death_watch)
+ *     asks the generation's slurmds every WATCH_EVERY_S, and a node whose slurmd refused
+ *     WATCH_REFUSALS times in a row is dead.
  * The job is then ended on every node (slurm_hooks.c, sl_ctl_slurm_kill_job), the node marked
  * down with a reason, and the pool asked for at once, so that the next plan is made while the
  * job ends.
@@ -44,11 +45,18 @@
  * never answers, and the controller's loop waits this long once. */
 #define SLURMD_PROBE_S 1.0
 
-/* The watch of the generation's nodes (sl_ctl_node_death_watch) asks their slurmd every
- * WATCH_EVERY_S (a connect per node: nothing to slurmd, which sees a connection closed unread),
- * waiting at most WATCH_WAIT_S (an answer takes a round trip: ms), and a node whose slurmd
- * refused WATCH_REFUSALS times in a row is dead: twice, because a slurmd that an administrator
- * restarts refuses for a moment (Slurm itself lets its jobs run on). */
+/* The watch of the generation's nodes (sl_ctl_node_death_watch). A connection that sends
+ * nothing costs slurmd two error lines in its log ("Zero Bytes were transmitted or received"),
+ * so the nodes are asked only once the generation is quiet: no line for WATCH_QUIET_STEPS times
+ * its longest recent (or predicted) step, and at least WATCH_QUIET_MIN_S; a training generation
+ * prints a line every step, and a pipeline that lost a node stops printing. Then every
+ * WATCH_EVERY_S, waiting at most WATCH_WAIT_S (an answer takes a round trip: ms), and a node
+ * whose slurmd refused WATCH_REFUSALS times in a row is dead: twice, because a slurmd that an
+ * administrator restarts refuses for a moment (Slurm itself lets its jobs run on). Silence
+ * within WATCH_WAIT_S does not count (one lost packet); a host that lost power is left to the
+ * timeouts above. */
+#define WATCH_QUIET_STEPS 3.0
+#define WATCH_QUIET_MIN_S 1.0
 #define WATCH_EVERY_S 0.25
 #define WATCH_WAIT_S 0.2
 #define WATCH_REFUSALS 2
@@ -217,24 +225,44 @@ void sl_ctl_node_death_pool(struct ctl *c)
 	if (!c->o->slurm || !c->running || c->dead_node_count)
 		return;
 	double seen_s = sl_now_s();
-	int hosts[SL_CTL_MAX_HOSTS], lost[SL_CTL_MAX_HOSTS], dead = 0;
+	int hosts[SL_CTL_MAX_HOSTS], lost[SL_CTL_MAX_HOSTS], n_lost = 0;
 	int n = generation_hosts(c, hosts, SL_CTL_MAX_HOSTS);
 	for (int i = 0; i < n; i++)
 		if (sl_slurm_state_lost(sl_ctl_pool_watch_host_state(&c->pool, hosts[i])))
-			lost[dead++] = hosts[i];
-	if (!dead)
+			lost[n_lost++] = hosts[i];
+	if (!n_lost)
 		return;
+	/* asked as after an MPI message: a node only briefly not responding (a loaded slurmd, a
+	 * network blip) whose slurmd answers is not killed and marked down, but stopped for a new
+	 * plan like a drained one (the pool change does that) */
 	char how[200];
 	snprintf(how, sizeof(how), "Slurm: %s", sl_ctl_pool_watch_host_state(&c->pool, lost[0]));
-	all_dead(c, lost, dead, how);
-	kill_generation(c, seen_s);
+	if (sl_ctl_node_death_confirm(c, lost, n_lost, how) > 0)
+		kill_generation(c, seen_s);
+}
+
+/* How long the generation may print nothing before its nodes are asked. */
+static double quiet_allowed_s(const struct ctl *c)
+{
+	double step_s = c->cur.valid && c->cur.res.throughput_it_s > 0 ?
+				1.0 / c->cur.res.throughput_it_s : 0.0;
+	int n = c->step_time_count < RATE_WINDOW ? c->step_time_count : RATE_WINDOW;
+	for (int i = 0; i < n; i++)
+		if (c->step_times[i] > step_s)
+			step_s = c->step_times[i];
+	double t = WATCH_QUIET_STEPS * step_s;
+	return t > WATCH_QUIET_MIN_S ? t : WATCH_QUIET_MIN_S;
 }
 
 void sl_ctl_node_death_watch(struct ctl *c, double now_s)
 {
-	if (!c->o->slurm || !c->running || c->dead_node_count || c->stop == STOP_NODE_DEATH ||
-	    now_s - c->node_watch_s < WATCH_EVERY_S)
+	if (!c->o->slurm || !c->running || !c->gen_ready || c->dead_node_count ||
+	    c->stop == STOP_NODE_DEATH || now_s - c->node_watch_s < WATCH_EVERY_S)
 		return;
+	if (now_s - c->last_output_s < quiet_allowed_s(c)) {
+		memset(c->node_refusals, 0, sizeof(c->node_refusals));
+		return;
+	}
 	c->node_watch_s = now_s;
 	int hosts[SL_CTL_MAX_HOSTS], dead[SL_CTL_MAX_HOSTS], nd = 0;
 	int n = generation_hosts(c, hosts, SL_CTL_MAX_HOSTS);
