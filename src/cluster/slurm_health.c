@@ -14,7 +14,7 @@
 #include "cluster/slurm.h"
 #include "util/clock.h"
 
-#define PROBE_MAX 256 /* nodes probed at once (a generation's nodes) */
+#define PROBE_MAX 256 /* connections open at once */
 
 int sl_slurm_health_port(int *port, struct sl_err *err)
 {
@@ -62,11 +62,10 @@ static int start_connect(const char *address, int port, int *done)
 	return fd;
 }
 
-int sl_slurm_health_probe(const char *const *addresses, int n, int port, double timeout_s,
-			  signed char *found, struct sl_err *err)
+/* sl_slurm_health_probe for at most PROBE_MAX addresses. */
+static int probe_some(const char *const *addresses, int n, int port, double timeout_s,
+		      signed char *found, struct sl_err *err)
 {
-	if (n > PROBE_MAX)
-		n = PROBE_MAX;
 	struct pollfd fds[PROBE_MAX];
 	int made = 0;
 	for (int i = 0; i < n; i++) {
@@ -134,4 +133,20 @@ int sl_slurm_health_mark_down(const char *node, const char *reason, struct sl_er
 	}
 	free(text);
 	return rc;
+}
+
+int sl_slurm_health_probe(const char *const *addresses, int n, int port, double timeout_s,
+			  signed char *found, struct sl_err *err)
+{
+	/* PROBE_MAX descriptors at a time: a partition may have thousands of nodes */
+	for (int first = 0; first < n; first += PROBE_MAX) {
+		int k = n - first < PROBE_MAX ? n - first : PROBE_MAX;
+		int rc = probe_some(addresses + first, k, port, timeout_s, found + first, err);
+		if (rc) {
+			for (int i = first + k; i < n; i++)
+				found[i] = SL_SLURM_HEALTH_ANSWERS;
+			return rc;
+		}
+	}
+	return 0;
 }
