@@ -28,6 +28,8 @@ static int maybe_start(struct ctl *c, struct sl_err *err)
 		char why[SL_ERR_MSG_MAX + 128] = "";
 		sl_ctl_plan_now(c, &c->next, why, sizeof(why));
 		sl_ctl_log_plan(c, &c->next, why, 0);
+		if (c->rc.active && c->rc.plan_s == 0) /* after a node's death: a part of it */
+			c->rc.plan_s = c->next.plan_s;
 		if (!c->next.valid)
 			return 0;
 	}
@@ -63,8 +65,10 @@ static int after_generation(struct ctl *c, double now, int *done, struct sl_err 
 				  "completing a step; giving up (see %s/gen-%d/stderr.log)",
 				  c->consecutive_failures, c->o->run_dir, c->gen_count);
 	}
-	if (c->stop != STOP_RECONFIGURE)
-		sl_ctl_candidate_free(&c->next); /* re-plan on what is left */
+	/* re-plan on what is left, unless the plan was made on it while the generation ended (a
+	 * pool change during a reconfiguration or after a node's death) */
+	if (c->stop != STOP_RECONFIGURE && c->stop != STOP_NODE_DEATH)
+		sl_ctl_candidate_free(&c->next);
 	return maybe_start(c, err);
 }
 
@@ -90,6 +94,8 @@ static int after_signal(struct ctl *c, struct sl_err *err)
 static int after_pool_change(struct ctl *c, const struct sl_pool *before, struct sl_err *err)
 {
 	sl_ctl_pool_event(c, "pool_change");
+	/* Slurm lost a node of the generation (not drained: its ranks cannot checkpoint) */
+	sl_ctl_node_death_pool(c);
 	/* hosts left out come back when the pool offers more of their kind */
 	int back[16];
 	int nback = sl_ctl_hosts_pool_changed(&c->hosts, &c->cluster, before, &c->pool.current,
@@ -121,6 +127,8 @@ static int after_pool_change(struct ctl *c, const struct sl_pool *before, struct
 		break;
 	case SL_CTL_RETARGET:
 		sl_ctl_candidate_free(&c->next); /* a newer pool while stopping: its plan */
+		if (c->stop == STOP_NODE_DEATH && c->rc.active)
+			c->rc.plan_s = p.plan_s;
 		c->next = p;
 		if (!p.valid)
 			c->stop = STOP_NO_PLAN;
@@ -173,6 +181,7 @@ static int loop(struct ctl *c, struct sl_err *err)
 				continue;
 			}
 			sl_ctl_probe_check(c, now);
+			sl_ctl_node_death_watch(c, now);
 			if (c->stop != STOP_NONE && !c->gen.killed &&
 			    now - c->gen.term_sent_s > c->o->stop_timeout_s)
 				sl_ctl_gen_kill(&c->gen);

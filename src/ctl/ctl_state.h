@@ -1,6 +1,6 @@
 /* The controller's state, private to src/ctl/: one struct ctl for the life of `sailor control`,
  * shared by the files of its jobs (plan_choice.c, generation_lifecycle.c, step_intake.c, hang_probe.c,
- * status_publish.c, slurm_hooks.c, setup.c, and the loop in controller.c). Single-threaded: only
+ * node_death.c, status_publish.c, slurm_hooks.c, setup.c, and the loop in controller.c). Single-threaded: only
  * the loop's thread touches it; the HTTP server reads only the texts sl_ctl_publish hands it.
  *
  * Ownership: struct ctl owns everything it points to (freed by sl_ctl_run); a struct candidate
@@ -29,6 +29,7 @@
 #define STOP_NO_PLAN SL_CTL_STOP_NO_PLAN
 #define STOP_SIGNAL SL_CTL_STOP_SIGNAL
 #define STOP_HANG SL_CTL_STOP_HANG
+#define STOP_NODE_DEATH SL_CTL_STOP_NODE_DEATH
 
 #define RATE_WINDOW 10
 
@@ -80,6 +81,13 @@ struct ctl {
 	int dead_rank;
 	char dead_host[256];
 	struct ctl_probe probe;       /* the liveness probe of a silent generation */
+	/* --slurm: nodes of the running generation found dead (node_death.c) */
+	int slurmd_port;
+	unsigned char node_alive[SL_CTL_MAX_HOSTS]; /* slurmd answered a confirmation */
+	int node_refusals[SL_CTL_MAX_HOSTS]; /* the watch's refusals in a row, per host */
+	double node_watch_s;          /* the watch's last look */
+	int dead_nodes[16];           /* cluster indices, in the order found */
+	int dead_node_count;
 	char last_error[512];
 	int end_seen;
 	/* progress */
@@ -167,6 +175,33 @@ void sl_ctl_recover_steps(struct ctl *c);
  * silent hosts and stops and kills the generation. */
 void sl_ctl_probe_check(struct ctl *c, double now_s);
 
+/* ---- node deaths (node_death.c; --slurm, nothing otherwise) ---- */
+
+/* slurmd's port, once at start-up. */
+void sl_ctl_node_death_setup(struct ctl *c);
+
+/* A new generation: nothing of it found dead yet. */
+void sl_ctl_node_death_reset(struct ctl *c);
+
+/* A line of the generation's stderr: when it names a host whose ranks were lost, the
+ * generation's nodes are asked (their slurmd); the dead ones are marked down in Slurm with a
+ * reason, left out, and the generation is killed at once. */
+void sl_ctl_node_death_line(struct ctl *c, const char *line);
+
+/* Once the generation printed nothing for a few steps' time: every quarter second the slurmd of
+ * its nodes asked; one that refuses twice in a row is dead (as above). The death of a node whose
+ * peers print nothing. */
+void sl_ctl_node_death_watch(struct ctl *c, double now_s);
+
+/* After a pool poll: a node of the running generation that Slurm reports down or not
+ * responding, and whose slurmd does not answer either, died; the generation is killed at once.
+ * (One whose slurmd answers is left to the pool change: stopped for a new plan.) */
+void sl_ctl_node_death_pool(struct ctl *c);
+
+/* Asks the slurmd of the n hosts (cluster indices) whether they live; marks the dead ones down
+ * (reason naming how, what said they were lost) and leaves them out. Returns how many died. */
+int sl_ctl_node_death_confirm(struct ctl *c, const int *hosts, int n, const char *how);
+
 /* ---- status (status_publish.c) ---- */
 
 /* Hands /status and /metrics their texts (nothing without --http). */
@@ -180,6 +215,15 @@ void sl_ctl_pool_event(struct ctl *c, const char *type);
 /* Slurm: the generation's job neither queued nor running any more (a warning, prefixed with
  * "generation N: " when say_generation, if that fails). Nothing without --slurm. */
 void sl_ctl_slurm_end_job(const struct ctl *c, int say_generation);
+
+/* Slurm: the running generation's job ended now, on every node: its launcher and srun killed,
+ * then SIGUSR2 to every task (`scancel --signal=USR2`; the ranks leave its default action,
+ * termination, in place). Not a cancel: the ranks left by a dead node block in MPI and
+ * cannot checkpoint, and a cancelled job's tasks get SIGTERM (which they answer by finishing a
+ * step that never ends) and SIGKILL only KillWait later (30 s by default); `scancel
+ * --signal=KILL` is a cancel too. Call before the node is marked down (a job killed for a
+ * node failure takes no more signals). Nothing without --slurm. */
+void sl_ctl_slurm_kill_job(struct ctl *c);
 
 /* Slurm: a first plan impossible on the nodes Slurm offers is bad input, not a wait; the
  * planner's own error (c->search_err) is its cause, else the nodes or the constraints. */

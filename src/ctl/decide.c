@@ -6,7 +6,8 @@
 
 const char *sl_ctl_stop_name(enum sl_ctl_stop stop)
 {
-	static const char *const names[] = {"none", "reconfigure", "no plan", "signal", "hang"};
+	static const char *const names[] = {"none", "reconfigure", "no plan", "signal", "hang",
+					     "node death"};
 	return (unsigned)stop < sizeof(names) / sizeof(names[0]) ? names[stop] : "?";
 }
 
@@ -101,6 +102,52 @@ int sl_ctl_parse_rank_death(const char *line, int *rank, char *host, size_t host
 	return 1;
 }
 
+/* The first word after prefix in line, into host; 0 when there is none. */
+static int word_after(const char *line, const char *prefix, char *host, size_t host_size)
+{
+	const char *p = strstr(line, prefix);
+	if (!p || host_size == 0)
+		return 0;
+	p += strlen(prefix);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	size_t n = strcspn(p, " \t\r\n");
+	if (n == 0)
+		return 0;
+	if (n >= host_size)
+		n = host_size - 1;
+	memcpy(host, p, n);
+	host[n] = 0;
+	return 1;
+}
+
+int sl_ctl_parse_peer_lost(const char *line, char *what, size_t what_size)
+{
+	/* OpenMPI 4's help texts (btl tcp), printed by a rank whose peer is gone, the host or
+	 * address a few lines further down:
+	 *   "An MPI communication peer process has unexpectedly disconnected." (an open connection
+	 *   closed: the peer's processes were killed) ... "Peer host: fa1";
+	 *   "WARNING: Open MPI failed to TCP connect to a peer MPI process." (a new connection
+	 *   refused) ... "Message: connect() to 10.95.1.3:1024 failed" */
+	static const struct {
+		const char *text, *what;
+	} lines[] = {
+		{"peer process has unexpectedly disconnected", "MPI: a peer process disconnected"},
+		{"failed to TCP connect to a peer MPI process", "MPI: a peer process refused to connect"},
+	};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		if (strstr(line, lines[i].text)) {
+			snprintf(what, what_size, "%s", lines[i].what);
+			return 1;
+		}
+	char host[256];
+	if (word_after(line, "srun: error: Node failure on ", host, sizeof(host))) {
+		snprintf(what, what_size, "srun: node failure on %s", host);
+		return 1;
+	}
+	return 0;
+}
+
 enum sl_ctl_pool_action sl_ctl_decide_pool_change(int running, enum sl_ctl_stop stopping,
 						  int plan_valid, int same_as_running)
 {
@@ -112,8 +159,10 @@ enum sl_ctl_pool_action sl_ctl_decide_pool_change(int running, enum sl_ctl_stop 
 		return plan_valid ? SL_CTL_STOP_FOR_PLAN : SL_CTL_STOP_FOR_NO_PLAN;
 	}
 	/* a reconfiguration under way stops for the newest pool's plan, even one equal to the
-	 * plan being stopped (the generation will not finish its stop any sooner by keeping it) */
-	if (stopping == SL_CTL_STOP_RECONFIGURE)
+	 * plan being stopped (the generation will not finish its stop any sooner by keeping it);
+	 * a generation killed for a node's death: the newest pool's plan is the next one (the pool
+	 * without the node, polled at once after it was marked down: planned while the job ends) */
+	if (stopping == SL_CTL_STOP_RECONFIGURE || stopping == SL_CTL_STOP_NODE_DEATH)
 		return SL_CTL_RETARGET;
 	/* a stop for no plan, a hang or a signal: the generation ends anyway; after a hang or no
 	 * plan the controller re-plans on the pool then in force */
@@ -127,7 +176,8 @@ enum sl_ctl_outcome sl_ctl_classify_end(int exit_status, long long step, long lo
 		return SL_CTL_COMPLETE;
 	/* a rank that died while a stop was on its way is still a failure: its step may not have
 	 * been checkpointed, and its host counts towards exclusion */
-	if (stopping == SL_CTL_STOP_NONE || stopping == SL_CTL_STOP_HANG || rank_died)
+	if (stopping == SL_CTL_STOP_NONE || stopping == SL_CTL_STOP_HANG ||
+	    stopping == SL_CTL_STOP_NODE_DEATH || rank_died)
 		return SL_CTL_FAILED;
 	return SL_CTL_STOPPED;
 }

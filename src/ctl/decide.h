@@ -13,7 +13,9 @@
  *   end of a        complete (exit 0 at the last step), stopped (ended because asked), failed
  *   generation      (anything else; a hang; a rank that died even while a stop was on its way).
  *   launcher lines  "rank R (stage .., on HOST) died|failed ..." names the rank and host; a
- *                   death by signal 15 is the stop the controller itself sent.
+ *                   death by signal 15 is the stop the controller itself sent. OpenMPI's "peer
+ *                   process has unexpectedly disconnected" (and "failed to TCP connect to a
+ *                   peer") and srun's "Node failure on H" say ranks were lost.
  *   liveness probe  after a silence the ranks are asked to answer (SIGUSR1); the hosts of the
  *                   ranks that did not answer are the ones that stopped answering.
  *   reconfiguration its parts from the timestamps the controller took.
@@ -37,8 +39,10 @@ enum sl_ctl_stop {
 	SL_CTL_STOP_NO_PLAN,     /* the pool changed and yields no plan */
 	SL_CTL_STOP_SIGNAL,      /* the controller got SIGINT/SIGTERM */
 	SL_CTL_STOP_HANG,        /* the generation was silent for --hang-timeout */
+	SL_CTL_STOP_NODE_DEATH,  /* a node of it died (--slurm: node_death.c): killed at once */
 };
-/* "none", "reconfigure", "no plan", "signal", "hang" (the event log's stop_reason). */
+/* "none", "reconfigure", "no plan", "signal", "hang", "node death" (the event log's
+ * stop_reason). */
 const char *sl_ctl_stop_name(enum sl_ctl_stop stop);
 
 /* ---- host health ---- */
@@ -76,6 +80,14 @@ int sl_ctl_host_index(const struct sl_cluster *cluster, const char *name);
  * signal 15 (the controller's own stop): rank and host (NUL-terminated, truncated to host_size)
  * are set. 0 for any other line. */
 int sl_ctl_parse_rank_death(const char *line, int *rank, char *host, size_t host_size);
+
+/* 1 when line (one line of the generation's stderr) says ranks of the job were lost: OpenMPI's
+ * "peer process has unexpectedly disconnected" (a rank saw its TCP connection to a peer closed:
+ * the peer's processes were killed) or "failed to TCP connect to a peer MPI process", or srun's
+ * "srun: error: Node failure on H" (Slurm lost the node). what gets a few words saying which.
+ * It says the ranks are gone, not why or where: a rank that crashed on a healthy node reads the
+ * same to its peers, and OpenMPI names the host (or only an address) lines later, if at all. */
+int sl_ctl_parse_peer_lost(const char *line, char *what, size_t what_size);
 
 /* ---- pool changes ---- */
 

@@ -216,6 +216,7 @@ static void begin_generation(struct ctl *c, int index, long long resume, const c
 	c->dead_host[0] = 0;
 	c->probe.sent_s = 0;
 	c->probe.silent_count = 0;
+	sl_ctl_node_death_reset(c);
 	c->last_error[0] = 0;
 	c->end_seen = 0;
 	c->step_time_count = 0;
@@ -331,7 +332,10 @@ int sl_ctl_generation_ended(struct ctl *c)
 	/* the hosts to blame: the dead rank's, or those of the ranks silent to the probe */
 	int blamed[16], nblamed = 0;
 	int h = c->dead_host[0] ? sl_ctl_host_index(&c->cluster, c->dead_host) : -1;
-	if (h >= 0)
+	if (c->dead_node_count) /* nodes found dead (node_death.c): every one of them */
+		for (int i = 0; i < c->dead_node_count && nblamed < 16; i++)
+			blamed[nblamed++] = c->dead_nodes[i];
+	else if (h >= 0)
 		blamed[nblamed++] = h;
 	else if (c->stop == STOP_HANG)
 		for (int i = 0; i < c->probe.silent_count && nblamed < 16; i++)
@@ -351,7 +355,8 @@ int sl_ctl_generation_ended(struct ctl *c)
 	for (int i = 0; i < nblamed; i++)
 		json_array_append_new(names, json_string(c->cluster.hosts[blamed[i]].name));
 	json_object_set_new(f, "hosts", names);
-	json_object_set_new(f, "reason", json_string(c->stop == STOP_HANG ? "no output (hang)" :
+	json_object_set_new(f, "reason", json_string(c->dead_node_count ? "node death" :
+						     c->stop == STOP_HANG ? "no output (hang)" :
 						     c->dead_rank >= 0 ? "rank died" : "job failed"));
 	json_object_set_new(f, "message", json_string(c->last_error));
 	json_object_set_new(f, "resume_step", json_integer(resume > 0 ? resume : 0));

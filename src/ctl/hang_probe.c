@@ -48,6 +48,12 @@ void sl_ctl_probe_check(struct ctl *c, double now_s)
 		sl_log_warn("generation %d printed nothing for %.1f s%s%s: stopping it",
 			    c->gen.index, now_s - c->last_output_s,
 			    p->silent_count ? "; no answer from host " : "", names);
+		/* Slurm: a silent host whose slurmd does not answer either lost power (or its
+		 * network): marked down now, not after SlurmdTimeout (node_death.c) */
+		char how[160];
+		snprintf(how, sizeof(how), "no output for %.0f s, no answer to the liveness probe",
+			 now_s - c->last_output_s);
+		sl_ctl_node_death_confirm(c, p->silent_hosts, p->silent_count, how);
 		sl_ctl_stop_generation(c, STOP_HANG);
 		/* a stuck job cannot write its checkpoint: no use waiting for one */
 		sl_ctl_gen_kill(&c->gen);

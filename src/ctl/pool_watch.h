@@ -76,6 +76,14 @@ int sl_ctl_pool_watch_host_usable(const struct sl_ctl_pool_watch *w, int h);
  * generation there must stop even if the plan stays the same. 0 for the other sources. */
 int sl_ctl_pool_watch_hosts_lost(const struct sl_ctl_pool_watch *w, const int *rank_host, int n);
 
+/* Slurm's state of host h at the last poll ("IDLE", "ALLOCATED+NOT_RESPONDING", "DOWN*", ...;
+ * "" when unknown, and for the other sources). */
+const char *sl_ctl_pool_watch_host_state(const struct sl_ctl_pool_watch *w, int h);
+
+/* The next poll asks Slurm at once, not after SL_CTL_SLURM_POLL_S (after the controller marked a
+ * node down: the pool without it, planned while the job ends). Nothing for the other sources. */
+void sl_ctl_pool_watch_refresh(struct sl_ctl_pool_watch *w);
+
 /* Internal to pool_watch.c: the Slurm source's poll, description and free. */
 int sl_ctl_pool_watch_poll_slurm(struct sl_ctl_pool_watch *w, double now_s, struct sl_err *err);
 void sl_ctl_pool_watch_describe_slurm(const struct sl_ctl_pool_watch *w, char *buf, size_t size);

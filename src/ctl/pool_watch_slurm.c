@@ -187,3 +187,20 @@ int sl_ctl_pool_watch_hosts_lost(const struct sl_ctl_pool_watch *w, const int *r
 			return 1;
 	return 0;
 }
+
+const char *sl_ctl_pool_watch_host_state(const struct sl_ctl_pool_watch *w, int h)
+{
+	if (!w->slurm || h < 0 || h >= w->slurm->cluster->host_count)
+		return "";
+	const struct sl_slurm_nodes *nodes = &w->slurm->nodes;
+	for (int i = 0; i < nodes->count; i++)
+		if (!strcmp(nodes->nodes[i].name, w->slurm->cluster->hosts[h].name))
+			return nodes->nodes[i].state;
+	return "";
+}
+
+void sl_ctl_pool_watch_refresh(struct sl_ctl_pool_watch *w)
+{
+	if (w->slurm)
+		w->slurm->last_s = -1e9;
+}

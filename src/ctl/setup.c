@@ -40,6 +40,7 @@ static int load_cluster(struct ctl *c, struct sl_err *err)
 		return sl_err_set(err, SL_EINPUT, "cluster file '%s': at most %d hosts",
 				  o->slurm ? c->cluster.path : o->cluster, SL_CTL_MAX_HOSTS);
 	sl_ctl_hosts_init(&c->hosts, c->cluster.host_count);
+	sl_ctl_node_death_setup(c);
 	if (!o->slurm)
 		c->cluster_json = sl_json_load_file(o->cluster, "cluster file", err);
 	if (!c->cluster_json)

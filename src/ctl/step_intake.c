@@ -133,6 +133,8 @@ void sl_ctl_on_line(void *ctx, int is_stderr, const char *line)
 			c->dead_rank = rank;
 			memcpy(c->dead_host, host, sizeof(host));
 		}
+		/* a node's ranks lost (OpenMPI's peer disconnect, srun's node failure) */
+		sl_ctl_node_death_line(c, line);
 		/* the generation's failure, as `sailor run` reports it (cli/args.h, sl_cli_error) */
 		if (!strncmp(line, "sailor run: ", 12))
 			snprintf(c->last_error, sizeof(c->last_error), "%s", line);

@@ -8,9 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "cluster/catalogue.h"
 #include "cluster/slurm.h"
+#include "cluster/slurm_health.h"
 
 static struct sl_catalogue cat;
 
@@ -135,6 +139,29 @@ static void bad_features_are_named(void **state)
 	}
 }
 
+/* The slurmd probe (slurm_health.h) against a port of this process: a listening socket answers;
+ * the same port closed refuses; a name that does not resolve counts as refused. */
+static void slurmd_probe_answers_and_refusals(void **state)
+{
+	(void)state;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	socklen_t len = sizeof(a);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	int port = ntohs(a.sin_port);
+	const char *addresses[] = {"127.0.0.1", "no-such-node.invalid"};
+	signed char found[2];
+	assert_int_equal(sl_slurm_health_probe(addresses, 2, port, 1.0, found, NULL), 0);
+	assert_int_equal(found[0], SL_SLURM_HEALTH_ANSWERS);
+	assert_int_equal(found[1], SL_SLURM_HEALTH_REFUSED);
+	close(fd); /* nothing listens there now */
+	assert_int_equal(sl_slurm_health_probe(addresses, 1, port, 1.0, found, NULL), 0);
+	assert_int_equal(found[0], SL_SLURM_HEALTH_REFUSED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -142,6 +169,7 @@ int main(void)
 		cmocka_unit_test(a_lost_node_is_down_or_not_responding),
 		cmocka_unit_test(cluster_and_pool),
 		cmocka_unit_test(bad_features_are_named),
+		cmocka_unit_test(slurmd_probe_answers_and_refusals),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

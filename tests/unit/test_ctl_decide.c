@@ -182,6 +182,35 @@ static void launcher_death_lines(void **state)
 			 0);
 }
 
+/* What says a job lost ranks: OpenMPI's messages as a surviving rank prints them (through
+ * srun, one line at a time; measured on the Slurm testbed, slurm_control_node_death.sh) and
+ * srun's node failure; nothing else. */
+static void peer_lost_lines(void **state)
+{
+	(void)state;
+	char what[64];
+	assert_int_equal(sl_ctl_parse_peer_lost("An MPI communication peer process has unexpectedly "
+						"disconnected.  This", what, sizeof(what)), 1);
+	assert_string_equal(what, "MPI: a peer process disconnected");
+	assert_int_equal(sl_ctl_parse_peer_lost("WARNING: Open MPI failed to TCP connect to a peer "
+						"MPI process.  This", what, sizeof(what)), 1);
+	assert_string_equal(what, "MPI: a peer process refused to connect");
+	assert_int_equal(sl_ctl_parse_peer_lost("srun: error: Node failure on fa1", what,
+						sizeof(what)), 1);
+	assert_string_equal(what, "srun: node failure on fa1");
+	/* a short buffer: cut, still terminated */
+	char tiny[8];
+	assert_int_equal(sl_ctl_parse_peer_lost("srun: error: Node failure on fa1", tiny,
+						sizeof(tiny)), 1);
+	assert_string_equal(tiny, "srun: n");
+	assert_int_equal(sl_ctl_parse_peer_lost("  Peer host:  fa1", what, sizeof(what)), 0);
+	assert_int_equal(sl_ctl_parse_peer_lost("srun: error: fa0: task 0: Killed", what,
+						sizeof(what)), 0);
+	assert_int_equal(sl_ctl_parse_peer_lost("srun: error: Node failure on ", what,
+						sizeof(what)), 0);
+	assert_int_equal(sl_ctl_parse_peer_lost("step 10/100 loss 3.2", what, sizeof(what)), 0);
+}
+
 static void pool_change_decisions(void **state)
 {
 	(void)state;
@@ -197,6 +226,12 @@ static void pool_change_decisions(void **state)
 	assert_int_equal(sl_ctl_decide_pool_change(1, SL_CTL_STOP_RECONFIGURE, 0, 0),
 			 SL_CTL_RETARGET);
 	assert_int_equal(sl_ctl_decide_pool_change(1, SL_CTL_STOP_RECONFIGURE, 1, 1),
+			 SL_CTL_RETARGET);
+	/* a generation killed for a node's death: the newest pool's plan (without the node) is
+	 * the next one */
+	assert_int_equal(sl_ctl_decide_pool_change(1, SL_CTL_STOP_NODE_DEATH, 1, 0),
+			 SL_CTL_RETARGET);
+	assert_int_equal(sl_ctl_decide_pool_change(1, SL_CTL_STOP_NODE_DEATH, 0, 0),
 			 SL_CTL_RETARGET);
 	/* stopping for another reason: it re-plans when the generation has ended */
 	for (enum sl_ctl_stop s = SL_CTL_STOP_NO_PLAN; s <= SL_CTL_STOP_HANG; s++)
@@ -226,6 +261,9 @@ static void generation_outcomes(void **state)
 	assert_int_equal(sl_ctl_classify_end(1, 50, 100, SL_CTL_STOP_RECONFIGURE, 1),
 			 SL_CTL_FAILED);
 	assert_int_equal(sl_ctl_classify_end(137, 50, 100, SL_CTL_STOP_HANG, 0), SL_CTL_FAILED);
+	assert_int_equal(sl_ctl_classify_end(137, 50, 100, SL_CTL_STOP_NODE_DEATH, 0),
+			 SL_CTL_FAILED);
+	assert_string_equal(sl_ctl_stop_name(SL_CTL_STOP_NODE_DEATH), "node death");
 	assert_string_equal(sl_ctl_outcome_name(SL_CTL_STOPPED), "stopped");
 	assert_string_equal(sl_ctl_stop_name(SL_CTL_STOP_NO_PLAN), "no plan");
 	assert_string_equal(sl_ctl_stop_name(SL_CTL_STOP_HANG), "hang");
@@ -307,6 +345,7 @@ int main(void)
 		cmocka_unit_test(excluded_host_stays_out_until_the_pool_offers_its_kind_again),
 		cmocka_unit_test(effective_pool_counts_only_hosts_not_left_out),
 		cmocka_unit_test(launcher_death_lines),
+		cmocka_unit_test(peer_lost_lines),
 		cmocka_unit_test(pool_change_decisions),
 		cmocka_unit_test(generation_outcomes),
 		cmocka_unit_test(probe_blames_the_hosts_of_silent_ranks),
