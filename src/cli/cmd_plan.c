@@ -311,10 +311,12 @@ static void print_step(const struct plan_args *a, const struct sl_sim_env *env,
 		fprintf(report, "  %10s %12s %6s  %s\n", "it/s", "$/iter", "GPUs", "shape");
 		for (int i = 0; i < out->pareto_count; i++) {
 			const struct sl_search_candidate *c = &out->pareto[i];
-			fprintf(report, "  %10.4f %12.4f %6lld  P=%d D=%d mbs=%d\n",
-				c->result.throughput_it_s, c->result.cost_usd_per_iter,
-				c->result.num_gpus, c->plan.num_stages, c->plan.num_pipelines,
-				c->plan.micro_batch);
+			fprintf(report, "  %10.4f %12.4f %6lld  P=%d D=%d mbs=%d", c->result.throughput_it_s,
+				c->result.cost_usd_per_iter, c->result.num_gpus, c->plan.num_stages,
+				c->plan.num_pipelines, c->plan.micro_batch);
+			if (c->plan.islands) /* its it/s and $ are effective (sl_search_effective_result) */
+				fprintf(report, ", %d islands", c->plan.islands->count);
+			fprintf(report, "\n");
 		}
 	}
 	fprintf(report, "search: %.3f s, %lld plans simulated, cost model %s%s%s\n",
