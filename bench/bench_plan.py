@@ -23,7 +23,9 @@ Figures:
      zones in 1-3 regions, 64 to 768 GPUs, throughput and cost objectives with and without a
      budget; among them the scale pools, 3 GPU types x 256 GPUs in one zone and over 5 zones in
      2 regions) under both cost models: the same figures, against the SOSP'25 planner's time
-     where the set records one (sosp25_planner_s; "not yet measured" otherwise);
+     where the set records one (sosp25_planner_s; "> N (stopped)" where it was stopped after
+     sosp25_planner_min_s, "could not run" where sosp25_planner_note says why, "not yet
+     measured" otherwise; bench/sosp25_planner_time.py measures it);
   5. search time versus pool size and number of GPU types;
   6. with --sync-auto: section 3 for the sailor model with `--sync auto` (island plans compete),
      beside the same process with the default `--sync every-step`.
@@ -156,17 +158,29 @@ def phase_text(phases):
     return ", ".join(f"{k} {v * 1000:.0f}" for k, v in shown) if shown else "-"
 
 
-def speed_rows(label, args, repeats, sailor, baseline, theirs, with_theirs=None):
+def speed_rows(label, args, repeats, sailor, baseline, theirs, with_theirs=None, theirs_none=None,
+               theirs_floor=None):
     """One row; with_theirs (default: whether theirs is given) adds the SOSP'25 columns, which
-    say "not yet measured" where theirs is None."""
+    say theirs_none ("not yet measured" by default) where theirs is None, or "> theirs_floor"
+    with a lower-bound ratio where that planner was stopped at theirs_floor seconds."""
     with_theirs = theirs is not None if with_theirs is None else with_theirs
     binaries = [baseline, sailor] if baseline else [sailor]
     got = timed(binaries, args, repeats)
     after = got[sailor]
     cells = [label]
-    ratio = (lambda ours: f"{theirs / ours:.0f}x") if theirs is not None else (lambda ours: "-")
+    if theirs is not None:
+        ratio = lambda ours: f"{theirs / ours:.0f}x"
+    elif theirs_floor is not None:
+        ratio = lambda ours: f"> {theirs_floor / ours:.0f}x"
+    else:
+        ratio = lambda ours: "-"
     if with_theirs:
-        cells.append(f"{theirs:.2f}" if theirs is not None else "not yet measured")
+        if theirs is not None:
+            cells.append(f"{theirs:.2f}")
+        elif theirs_floor is not None:
+            cells.append(f"> {theirs_floor:.0f} (stopped)")
+        else:
+            cells.append(theirs_none or "not yet measured")
     if baseline:
         before = got[baseline]
         cells += [f"{before[0]:.3f}", f"{after[0]:.3f}", f"{after[0] / before[0]:.2f}"]
@@ -276,10 +290,12 @@ def pool_set(sailor, repeats, baseline=None):
     speed_header(baseline, True)
     for case in json.load(open(POOL_SET))["cases"]:
         theirs = case.get("sosp25_planner_s")
+        floor = case.get("sosp25_planner_min_s")
+        none = "could not run" if case.get("sosp25_planner_note") else None
         for cm in ("sailor", "sosp25"):
             speed_rows(f"{case['name']} ({case['model']}), {cm}",
                        pool_case_args(case) + ["--cost-model", cm], repeats, sailor, baseline,
-                       theirs, with_theirs=True)
+                       theirs, with_theirs=True, theirs_none=none, theirs_floor=floor)
     print()
 
 
