@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "search/islands_search.h"
@@ -97,6 +98,53 @@ static void oracle_islands_cost(void **s) { check_oracle(*s, SL_OBJECTIVE_COST, 
 static void oracle_auto_throughput(void **s) { check_oracle(*s, SL_OBJECTIVE_THROUGHPUT, SL_SYNC_AUTO); }
 static void oracle_auto_cost(void **s) { check_oracle(*s, SL_OBJECTIVE_COST, SL_SYNC_AUTO); }
 
+/* The lookup of search/token_value.h on a table small enough to compute by hand. */
+static void token_value_lookup(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/sailor-token-value-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	fputs("{\"schema\": \"sailor.token_value/1\", \"source\": \"by hand\", \"measurements\": ["
+	      "{\"islands\": 2, \"inner_steps\": 10, \"wire\": \"fp32\", \"value\": 1.0},"
+	      "{\"islands\": 2, \"inner_steps\": 50, \"wire\": \"fp32\", \"value\": 0.9},"
+	      "{\"islands\": 4, \"inner_steps\": 50, \"wire\": \"fp32\", \"value\": 0.5},"
+	      "{\"islands\": 2, \"inner_steps\": 50, \"wire\": \"int8\", \"value\": 0.81}]}", f);
+	fclose(f);
+	struct sl_token_value tv;
+	struct sl_err err = {0};
+	assert_int_equal(sl_token_value_load(path, &tv, &err), 0);
+	unlink(path);
+	assert_string_equal(tv.source, "by hand");
+	int ex = -1;
+	/* measured points, exactly */
+	assert_true(fabs(sl_token_value_of(&tv, 2, 50, SL_ISLANDS_WIRE_FP32, &ex) - 0.9) < 1e-12);
+	assert_int_equal(ex, 0);
+	assert_true(fabs(sl_token_value_of(&tv, 2, 10, SL_ISLANDS_WIRE_FP32, &ex) - 1.0) < 1e-12);
+	/* between: linear in log H, and through (1, 1) below the smallest H */
+	double want = 1 + (log(22) - log(10)) / (log(50) - log(10)) * (0.9 - 1);
+	assert_true(fabs(sl_token_value_of(&tv, 2, 22, SL_ISLANDS_WIRE_FP32, &ex) - want) < 1e-12);
+	assert_true(fabs(sl_token_value_of(&tv, 2, 1, SL_ISLANDS_WIRE_FP32, &ex) - 1.0) < 1e-12);
+	/* between island counts: linear in the count */
+	assert_true(fabs(sl_token_value_of(&tv, 3, 50, SL_ISLANDS_WIRE_FP32, &ex) - 0.7) < 1e-12);
+	assert_int_equal(ex, 0);
+	/* outside: the nearest, said */
+	assert_true(fabs(sl_token_value_of(&tv, 2, 100, SL_ISLANDS_WIRE_FP32, &ex) - 0.9) < 1e-12);
+	assert_int_equal(ex, 1);
+	assert_true(fabs(sl_token_value_of(&tv, 8, 50, SL_ISLANDS_WIRE_FP32, &ex) - 0.5) < 1e-12);
+	assert_int_equal(ex, 1);
+	/* int8 measured at 0.9 of fp32: that factor everywhere; bf16 never measured: int8's */
+	assert_true(fabs(sl_token_value_of(&tv, 2, 10, SL_ISLANDS_WIRE_INT8, &ex) - 0.9) < 1e-12);
+	assert_true(fabs(sl_token_value_of(&tv, 3, 50, SL_ISLANDS_WIRE_BF16, &ex) - 0.63) < 1e-12);
+	/* the user's number, and numbers out of (0, 1] */
+	assert_int_equal(sl_token_value_parse("0.7", &tv, &err), 0);
+	assert_true(fabs(sl_token_value_of(&tv, 5, 500, SL_ISLANDS_WIRE_INT8, &ex) - 0.7) < 1e-12);
+	assert_int_equal(sl_token_value_parse("1.5", &tv, &err), SL_EINPUT);
+	assert_int_equal(sl_token_value_parse("0", &tv, &err), SL_EINPUT);
+	assert_int_not_equal(sl_token_value_parse("/nonexistent/token_value.json", &tv, &err), 0);
+}
+
 static int load_env(void **state)
 {
 	struct sl_sim_env *env = NULL;
@@ -118,6 +166,7 @@ static int free_env(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(token_value_lookup),
 		cmocka_unit_test_setup_teardown(oracle_islands_throughput, load_env, free_env),
 		cmocka_unit_test_setup_teardown(oracle_islands_cost, load_env, free_env),
 		cmocka_unit_test_setup_teardown(oracle_auto_throughput, load_env, free_env),
