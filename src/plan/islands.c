@@ -330,26 +330,35 @@ static long long block_tensor_numel(const struct sl_model_config *m, int i)
 	}
 }
 
+/* Tensor t's elements (sl_islands_tensor's, without its name: the planner counts fragments for
+ * every outer step it weighs). */
+static long long tensor_numel(const struct sl_model_config *m, int t)
+{
+	int last = sl_islands_model_tensors(m) - 1;
+	long long C = m->hidden;
+	if (t == 0)
+		return (long long)m->vocab * C;
+	if (t == 1)
+		return (long long)m->seq_len * C;
+	if (t >= last - 1)
+		return C;
+	return block_tensor_numel(m, (t - 2) % 12);
+}
+
 void sl_islands_tensor(const struct sl_model_config *m, int t, char *name, size_t size,
 		       long long *numel)
 {
 	int last = sl_islands_model_tensors(m) - 1;
-	long long C = m->hidden;
-	if (t == 0) {
+	*numel = tensor_numel(m, t);
+	if (t == 0)
 		snprintf(name, size, "layer0.wte.weight");
-		*numel = (long long)m->vocab * C;
-	} else if (t == 1) {
+	else if (t == 1)
 		snprintf(name, size, "layer0.wpe.weight");
-		*numel = (long long)m->seq_len * C;
-	} else if (t >= last - 1) {
+	else if (t >= last - 1)
 		snprintf(name, size, "layer%d.ln_f.%s", m->num_blocks + 1,
 			 t == last ? "bias" : "weight");
-		*numel = C;
-	} else {
-		int b = (t - 2) / 12, i = (t - 2) % 12;
-		snprintf(name, size, "layer%d.%s", b + 1, block_tensors[i]);
-		*numel = block_tensor_numel(m, i);
-	}
+	else
+		snprintf(name, size, "layer%d.%s", (t - 2) / 12 + 1, block_tensors[(t - 2) % 12]);
 }
 
 int sl_islands_tensor_index(const struct sl_model_config *m, const char *name)
@@ -375,11 +384,8 @@ int sl_islands_fragment_starts(const struct sl_model_config *m, int fragments, i
 	if (!prefix)
 		return SL_ENOMEM;
 	for (int t = 0; t < T; t++) {
-		char n[SL_ISLANDS_TENSOR_NAME_MAX];
-		long long numel;
-		sl_islands_tensor(m, t, n, sizeof(n), &numel);
 		prefix[t] = total;
-		total += numel;
+		total += tensor_numel(m, t);
 	}
 	prefix[T] = total;
 	starts[0] = 0;

@@ -8,6 +8,7 @@
 #include "plan/microbatch_share.h"
 #include "search/partition.h"
 #include "search/ranking.h"
+#include "search/search_state.h"
 #include "util/clock.h"
 
 const char *sl_sync_mode_name(enum sl_sync_mode mode)
@@ -68,8 +69,9 @@ static void island_pool(const struct sl_pool *pool, const struct layout *l, int 
 }
 
 /* An island's own synchronous search: req's objective and cost model, no constraints (they
- * apply to the whole plan), top_k plans, this global batch, maybe a pinned shape. */
-static int island_search(const struct sl_sim_env *env, const struct sl_pool *pool,
+ * apply to the whole plan), top_k plans, this global batch, maybe a pinned shape. reserved is the
+ * environment with room for the outer step (layout_search.reserved). */
+static int island_search(const struct sl_sim_env *reserved, const struct sl_pool *pool,
 			 const struct sl_search_request *req, long long global_batch, int top_k,
 			 const struct sl_search_shape *shape, int exhaustive,
 			 struct sl_search_outcome *out, long long *simulated, struct sl_err *err)
@@ -82,16 +84,8 @@ static int island_search(const struct sl_sim_env *env, const struct sl_pool *poo
 	sub.global_batch = global_batch;
 	sub.only_shape = shape;
 	sub.sync = SL_SYNC_EVERY_STEP;
-	/* room for the outer step: the global weights, the outer momentum and one fragment in
-	 * flight, the most any choice of fragments and overlap holds (sim/islands.c) */
-	struct sl_sim_env *reserved = malloc(sizeof(*reserved));
-	if (!reserved)
-		return sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
-	*reserved = *env;
-	reserved->reserve_param_copies = ISLAND_PARAM_COPIES;
 	int rc = exhaustive ? sl_search_exhaustive(reserved, pool, &sub, out, err)
 			    : sl_search_run(reserved, pool, &sub, out, err);
-	free(reserved);
 	*simulated += out->plans_simulated;
 	if (rc == SL_EINFEASIBLE) { /* nothing of this island fits: it stays idle */
 		err->code = 0;
@@ -99,6 +93,56 @@ static int island_search(const struct sl_sim_env *env, const struct sl_pool *poo
 		return 0;
 	}
 	return rc;
+}
+
+/* One island's search within the island search, and what it found. */
+struct island_task {
+	const struct sl_pool *pool;
+	const struct sl_search_request *req;
+	long long global_batch;
+	int top_k;
+	const struct sl_search_shape *shape;  /* NULL: every shape (a survey) */
+	struct sl_search_outcome out;
+	long long simulated;
+	int rc;
+	struct sl_err err;
+};
+
+/* tasks[0..n-1] searched side by side, each on one thread (a search inside a parallel region
+ * runs on its caller's: search.c), so each one's work is what it would be alone: the counts do
+ * not depend on the threads. Adds their plans simulated to *simulated; returns the first failed
+ * task's error, in task order. Every task's outcome is initialised, for the caller to free. */
+static int run_tasks(const struct sl_sim_env *reserved, struct island_task *tasks, int n,
+		     int exhaustive, long long *simulated, struct sl_err *err)
+{
+	for (int i = 0; i < n; i++) {
+		sl_search_outcome_init(&tasks[i].out);
+		tasks[i].simulated = 0;
+		tasks[i].rc = 0;
+		tasks[i].err = (struct sl_err){0};
+	}
+#pragma omp parallel for num_threads(sl_search_threads()) schedule(dynamic, 1)
+	for (int i = 0; i < n; i++) {
+		struct island_task *t = &tasks[i];
+		t->rc = island_search(reserved, t->pool, t->req, t->global_batch, t->top_k, t->shape,
+				      exhaustive, &t->out, &t->simulated, &t->err);
+	}
+	int rc = 0;
+	for (int i = 0; i < n; i++) {
+		*simulated += tasks[i].simulated;
+		if (!rc && tasks[i].rc) {
+			rc = tasks[i].rc;
+			*err = tasks[i].err;
+		}
+	}
+	return rc;
+}
+
+static void free_tasks(struct island_task *tasks, int n)
+{
+	for (int i = 0; tasks && i < n; i++)
+		sl_search_outcome_free(&tasks[i].out);
+	free(tasks);
 }
 
 static void shape_of(const struct sl_plan *plan, struct sl_search_shape *s)
@@ -127,48 +171,56 @@ struct layout_search {
 	struct sl_search_shape shapes[MAX_SHAPES];
 	int shape_count;
 	int exhaustive;                           /* the oracle: every shape, brute force per island */
+	/* the environment of the islands' searches: room for the outer step, the global weights,
+	 * the outer momentum and one fragment in flight, the most any choice of fragments and
+	 * overlap holds (sim/islands.c) */
+	struct sl_sim_env *reserved;
 };
 
 /* Step 1-2: the islands with a plan, their speed, the shapes their best plans have. */
 static int survey(struct layout_search *ls, const struct sl_pool *pool, const struct layout *l,
 		  struct sl_err *err)
 {
-	int rc = 0;
 	ls->n = 0;
 	ls->shape_count = 0;
 	/* a shape every island can hold has at most as many stages as the smallest island has
 	 * GPUs: the surveys look no deeper, so that their shapes can be common */
 	struct sl_search_request survey_req = *ls->req;
+	struct sl_pool pools[SL_ISLANDS_MAX_ISLANDS];
+	struct island_task *tasks = calloc((size_t)l->count, sizeof(*tasks));
+	if (!tasks)
+		return sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
 	long long fewest = 0;
 	for (int i = 0; i < l->count; i++) {
-		struct sl_pool p;
-		island_pool(pool, l, i, &p);
-		long long gpus = sl_pool_total(&p);
+		island_pool(pool, l, i, &pools[i]);
+		long long gpus = sl_pool_total(&pools[i]);
 		fewest = i == 0 || gpus < fewest ? gpus : fewest;
 	}
 	if (fewest > 0 && (survey_req.max_stages == 0 || survey_req.max_stages > fewest))
 		survey_req.max_stages = (int)fewest;
+	for (int i = 0; i < l->count; i++)
+		tasks[i] = (struct island_task){.pool = &pools[i], .req = &survey_req,
+						.global_batch = ls->global_batch,
+						.top_k = SHAPES_PER_ISLAND};
+	int rc = run_tasks(ls->reserved, tasks, l->count, ls->exhaustive, ls->simulated, err);
 	for (int i = 0; i < l->count && !rc; i++) {
-		struct sl_search_outcome out;
-		struct sl_pool *p = &ls->pools[ls->n];
-		island_pool(pool, l, i, p);
-		rc = island_search(ls->env, p, &survey_req, ls->global_batch, SHAPES_PER_ISLAND, NULL,
-				   ls->exhaustive, &out, ls->simulated, err);
-		if (!rc && out.count > 0) {
-			for (int c = 0; c < out.count; c++) {
-				struct sl_search_shape s;
-				shape_of(&out.best[c].plan, &s);
-				int seen = 0;
-				for (int k = 0; k < ls->shape_count; k++)
-					seen |= !memcmp(&ls->shapes[k], &s, sizeof(s));
-				if (!seen && ls->shape_count < MAX_SHAPES)
-					ls->shapes[ls->shape_count++] = s;
-			}
-			/* the speed of the island's best plan sets its share of the batch */
-			ls->samples_per_s[ls->n++] = out.best[0].result.samples_per_s;
+		const struct sl_search_outcome *out = &tasks[i].out;
+		if (out->count == 0)
+			continue;
+		for (int c = 0; c < out->count; c++) {
+			struct sl_search_shape s;
+			shape_of(&out->best[c].plan, &s);
+			int seen = 0;
+			for (int k = 0; k < ls->shape_count; k++)
+				seen |= !memcmp(&ls->shapes[k], &s, sizeof(s));
+			if (!seen && ls->shape_count < MAX_SHAPES)
+				ls->shapes[ls->shape_count++] = s;
 		}
-		sl_search_outcome_free(&out);
+		/* the speed of the island's best plan sets its share of the batch */
+		ls->pools[ls->n] = pools[i];
+		ls->samples_per_s[ls->n++] = out->best[0].result.samples_per_s;
 	}
+	free_tasks(tasks, l->count);
 	return rc;
 }
 
@@ -247,36 +299,56 @@ static int compose(const struct layout_search *ls, struct sl_search_candidate *c
 	return rc;
 }
 
-/* Step 3-4 for one shape: each island's plan of it, composed, its outer step chosen, offered. */
-static int try_shape(struct layout_search *ls, const struct sl_search_shape *shape,
-		     struct sl_plan *scratch, struct sl_err *err)
+/* Step 3-4 for shapes[0..count-1]: every island's plan of each shape searched side by side; then
+ * shape by shape, in order, the islands' plans composed, the outer step chosen, the plan offered
+ * (a shape that some island cannot run is dropped). */
+static int try_shapes(struct layout_search *ls, const struct sl_search_shape *shapes, int count,
+		      struct sl_plan *scratch, struct sl_err *err)
 {
-	long long batch[SL_ISLANDS_MAX_ISLANDS] = {0};
-	if (!split_batch(ls, shape->micro_batch, batch))
-		return 0;
-	struct sl_search_outcome outs[SL_ISLANDS_MAX_ISLANDS];
-	struct sl_search_candidate *parts[SL_ISLANDS_MAX_ISLANDS];
-	int rc = 0, have = 0, complete = 1;
-	while (have < ls->n) {
-		rc = island_search(ls->env, &ls->pools[have], ls->req, batch[have], 1, shape,
-				   ls->exhaustive, &outs[have], ls->simulated, err);
-		have++; /* outs[have - 1] is initialised, to be freed */
-		if (rc || outs[have - 1].count == 0) {
-			complete = 0;
-			break;
-		}
-		parts[have - 1] = &outs[have - 1].best[0];
+	int n = ls->n, task_count = 0;
+	long long (*batch)[SL_ISLANDS_MAX_ISLANDS] = calloc((size_t)count, sizeof(*batch));
+	int *first_task = malloc((size_t)count * sizeof(int));
+	struct island_task *tasks = calloc((size_t)count * (size_t)n, sizeof(*tasks));
+	if (!batch || !first_task || !tasks) {
+		free(batch);
+		free(first_task);
+		free(tasks);
+		return sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
 	}
-	if (complete)
-		rc = compose(ls, parts, batch, scratch, err);
-	struct sl_sim_result best;
-	if (complete && !rc)
-		rc = sl_search_choose_outer(ls->env, ls->req, ls->tv, ls->global_batch, scratch,
-					    &best, ls->simulated, err);
-	for (int r = 0; complete && !rc && best.fits_memory && r < ls->rank_count; r++)
-		rc = sl_ranking_consider(ls->ranks[r], scratch, &best, err);
-	for (int i = 0; i < have; i++)
-		sl_search_outcome_free(&outs[i]);
+	for (int s = 0; s < count; s++) {
+		first_task[s] = -1;
+		if (!split_batch(ls, shapes[s].micro_batch, batch[s]))
+			continue;
+		first_task[s] = task_count;
+		for (int i = 0; i < n; i++)
+			tasks[task_count++] = (struct island_task){
+				.pool = &ls->pools[i], .req = ls->req, .global_batch = batch[s][i],
+				.top_k = 1, .shape = &shapes[s]};
+	}
+	int rc = run_tasks(ls->reserved, tasks, task_count, ls->exhaustive, ls->simulated, err);
+	for (int s = 0; s < count && !rc; s++) {
+		if (first_task[s] < 0)
+			continue;
+		struct sl_search_candidate *parts[SL_ISLANDS_MAX_ISLANDS];
+		int complete = 1;
+		for (int i = 0; i < n; i++) {
+			struct sl_search_outcome *out = &tasks[first_task[s] + i].out;
+			complete = complete && out->count > 0;
+			parts[i] = out->count > 0 ? &out->best[0] : NULL;
+		}
+		if (!complete)
+			continue;
+		rc = compose(ls, parts, batch[s], scratch, err);
+		struct sl_sim_result best;
+		if (!rc)
+			rc = sl_search_choose_outer(ls->env, ls->req, ls->tv, ls->global_batch, scratch,
+						    &best, ls->simulated, err);
+		for (int r = 0; !rc && best.fits_memory && r < ls->rank_count; r++)
+			rc = sl_ranking_consider(ls->ranks[r], scratch, &best, err);
+	}
+	free_tasks(tasks, task_count);
+	free(batch);
+	free(first_task);
 	return rc;
 }
 
@@ -294,7 +366,7 @@ static int visit_shape(const struct sl_partition *part, void *vctx)
 	struct every_shape_ctx *c = vctx;
 	struct sl_search_shape s = {.micro_batch = c->mbs, .num_stages = part->num_stages};
 	memcpy(s.first, part->first, sizeof(int) * (size_t)(part->num_stages + 1));
-	return try_shape(c->ls, &s, c->scratch, c->err);
+	return try_shapes(c->ls, &s, 1, c->scratch, c->err);
 }
 
 static int every_shape(struct layout_search *ls, struct sl_plan *scratch, struct sl_err *err)
@@ -318,12 +390,18 @@ static int search_islands(const struct sl_sim_env *env, const struct sl_pool *po
 			  struct sl_err *err)
 {
 	struct layout_search *ls = calloc(1, sizeof(*ls));
+	struct sl_sim_env *reserved = malloc(sizeof(*reserved));
 	struct sl_plan scratch;
 	sl_plan_init(&scratch);
-	if (!ls)
+	if (!ls || !reserved) {
+		free(ls);
+		free(reserved);
 		return sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
+	}
+	*reserved = *env;
+	reserved->reserve_param_copies = ISLAND_PARAM_COPIES;
 	*ls = (struct layout_search){.env = env, .req = req, .tv = tv, .rank_count = rank_count,
-				     .simulated = simulated};
+				     .simulated = simulated, .reserved = reserved};
 	for (int r = 0; r < rank_count; r++)
 		ls->ranks[r] = ranks[r];
 	ls->global_batch = req->global_batch > 0 ? req->global_batch
@@ -335,11 +413,12 @@ static int search_islands(const struct sl_sim_env *env, const struct sl_pool *po
 		*most_islands = ls->n > *most_islands ? ls->n : *most_islands;
 		if (!rc && ls->n >= 2 && exhaustive)
 			rc = every_shape(ls, &scratch, err);
-		for (int s = 0; !rc && ls->n >= 2 && !exhaustive && s < ls->shape_count; s++)
-			rc = try_shape(ls, &ls->shapes[s], &scratch, err);
+		if (!rc && ls->n >= 2 && !exhaustive)
+			rc = try_shapes(ls, ls->shapes, ls->shape_count, &scratch, err);
 	}
 	sl_plan_free(&scratch);
 	free(ls);
+	free(reserved);
 	return rc;
 }
 

@@ -223,74 +223,6 @@ static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
 	return count;
 }
 
-static void state_free(struct search_state *st)
-{
-	if (!st)
-		return;
-	sl_plan_free(&st->plan);
-	sl_plan_free(&st->uneven_plan);
-	free(st->enumeration);
-	free(st->layer_time_storage);
-	free(st->partitions);
-	free(st->assigned);
-	free(st->sync_memo);
-	free(st->kind_mem);
-	free(st);
-}
-
-static struct search_state *state_new(const struct sl_sim_env *env, const struct sl_pool *pool,
-				      const struct sl_search_request *req,
-				      struct sl_search_outcome *outcome, struct sl_err *err)
-{
-	struct search_state *st = calloc(1, sizeof(*st));
-	if (st) {
-		st->enumeration = sl_search_enumeration_new();
-		st->layer_time_storage =
-			malloc(sizeof(double) * (size_t)env->num_layers * SL_MAX_GPU_TYPES);
-		st->partitions = malloc(sizeof(*st->partitions) * SL_PARTITION_MAX_CANDIDATES);
-		st->assigned = malloc(sizeof(*st->assigned));
-		st->sync_memo = calloc(SYNC_MEMO_SLOTS, sizeof(*st->sync_memo));
-		st->kind_mem = malloc(sizeof(*st->kind_mem) * SL_PLAN_MAX_STAGES);
-	}
-	if (!st || !st->enumeration || !st->layer_time_storage || !st->partitions ||
-	    !st->assigned || !st->sync_memo || !st->kind_mem) {
-		state_free(st);
-		sl_err_set(err, SL_ENOMEM, "out of memory for the search state");
-		return NULL;
-	}
-	st->env = env;
-	st->req = req;
-	st->enumerate_max = req->structured_only ? 0 : SL_SEARCH_ENUMERATE_MAX;
-	st->cm = req->cost_model;
-	st->options_on = sl_search_options_on(req);
-	st->bounds_unsound = sl_sim_replay_model_possible(env, st->cm);
-	st->global_batch = req->global_batch > 0 ? req->global_batch
-						 : env->model.default_global_batch;
-	sl_plan_init(&st->plan);
-	sl_plan_init(&st->uneven_plan);
-	const struct sl_catalogue *cat = &env->catalogue;
-	/* a type's least price over the pool's zones: the bounds that read it stay lower bounds,
-	 * and where every zone costs the same (the SOSP'25 artifact's) it is that price */
-	int zones[SL_MAX_SEARCH_ZONES];
-	int zone_count = sl_pool_zones(pool, zones, SL_MAX_SEARCH_ZONES);
-	for (int g = 0; g < cat->gpu_count; g++) {
-		st->assign.usd_per_hour[g] = sl_sim_gpu_usd_per_hour(env, st->cm, g, -1);
-		for (int i = 0; i < zone_count && i < SL_MAX_SEARCH_ZONES; i++) {
-			double p = sl_sim_gpu_usd_per_hour(env, st->cm, g, zones[i]);
-			if (i == 0 || p < st->assign.usd_per_hour[g])
-				st->assign.usd_per_hour[g] = p;
-		}
-	}
-	st->assign.gpu_count = cat->gpu_count;
-	st->assign.zone_count = cat->zone_count;
-	st->assign.prefer_cost = req->objective == SL_OBJECTIVE_COST;
-	if (sl_ranking_init(&st->rank, req, outcome, err)) {
-		state_free(st);
-		return NULL;
-	}
-	return st;
-}
-
 /* Offers every plan a thread kept to the final ranking (in thread order, so the result does not
  * depend on which thread ran what: pruning only ever drops plans that cannot win). */
 static int merge(struct sl_ranking *into, const struct sl_search_outcome *from, struct sl_err *err)
@@ -303,11 +235,18 @@ static int merge(struct sl_ranking *into, const struct sl_search_outcome *from, 
 	return rc;
 }
 
-static int search_threads(void)
+int sl_search_threads(void)
 {
 	const char *env = getenv("SAILOR_THREADS");
 	int n = env && *env ? atoi(env) : omp_get_num_procs();
 	return n < 1 ? 1 : n > SEARCH_MAX_THREADS ? SEARCH_MAX_THREADS : n;
+}
+
+/* A search called from a parallel region (the island search runs its islands' searches side by
+ * side) runs on its caller's thread. */
+static int search_threads(void)
+{
+	return omp_in_parallel() ? 1 : sl_search_threads();
 }
 
 /* Lowers bound to the best plan of outcome that meets req's constraints. */
@@ -389,10 +328,10 @@ static int start_threads(const struct sl_sim_env *env, const struct sl_pool *poo
 	}
 	for (int t = 0; t < ts->count && !rc; t++) {
 		ts->errs[t] = (struct sl_err){0};
-		ts->states[t] = state_new(env, pool, req, &ts->partial[t], err);
+		ts->states[t] = sl_search_state_new(env, pool, req, &ts->partial[t], err);
 		if (ts->states[t] && pass->variant_req) {
 			ts->variant_states[t] =
-				state_new(env, pool, pass->variant_req, &ts->variant_partial[t], err);
+				sl_search_state_new(env, pool, pass->variant_req, &ts->variant_partial[t], err);
 			ts->states[t]->variant = ts->variant_states[t];
 		}
 		if (!ts->states[t] || (pass->variant_req && !ts->variant_states[t]))
@@ -473,8 +412,8 @@ static int finish_threads(struct thread_searches *ts, struct search_state *final
 		}
 		if (ts->variant_states[t])
 			stats->simulated[SL_PHASE_VARIANTS] += ts->variant_states[t]->simulated;
-		state_free(ts->states[t]);
-		state_free(ts->variant_states[t]);
+		sl_search_state_release(ts->states[t]);
+		sl_search_state_release(ts->variant_states[t]);
 		sl_search_outcome_free(&ts->partial[t]);
 		sl_search_outcome_free(&ts->variant_partial[t]);
 	}
@@ -545,7 +484,7 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	free(items);
 	double loop_end_s = sl_now_s();
 	stats->time_s[pass->phase] += loop_end_s - start_s;
-	struct search_state *final = rc ? NULL : state_new(env, pool, req, outcome, err);
+	struct search_state *final = rc ? NULL : sl_search_state_new(env, pool, req, outcome, err);
 	if (!rc && !final)
 		rc = SL_ENOMEM;
 	struct sl_ranking variant_rank;
@@ -558,7 +497,7 @@ static int search_once(const struct sl_sim_env *env, const struct sl_pool *pool,
 	if (!rc)
 		sl_ranking_finish(&final->rank);
 	stats_total(outcome);
-	state_free(final);
+	sl_search_state_release(final);
 	return rc;
 }
 

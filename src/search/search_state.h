@@ -77,6 +77,7 @@ struct search_state {
 	long long enumerate_max;             /* shapes with at most this many assignments: all */
 	struct enumeration *enumeration;     /* scratch for sl_search_enumerate_small_shape */
 	double *layer_time_storage;          /* [gpu][layer] scratch for partition candidates */
+	size_t layer_time_capacity;          /* its doubles */
 	_Atomic double *shared_bound;        /* see sl_search_shared_bound_lower; NULL: own ranking only */
 	double sync_lb_s;                    /* the current shape's sync lower bound (search_partition) */
 	long long type_gpus[SL_MAX_GPU_TYPES]; /* GPUs of each type in the zones searched */
@@ -122,6 +123,17 @@ struct search_state {
 	const struct shape_records *record_from; /* and the search with options reading them */
 	unsigned item_stamp;                 /* the work item being searched (from 1) */
 };
+
+/* search.c: the threads a search runs on (the machine's cores; SAILOR_THREADS overrides). */
+int sl_search_threads(void);
+
+/* search_state.c: a thread's state for one search of req on pool (its ranking writes into
+ * outcome), as a fresh one whether or not its buffers were used before; NULL with err set when
+ * memory ran out. Release it when the search is done (NULL is allowed). */
+struct search_state *sl_search_state_new(const struct sl_sim_env *env, const struct sl_pool *pool,
+					 const struct sl_search_request *req,
+					 struct sl_search_outcome *outcome, struct sl_err *err);
+void sl_search_state_release(struct search_state *st);
 
 /* GPUs of type g in the zones being searched. */
 static inline long long sl_search_subset_gpus(const struct sl_assign_input *in, int g)
