@@ -177,32 +177,68 @@ struct layout_search {
 	struct sl_sim_env *reserved;
 };
 
+/* The surveys of tasks[0..n-1] (island i has gpus[i] GPUs). A shape every island can hold has at
+ * most as many stages as the smallest island has GPUs, so the surveys look no deeper and their
+ * shapes can be common. But an island that holds no plan takes no part in the island plan, and a
+ * region of a few small GPUs must not keep the others shallow: the smallest islands are surveyed
+ * first (one search can look no deeper than its GPUs anyway), and the bound is the GPU count of
+ * the smallest that holds a plan; then the larger ones, side by side, under it. */
+static int survey_bounded(struct layout_search *ls, struct island_task *tasks,
+			  const long long *gpus, int n, struct sl_err *err)
+{
+	struct sl_search_request survey_req = *ls->req;
+	const int asked = ls->req->max_stages;
+	struct island_task batch[SL_ISLANDS_MAX_ISLANDS];
+	int index[SL_ISLANDS_MAX_ISLANDS], rc = 0, found = 0;
+	long long surveyed_up_to = 0; /* the islands of at most this many GPUs are surveyed */
+	while (!rc) {
+		long long smallest = -1;
+		for (int i = 0; i < n; i++)
+			if (gpus[i] > surveyed_up_to && (smallest < 0 || gpus[i] < smallest))
+				smallest = gpus[i];
+		if (smallest < 0)
+			break;
+		/* until one holds a plan: the smallest left, at its own depth; then all the rest */
+		if (!found)
+			survey_req.max_stages = asked > 0 && asked <= smallest ? asked : (int)smallest;
+		int count = 0;
+		for (int i = 0; i < n; i++)
+			if (gpus[i] > surveyed_up_to && (found || gpus[i] == smallest))
+				index[count++] = i;
+		for (int k = 0; k < count; k++) {
+			batch[k] = tasks[index[k]];
+			batch[k].req = &survey_req;
+		}
+		rc = run_tasks(ls->reserved, batch, count, ls->exhaustive, ls->simulated, err);
+		for (int k = 0; k < count; k++) {
+			tasks[index[k]] = batch[k];
+			tasks[index[k]].req = NULL; /* survey_req ends with this function */
+			found |= batch[k].out.count > 0;
+			if (gpus[index[k]] > surveyed_up_to)
+				surveyed_up_to = gpus[index[k]];
+		}
+	}
+	return rc;
+}
+
 /* Step 1-2: the islands with a plan, their speed, the shapes their best plans have. */
 static int survey(struct layout_search *ls, const struct sl_pool *pool, const struct layout *l,
 		  struct sl_err *err)
 {
 	ls->n = 0;
 	ls->shape_count = 0;
-	/* a shape every island can hold has at most as many stages as the smallest island has
-	 * GPUs: the surveys look no deeper, so that their shapes can be common */
-	struct sl_search_request survey_req = *ls->req;
 	struct sl_pool pools[SL_ISLANDS_MAX_ISLANDS];
 	struct island_task *tasks = calloc((size_t)l->count, sizeof(*tasks));
 	if (!tasks)
 		return sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
-	long long fewest = 0;
+	long long gpus[SL_ISLANDS_MAX_ISLANDS];
 	for (int i = 0; i < l->count; i++) {
 		island_pool(pool, l, i, &pools[i]);
-		long long gpus = sl_pool_total(&pools[i]);
-		fewest = i == 0 || gpus < fewest ? gpus : fewest;
-	}
-	if (fewest > 0 && (survey_req.max_stages == 0 || survey_req.max_stages > fewest))
-		survey_req.max_stages = (int)fewest;
-	for (int i = 0; i < l->count; i++)
-		tasks[i] = (struct island_task){.pool = &pools[i], .req = &survey_req,
-						.global_batch = ls->global_batch,
+		gpus[i] = sl_pool_total(&pools[i]);
+		tasks[i] = (struct island_task){.pool = &pools[i], .global_batch = ls->global_batch,
 						.top_k = SHAPES_PER_ISLAND};
-	int rc = run_tasks(ls->reserved, tasks, l->count, ls->exhaustive, ls->simulated, err);
+	}
+	int rc = survey_bounded(ls, tasks, gpus, l->count, err);
 	for (int i = 0; i < l->count && !rc; i++) {
 		const struct sl_search_outcome *out = &tasks[i].out;
 		if (out->count == 0)

@@ -3,7 +3,8 @@
 # takes as it is, its estimate is simulate's, its effective figures are
 # the trained ones times the token value, auto ranks it against the synchronous plans, and bad
 # input (--max-inner-steps < 1, islands on one zone, sosp25, a token value out of (0, 1] or a
-# malformed file) gets one message and exit 1 or 2, nothing on stdout.
+# malformed file) gets one message and exit 1 or 2, nothing on stdout. A region too small to hold
+# the model leaves the others' depth alone.
 set -u
 source tests/lib/common.sh
 tmp=$work
@@ -52,6 +53,27 @@ PY
   >/dev/null || die "plan --max-inner-steps 3 failed"
 "$py" -c "import json,sys; h=json.load(open(sys.argv[1]))['islands']['inner_steps']; h=[h] if isinstance(h, int) else h; assert max(h) <= 3, h" \
   "$tmp/h3.json" || die "--max-inner-steps 3 not honoured"
+
+# --- a region too small to hold the model does not keep the others shallow: 16 + 16 V100-16 in
+# two regions hold GPT-Neo-2.7 only 4 stages deep; one more V100 in a third region holds nothing,
+# and the islands of the two large regions are the plan, as without it ---
+cat >"$tmp/pool-small-region.json" <<'JSON'
+{"schema": "sailor.pool/1", "gpus": [
+ {"gpu": "V100-16", "zone": "us-central1-a", "count": 16},
+ {"gpu": "V100-16", "zone": "us-west1-b", "count": 16},
+ {"gpu": "V100-16", "zone": "europe-west4-a", "count": 1}]}
+JSON
+"$SAILOR" plan --model GPT-Neo-2.7 --pool "$tmp/pool-small-region.json" --sync islands --json \
+  >"$tmp/small-region.json" || die "plan --sync islands with a region too small for the model failed"
+"$py" - "$tmp/small-region.json" <<'PY' || die "a region too small for the model changed the island plan"
+import json, sys
+step = json.load(open(sys.argv[1]))["steps"][0]
+assert step["sync"]["mode"] == "islands" and step["sync"]["islands"] == 2, step["sync"]
+plan = step["plan"]
+assert len(plan["stages"]) > 1, "the islands were kept one stage deep"
+zones = {r["zone"] for st in plan["stages"] for r in st["replicas"]}
+assert zones == {"us-central1-a", "us-west1-b"}, zones
+PY
 
 # --- bad input: one message, exit 1 or 2, nothing on stdout ---
 expect_fail() { # status pattern args...
