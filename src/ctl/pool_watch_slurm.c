@@ -201,9 +201,10 @@ static int no_usable_node(struct sl_ctl_slurm_source *s, struct sl_err *err)
 {
 	for (int i = 0; i < s->pending.count; i++)
 		sl_log_warn("%s", s->pending.items[i].msg);
-	return sl_err_set(err, SL_EINPUT, "slurm: none of the %d nodes of %s is one sailor can "
-			  "use (each one's problem is above); %s", s->nodes.count,
-			  s->cluster->path, s->pending.count ? s->pending.items[0].msg : "");
+	return sl_err_set(err, SL_EINPUT, "slurm: sailor can use none of the %d node%s of %s "
+			  "(each one's problem is above); %s", s->nodes.count,
+			  s->nodes.count == 1 ? "" : "s", s->cluster->path,
+			  s->pending.count ? s->pending.items[0].msg : "");
 }
 
 int sl_ctl_pool_watch_init_slurm(struct sl_ctl_pool_watch *w, const char *partition,

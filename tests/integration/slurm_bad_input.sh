@@ -48,7 +48,7 @@ expect "plan: a node's type unknown to sailor" 1 "node 'fa0': no feature names a
 	timeout 60 "${plan[@]}" --slurm --partition $TB
 # the controller leaves out a node it cannot use and goes on with the others
 # (slurm_control_dynamic.sh); with none left it stops, each node's message said
-expect "control: no node sailor can use" 1 "none of the 3 nodes of slurm partition $TB is one sailor can use \(each one's problem is above\)" \
+expect "control: no node sailor can use" 1 "sailor can use none of the 3 nodes of slurm partition $TB \(each one's problem is above\)" \
 	timeout 60 "${control[@]}" --slurm --partition $TB
 grep -q "node 'sb0': no feature names a GPU type sailor knows" "$work/case.err" ||
 	{ echo "FAIL control: sb0's own message is not said"; failures=$((failures + 1)); }
