@@ -9,7 +9,7 @@
  *   Slurm      the nodes of a partition (cluster/slurm.h), polled with `scontrol show node`
  *              every SL_CTL_SLURM_POLL_S (pool_watch_slurm.c says why polling); the pool is the
  *              GPUs of the usable nodes. The hosts are the nodes the partition has now: a node
- *              that registers later (a dynamic node, `scontrol reconfigure`) joins at the next
+ *              that registers later (a dynamic node, one added to slurm.conf) joins at the next
  *              poll, one deleted leaves; a node drained, down, not responding, gone, or one
  *              sailor cannot use as Slurm describes it (no GPU-type or zone feature, GPUs
  *              beyond its CPUs; one message each, sl_ctl_pool_watch_node_problem) is not

@@ -9,7 +9,7 @@
  * half a second at negligible load.
  *
  * The node set is Slurm's, not the start's: a node seen for the first time (a dynamic node,
- * `slurmd -Z`, or one `scontrol reconfigure` added) joins the cluster at the poll that sees it;
+ * `slurmd -Z`, or one added to slurm.conf) joins the cluster at the poll that sees it;
  * one that leaves Slurm (`scontrol delete`) is no longer usable; a node whose description
  * changed (features, Gres) is described anew. A node sailor cannot use as Slurm describes it
  * (sl_slurm_node_host: no GPU-type or zone feature, GPUs beyond its CPUs) is kept out of the
