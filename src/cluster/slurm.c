@@ -169,6 +169,9 @@ int sl_slurm_parse_nodes(const char *text, const char *partition, struct sl_slur
 			char gres[512];
 			field(line, end, "Gres", gres, sizeof(gres));
 			n->gpus = gres_gpus(gres);
+			char cpus[32];
+			field(line, end, "CPUTot", cpus, sizeof(cpus));
+			n->cpus = atoi(cpus);
 			n->usable = state_usable(n->state);
 		}
 		line = *end ? end + 1 : end;
@@ -261,6 +264,75 @@ int sl_slurm_query(const char *partition, struct sl_slurm_nodes *out, struct sl_
 	return rc;
 }
 
+/* The GPU type and zone a node's features name (-1 when none); two of either is an error. */
+static int node_features(const struct sl_slurm_node *n, const struct sl_catalogue *cat, int *gpu,
+			 int *zone, struct sl_err *err)
+{
+	*gpu = *zone = -1;
+	for (const char *p = n->features; *p;) {
+		size_t len = strcspn(p, ",");
+		char f[128];
+		snprintf(f, sizeof(f), "%.*s", (int)(len < sizeof(f) ? len : sizeof(f) - 1), p);
+		int g = sl_catalogue_gpu_index(cat, f), z = sl_catalogue_zone_index(cat, f);
+		if (g >= 0 && *gpu >= 0)
+			return sl_err_set(err, SL_EINPUT, "slurm: node '%s': features '%s' name two "
+					  "GPU types ('%s' and '%s'); give each node one", n->name,
+					  n->features, cat->gpus[*gpu].name, f);
+		if (z >= 0 && *zone >= 0)
+			return sl_err_set(err, SL_EINPUT, "slurm: node '%s': features '%s' name two "
+					  "zones ('%s' and '%s'); give each node one", n->name,
+					  n->features, cat->zones[*zone].name, f);
+		if (g >= 0)
+			*gpu = g;
+		if (z >= 0)
+			*zone = z;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+int sl_slurm_node_host(const struct sl_slurm_node *n, const struct sl_catalogue *cat,
+		       struct sl_host *out, struct sl_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	char known[1024];
+	int gpu, zone, rc = node_features(n, cat, &gpu, &zone, err);
+	if (rc)
+		return rc;
+	if (gpu < 0)
+		return sl_err_set(err, SL_EINPUT, "slurm: node '%s': no feature names a GPU type "
+				  "sailor knows (features: '%s'; known types: %s); add the node's "
+				  "type to its Features in slurm.conf (or its slurmd's --conf), or "
+				  "describe a new type in a sailor.gpus/1 file and pass it with --gpus",
+				  n->name, n->features,
+				  sl_catalogue_gpu_names(cat, known, sizeof(known)));
+	if (zone < 0)
+		/* the fix before the list: hundreds of zones would cut it off */
+		return sl_err_set(err, SL_EINPUT, "slurm: node '%s': no feature names a zone sailor "
+				  "knows (features: '%s'); add the node's zone to its Features in "
+				  "slurm.conf (or its slurmd's --conf); known zones: %s", n->name,
+				  n->features, sl_catalogue_zone_names(cat, known, sizeof(known)));
+	if (n->gpus < 1 || n->gpus > SL_CLUSTER_MAX_SLOTS)
+		return sl_err_set(err, SL_EINPUT, "slurm: node '%s': %d GPUs in its Gres; give it "
+				  "Gres=gpu:<count> (1 to %d) in slurm.conf (or its slurmd's --conf)",
+				  n->name, n->gpus, SL_CLUSTER_MAX_SLOTS);
+	/* each GPU is one rank, one task of one CPU (launch_slurm.c): fewer CPUs than GPUs would
+	 * leave GPUs that Slurm cannot give a task */
+	if (n->cpus > 0 && n->gpus > n->cpus)
+		return sl_err_set(err, SL_EINPUT, "slurm: node '%s': %d GPUs in its Gres but %d CPUs; "
+				  "each GPU takes a task of one CPU: give it Gres=gpu:%d, or at least "
+				  "CPUs=%d, in slurm.conf (or its slurmd's --conf)", n->name, n->gpus,
+				  n->cpus, n->cpus, n->gpus);
+	snprintf(out->name, sizeof(out->name), "%s", n->name);
+	snprintf(out->address, sizeof(out->address), "%s", n->address);
+	out->gpu = gpu;
+	out->zone = zone;
+	out->slots = n->gpus;
+	return 0;
+}
+
 int sl_slurm_to_cluster(const struct sl_slurm_nodes *nodes, const struct sl_catalogue *cat,
 			struct sl_cluster *out, struct sl_err *err)
 {
@@ -271,60 +343,22 @@ int sl_slurm_to_cluster(const struct sl_slurm_nodes *nodes, const struct sl_cata
 	out->hosts = calloc((size_t)nodes->count, sizeof(*out->hosts));
 	if (!out->hosts)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
-	snprintf(out->path, sizeof(out->path), "slurm%s%s", nodes->partition[0] ? " partition " : "",
-		 nodes->partition);
-	char known[1024];
+	sl_slurm_cluster_name(nodes, out);
 	for (int i = 0; i < nodes->count; i++) {
-		const struct sl_slurm_node *n = &nodes->nodes[i];
-		int gpu = -1, zone = -1, rc = 0;
-		for (const char *p = n->features; *p && !rc;) {
-			size_t len = strcspn(p, ",");
-			char f[128];
-			snprintf(f, sizeof(f), "%.*s", (int)(len < sizeof(f) ? len : sizeof(f) - 1), p);
-			int g = sl_catalogue_gpu_index(cat, f), z = sl_catalogue_zone_index(cat, f);
-			if (g >= 0 && gpu >= 0)
-				rc = sl_err_set(err, SL_EINPUT, "slurm: node '%s': features '%s' name "
-						"two GPU types ('%s' and '%s'); give each node one",
-						n->name, n->features, cat->gpus[gpu].name, f);
-			else if (z >= 0 && zone >= 0)
-				rc = sl_err_set(err, SL_EINPUT, "slurm: node '%s': features '%s' name "
-						"two zones ('%s' and '%s'); give each node one",
-						n->name, n->features, cat->zones[zone].name, f);
-			if (g >= 0)
-				gpu = g;
-			if (z >= 0)
-				zone = z;
-			p += len;
-			if (*p == ',')
-				p++;
-		}
-		if (!rc && gpu < 0)
-			rc = sl_err_set(err, SL_EINPUT, "slurm: node '%s': no feature names a GPU type "
-					"sailor knows (features: '%s'; known types: %s); add the "
-					"node's type to its Features in slurm.conf, or describe a new "
-					"type in a sailor.gpus/1 file and pass it with --gpus", n->name,
-					n->features, sl_catalogue_gpu_names(cat, known, sizeof(known)));
-		if (!rc && zone < 0)
-			rc = sl_err_set(err, SL_EINPUT, "slurm: node '%s': no feature names a zone "
-					"sailor knows (features: '%s'; known zones: %s); add the "
-					"node's zone to its Features in slurm.conf", n->name,
-					n->features, sl_catalogue_zone_names(cat, known, sizeof(known)));
-		if (!rc && (n->gpus < 1 || n->gpus > SL_CLUSTER_MAX_SLOTS))
-			rc = sl_err_set(err, SL_EINPUT, "slurm: node '%s': %d GPUs in its Gres; give "
-					"it Gres=gpu:<count> (1 to %d) in slurm.conf", n->name,
-					n->gpus, SL_CLUSTER_MAX_SLOTS);
+		int rc = sl_slurm_node_host(&nodes->nodes[i], cat, &out->hosts[out->host_count], err);
 		if (rc) {
 			sl_cluster_free(out);
 			return rc;
 		}
-		struct sl_host *h = &out->hosts[out->host_count++];
-		snprintf(h->name, sizeof(h->name), "%s", n->name);
-		snprintf(h->address, sizeof(h->address), "%s", n->address);
-		h->gpu = gpu;
-		h->zone = zone;
-		h->slots = n->gpus;
+		out->host_count++;
 	}
 	return 0;
+}
+
+void sl_slurm_cluster_name(const struct sl_slurm_nodes *nodes, struct sl_cluster *cluster)
+{
+	snprintf(cluster->path, sizeof(cluster->path), "slurm%s%s",
+		 nodes->partition[0] ? " partition " : "", nodes->partition);
 }
 
 void sl_slurm_pool(const struct sl_slurm_nodes *nodes, const struct sl_cluster *cluster,

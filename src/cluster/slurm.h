@@ -34,6 +34,7 @@ struct sl_slurm_node {
 	char features[512];     /* AvailableFeatures, "" when none */
 	char state[128];        /* e.g. "IDLE", "MIXED+DRAIN", "DOWN*" */
 	int gpus;               /* from Gres gpu:..., 0 when none */
+	int cpus;               /* CPUTot, 0 when not given */
 	int usable;             /* in the pool (see above) */
 };
 
@@ -60,11 +61,21 @@ void sl_slurm_nodes_free(struct sl_slurm_nodes *nodes);
  * responding ("DOWN", "IDLE+NOT_RESPONDING", "ALLOCATED*"); a drain is not a loss. */
 int sl_slurm_state_lost(const char *state);
 
-/* Every node (usable or not, in Slurm's order) as a host with its GPU type, zone and slots by
- * the convention above. A node with no GPU-type feature, no zone feature, two of either, or no
- * gpu Gres is an error naming the node, its features and the names sailor knows. */
+/* One node as a host with its GPU type, zone and slots by the convention above. A node with no
+ * GPU-type feature, no zone feature, two of either, no gpu Gres, or more GPUs than CPUs (each
+ * rank is a task of one CPU) is an error (SL_EINPUT) naming the node, what it has, and what to
+ * write in slurm.conf or its slurmd's --conf. */
+int sl_slurm_node_host(const struct sl_slurm_node *n, const struct sl_catalogue *cat,
+		       struct sl_host *out, struct sl_err *err);
+
+/* Every node (usable or not, in Slurm's order) as a host (sl_slurm_node_host); the first bad
+ * node is the error (`sailor plan --slurm`, `run --slurm`: the user fixes it before a start;
+ * the controller skips bad nodes instead, ctl/pool_watch_slurm.c). */
 int sl_slurm_to_cluster(const struct sl_slurm_nodes *nodes, const struct sl_catalogue *cat,
 			struct sl_cluster *out, struct sl_err *err);
+
+/* The cluster's path (its name in messages): "slurm" or "slurm partition P". */
+void sl_slurm_cluster_name(const struct sl_slurm_nodes *nodes, struct sl_cluster *cluster);
 
 /* The pool: the slots of the usable nodes, by GPU type and zone (cluster from
  * sl_slurm_to_cluster of the same nodes). */

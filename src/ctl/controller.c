@@ -147,12 +147,28 @@ static int after_pool_change(struct ctl *c, const struct sl_pool *before, struct
 	return rc;
 }
 
+/* The nodes Slurm offers that sailor cannot use, each once (pool_watch.h): a warning and a
+ * node_rejected event naming the node and what to fix. */
+static void report_node_problems(struct ctl *c)
+{
+	char node[SL_CLUSTER_NAME_MAX], msg[SL_ERR_MSG_MAX];
+	while (sl_ctl_pool_watch_node_problem(&c->pool, node, sizeof(node), msg, sizeof(msg))) {
+		json_t *f = json_object();
+		json_object_set_new(f, "node", json_string(node));
+		json_object_set_new(f, "message", json_string(msg));
+		sl_ctl_event(&c->ev, "node_rejected", f);
+		sl_log_warn("%s (left out; the controller goes on without it)", msg);
+	}
+}
+
 /* Polls the pool source; a bad pool is reported and kept out (pool_watch.h). */
 static int watch_pool(struct ctl *c, struct sl_err *err)
 {
 	struct sl_err perr = {0};
 	struct sl_pool before = c->pool.current;
 	int changed = sl_ctl_pool_watch_poll(&c->pool, sl_now_s(), &perr);
+	sl_ctl_hosts_grow(&c->hosts, c->cluster.host_count); /* Slurm: nodes that joined */
+	report_node_problems(c);
 	if (changed < 0) {
 		json_t *f = json_object();
 		json_object_set_new(f, "message", json_string(perr.msg));
@@ -166,6 +182,7 @@ static int watch_pool(struct ctl *c, struct sl_err *err)
 
 static int loop(struct ctl *c, struct sl_err *err)
 {
+	report_node_problems(c);
 	sl_ctl_pool_event(c, "pool");
 	int rc = maybe_start(c, err);
 	if (!rc && c->o->slurm && c->waiting && !c->gen_count)

@@ -23,6 +23,17 @@ void sl_ctl_hosts_init(struct sl_ctl_hosts *h, int count)
 	h->count = count < 0 ? 0 : count > SL_CTL_MAX_HOSTS ? SL_CTL_MAX_HOSTS : count;
 }
 
+void sl_ctl_hosts_grow(struct sl_ctl_hosts *h, int count)
+{
+	count = count > SL_CTL_MAX_HOSTS ? SL_CTL_MAX_HOSTS : count;
+	for (int i = h->count; i < count; i++) {
+		h->fails[i] = 0;
+		h->excluded[i] = 0;
+	}
+	if (count > h->count)
+		h->count = count;
+}
+
 int sl_ctl_hosts_record_failure(struct sl_ctl_hosts *h, int host, int exclude_after)
 {
 	if (host < 0 || host >= h->count)

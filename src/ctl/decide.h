@@ -56,6 +56,10 @@ struct sl_ctl_hosts {
 /* All count hosts admitted, no failures. count is clamped to [0, SL_CTL_MAX_HOSTS]. */
 void sl_ctl_hosts_init(struct sl_ctl_hosts *h, int count);
 
+/* Hosts joined (Slurm's dynamic nodes, pool_watch.h): count hosts now, the new ones admitted
+ * with no failures. count is clamped to [h->count, SL_CTL_MAX_HOSTS]. */
+void sl_ctl_hosts_grow(struct sl_ctl_hosts *h, int count);
+
 /* One more failure of host (an index of the cluster file; out of range: ignored). Returns 1 when
  * this failure leaves it out (its exclude_after-th; exclude_after <= 0 never excludes), else 0. */
 int sl_ctl_hosts_record_failure(struct sl_ctl_hosts *h, int host, int exclude_after);

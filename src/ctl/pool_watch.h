@@ -8,10 +8,13 @@
  *              0..i-1) seconds after the start; the last step lasts for ever.
  *   Slurm      the nodes of a partition (cluster/slurm.h), polled with `scontrol show node`
  *              every SL_CTL_SLURM_POLL_S (pool_watch_slurm.c says why polling); the pool is the
- *              GPUs of the usable nodes. The hosts are the nodes the partition had at the start
- *              (a node added to Slurm later is not seen); a node drained, down or not
- *              responding is not usable, and the controller neither places ranks on it nor
- *              keeps a generation running there.
+ *              GPUs of the usable nodes. The hosts are the nodes the partition has now: a node
+ *              that registers later (a dynamic node, one added to slurm.conf) joins at the next
+ *              poll, one deleted leaves; a node drained, down, not responding, gone, or one
+ *              sailor cannot use as Slurm describes it (no GPU-type or zone feature, GPUs
+ *              beyond its CPUs; one message each, sl_ctl_pool_watch_node_problem) is not
+ *              usable, and the controller neither places ranks on it nor keeps a generation
+ *              running there.
  *
  * Invariant: `current` is always a valid pool (the last one read). Ownership: the struct owns the
  * trace (sl_ctl_pool_watch_free).
@@ -62,12 +65,20 @@ void sl_ctl_pool_watch_free(struct sl_ctl_pool_watch *w);
 struct sl_cluster;
 
 /* Slurm as the source (sailor control --slurm): reads the nodes of partition (NULL: every node)
- * and fills cluster (every node, in Slurm's order, as sl_slurm_to_cluster) and cluster_json
- * (the same hosts as a sailor.cluster/1 document, for the generations' cluster files). The
- * caller owns both; the watch keeps a pointer to cluster. */
+ * and fills cluster (the nodes sailor can use, in Slurm's order, as sl_slurm_node_host) and
+ * cluster_json (the same hosts as a sailor.cluster/1 document, for the generations' cluster
+ * files). The caller owns both; the watch keeps pointers to them and appends to both the nodes
+ * that join later (a host's index never changes). No node sailor can use: SL_EINPUT, each
+ * node's message logged, the first one's in err. */
 int sl_ctl_pool_watch_init_slurm(struct sl_ctl_pool_watch *w, const char *partition,
 				 const struct sl_catalogue *cat, struct sl_cluster *cluster,
 				 json_t **cluster_json, double now_s, struct sl_err *err);
+
+/* The next node whose problem is not yet reported (a node sailor cannot use as Slurm describes
+ * it, sl_slurm_node_host; reported once for as long as its message stays): 1 with the node's
+ * name and message, 0 when none is left (and for the other sources). */
+int sl_ctl_pool_watch_node_problem(struct sl_ctl_pool_watch *w, char *node, size_t node_size,
+				   char *msg, size_t msg_size);
 
 /* Whether host h (an index of that cluster) is usable now; always 1 for the other sources. */
 int sl_ctl_pool_watch_host_usable(const struct sl_ctl_pool_watch *w, int h);

@@ -141,7 +141,7 @@ void sl_ctl_publish(struct ctl *c)
 
 void sl_ctl_pool_event(struct ctl *c, const char *type)
 {
-	char where[256];
+	char where[1024];
 	sl_ctl_pool_watch_describe(&c->pool, where, sizeof(where));
 	json_t *f = json_object();
 	json_object_set_new(f, "source", json_string(where));

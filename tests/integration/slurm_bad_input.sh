@@ -2,7 +2,8 @@
 # Bad input on the Slurm path: each case gets one message naming the cause and what to fix,
 # exit 1, and nothing started or queued:
 #   no reachable slurmctld; a partition that does not exist; a node without a GPU-type feature
-#   (a type sailor does not know, then no type at all); a feature naming an unknown zone; fewer
+#   (a type sailor does not know, then no type at all; for the controller, which leaves such a
+#   node out, no node it can use); a feature naming an unknown zone; fewer
 #   nodes than any plan needs (every node drained); no profile of the model on the nodes' types;
 #   --partition without --slurm (usage, 2).
 set -euo pipefail
@@ -45,11 +46,15 @@ expect "control: unknown partition" 1 "no partition 'nope'" \
 # the testbed's classes are not in the catalogue without --gpus
 expect "plan: a node's type unknown to sailor" 1 "node 'fa0': no feature names a GPU type sailor knows \(features: 'cpu-fast,us-central1-a'.*--gpus" \
 	timeout 60 "${plan[@]}" --slurm --partition $TB
+# the controller leaves out a node it cannot use and goes on with the others
+# (slurm_control_dynamic.sh); with none left it stops, each node's message said
+expect "control: no node sailor can use" 1 "sailor can use none of the 3 nodes of slurm partition $TB \(each one's problem is above\)" \
+	timeout 60 "${control[@]}" --slurm --partition $TB
+grep -q "node 'sb0': no feature names a GPU type sailor knows" "$work/case.err" ||
+	{ echo "FAIL control: sb0's own message is not said"; failures=$((failures + 1)); }
 scontrol update nodename=sb0 AvailableFeatures=us-central1-b ActiveFeatures=us-central1-b
 expect "plan: a node without a GPU-type feature" 1 "node 'sb0': no feature names a GPU type sailor knows \(features: 'us-central1-b'" \
 	timeout 60 "${plan[@]}" --slurm --partition $TB "${PLAN_ENV[@]}"
-expect "control: a node without a GPU-type feature" 1 "node 'sb0': no feature names a GPU type" \
-	timeout 60 "${control[@]}" --slurm --partition $TB "${PLAN_ENV[@]}"
 scontrol update nodename=sb0 AvailableFeatures=cpu-slow,mars-north1-a ActiveFeatures=cpu-slow,mars-north1-a
 expect "plan: a feature naming an unknown zone" 1 "node 'sb0': no feature names a zone sailor knows \(features: 'cpu-slow,mars-north1-a'" \
 	timeout 60 "${plan[@]}" --slurm --partition $TB "${PLAN_ENV[@]}"

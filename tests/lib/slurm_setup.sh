@@ -5,6 +5,8 @@
 # missing one fails the test. It brings up testbed $TB as a Slurm cluster of three hosts:
 #   fa0, fa1  cpu-fast in us-central1-a, two devices each
 #   sb0       cpu-slow in us-central1-b, two devices
+# and, when TB_DYNAMIC_HOSTS is set (JSON host objects, each after a comma), those hosts
+# in us-central1-a too (mark them "slurm": "dynamic": `scripts/testbed slurmd` starts them),
 # with its state (Slurm's too) under $work, exports SLURM_CONF, makes $work/tokens.bin, and at
 # exit kills the controller ($ctl, if set), cancels every job of the partition, takes the
 # testbed down (daemons, namespaces, cgroups) and removes $work.
@@ -39,7 +41,7 @@ cat >"$desc" <<JSON
  "links": {"zone": {"bandwidth_mbit": 800, "latency_ms": 0.1}, "region": {"bandwidth_mbit": 200, "latency_ms": 2},
            "world": {"bandwidth_mbit": 50, "latency_ms": 10}},
  "zones": [{"name": "us-central1-a", "hosts": [{"name": "fa0", "class": "cpu-fast", "slots": 2},
-                                               {"name": "fa1", "class": "cpu-fast", "slots": 2}]},
+                                               {"name": "fa1", "class": "cpu-fast", "slots": 2}${TB_DYNAMIC_HOSTS:-}]},
            {"name": "us-central1-b", "hosts": [{"name": "sb0", "class": "cpu-slow", "slots": 2}]}]}
 JSON
 export SLURM_CONF=$work/state/$TB/slurm/slurm.conf

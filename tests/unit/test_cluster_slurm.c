@@ -126,6 +126,9 @@ static void bad_features_are_named(void **state)
 		 "node 'x': features 'A100-40,V100-16,us-central1-a' name two GPU types"},
 		{"NodeName=x AvailableFeatures=A100-40,us-central1-a Gres=(null) State=IDLE\n",
 		 "node 'x': 0 GPUs in its Gres; give it Gres=gpu:<count>"},
+		{"NodeName=x CPUTot=1 AvailableFeatures=A100-40,us-central1-a Gres=gpu:2 State=IDLE\n",
+		 "node 'x': 2 GPUs in its Gres but 1 CPUs; each GPU takes a task of one CPU: give "
+		 "it Gres=gpu:1, or at least CPUs=2"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct sl_slurm_nodes nodes;
@@ -135,6 +138,11 @@ static void bad_features_are_named(void **state)
 		assert_int_equal(sl_slurm_to_cluster(&nodes, &cat, &cluster, &err), SL_EINPUT);
 		if (!strstr(err.msg, cases[i].want))
 			fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, cases[i].want);
+		/* the one node alone says the same (the controller's per-node check) */
+		struct sl_host host;
+		struct sl_err one = {0};
+		assert_int_equal(sl_slurm_node_host(&nodes.nodes[0], &cat, &host, &one), SL_EINPUT);
+		assert_string_equal(one.msg, err.msg);
 		sl_slurm_nodes_free(&nodes);
 	}
 }

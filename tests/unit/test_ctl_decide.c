@@ -84,6 +84,15 @@ static void host_excluded_after_repeated_failures(void **state)
 	assert_int_equal(sl_ctl_hosts_record_failure(&h, 0, 0), 0);
 	assert_int_equal(sl_ctl_hosts_record_failure(&h, 0, 0), 0);
 	assert_int_equal(h.excluded[0], 0);
+	/* hosts that joined (Slurm's dynamic nodes): admitted, no failures; the others keep theirs;
+	 * a smaller count shrinks nothing */
+	sl_ctl_hosts_grow(&h, 5);
+	assert_int_equal(h.count, 5);
+	assert_int_equal(h.fails[3] + h.fails[4] + h.excluded[3] + h.excluded[4], 0);
+	assert_int_equal(h.excluded[1], 1);
+	assert_int_equal(sl_ctl_hosts_record_failure(&h, 4, 1), 1);
+	sl_ctl_hosts_grow(&h, 2);
+	assert_int_equal(h.count, 5);
 }
 
 static void excluded_host_stays_out_until_the_pool_offers_its_kind_again(void **state)
