@@ -82,15 +82,7 @@ fi
 if [ $testbed = 1 ]; then
   desc="$root/bench/islands/testbed.json"
   zones="$work/testbed-zones"   # scripts/testbed --data: its zone names (network/egress_usd_per_gb.json)
-  mkdir -p "$zones/network"
-  python3 - "$desc" "$zones/network/egress_usd_per_gb.json" <<'PY'
-import json, sys
-names = [z["name"] for z in json.load(open(sys.argv[1]))["zones"]]
-region = lambda n: n.rsplit("-", 1)[0]
-# the testbed reads only the names; the prices are GCP's between regions (0.02, the SOSP'25 us pair)
-json.dump({a: {b: 0.0 if a == b else (0.01 if region(a) == region(b) else 0.02) for b in names}
-           for a in names}, open(sys.argv[2], "w"), indent=1)
-PY
+  python3 "$root/bench/islands/zone_list.py" "$desc" "$zones"
   tb() { timeout 300 "$root/scripts/testbed" "$@" --data "$zones"; }
   cleanup() { tb down "$desc" >/dev/null 2>&1 || echo "run.sh: 'scripts/testbed down $desc' failed" >&2; }
   trap cleanup EXIT
