@@ -90,9 +90,11 @@ static void origin_of(const struct sl_zone_files *zf, int file, const char *prov
 		snprintf(out, size, "%s", zf->files[file]);
 }
 
-/* The SOSP'25 artifact's prices between its zones: {src: {dst: usd_per_gb}}. */
+/* The SOSP'25 artifact's prices between its zones: {src: {dst: usd_per_gb}}. Allocates
+ * eg->zone_pairs for them and `more` pairs besides (the zone files'), no larger: a table sized for
+ * the most any file may hold was megabytes to zero on every start of the planner. */
 static int load_artifact(struct sl_egress *eg, const char *path, const struct sl_catalogue *cat,
-			 struct sl_err *err)
+			 size_t more, struct sl_err *err)
 {
 	json_t *root = sl_json_load_file(path, "egress prices", err);
 	if (!root)
@@ -101,6 +103,13 @@ static int load_artifact(struct sl_egress *eg, const char *path, const struct sl
 						       "{\"<zone>\": USD per GB}}");
 	const char *sname, *dname;
 	json_t *row, *v;
+	size_t pairs = 0, most = 64 * 64; /* the artifact's file: a handful of zones */
+	json_object_foreach(root, sname, row)
+		pairs += json_is_object(row) ? json_object_size(row) : 0;
+	if (!rc && pairs > most)
+		rc = sl_err_set(err, SL_EINPUT, "more than %zu zone pairs", most);
+	if (!rc && !(eg->zone_pairs = calloc(pairs + more + 1, sizeof(*eg->zone_pairs))))
+		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	json_object_foreach(root, sname, row)
 	{
 		int s = sl_catalogue_zone_index(cat, sname);
@@ -180,24 +189,19 @@ int sl_egress_load(const char *data_dir, const struct sl_catalogue *cat, struct 
 	if (rc)
 		return rc;
 	struct sl_egress *eg = calloc(1, sizeof(*eg));
-	size_t artifact_max = 64 * 64; /* the artifact's file: a handful of zones */
 	if (eg) {
 		eg->region_count = cat->region_count;
 		eg->rules = calloc((size_t)cat->region_count + 1, sizeof(*eg->rules));
-		eg->zone_pairs = calloc(artifact_max + SL_ZONE_FILES_PAIRS_MAX, sizeof(*eg->zone_pairs));
-		eg->region_pairs = calloc(SL_ZONE_FILES_PAIRS_MAX, sizeof(*eg->region_pairs));
+		eg->region_pairs = calloc((size_t)zf->pair_count + 1, sizeof(*eg->region_pairs));
 	}
-	if (!eg || !eg->rules || !eg->zone_pairs || !eg->region_pairs) {
+	if (!eg || !eg->rules || !eg->region_pairs) {
 		sl_zone_files_free(zf);
 		sl_egress_free(eg);
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	}
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/network/egress_usd_per_gb.json", data_dir);
-	rc = load_artifact(eg, path, cat, err);
-	if (!rc && (size_t)eg->zone_pair_count > artifact_max)
-		rc = sl_err_set(err, SL_EINPUT, "egress prices '%s': more than %zu zone pairs", path,
-				artifact_max);
+	rc = load_artifact(eg, path, cat, (size_t)zf->pair_count, err);
 	if (!rc)
 		rc = load_rules(eg, zf, cat);
 	sl_zone_files_free(zf);
