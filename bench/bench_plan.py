@@ -117,7 +117,7 @@ def quality(sailor, scenarios):
     print(f"\nsteps where ours is at least as good under both models: {wins} of {total}\n")
 
 
-PHASES = ("plain", "variants", "options", "refine", "uneven", "relaxed")
+PHASES = ("plain", "variants", "options", "refine", "uneven", "relaxed", "islands")
 
 
 def plan_figures(binary, args):
@@ -128,7 +128,7 @@ def plan_figures(binary, args):
     search = sum(st.get("search_time_s", 0.0) for st in steps)
     phases = {"start-up": wall - search}
     for ph in PHASES:
-        if all("search_phases" in st for st in steps):
+        if all(ph in st.get("search_phases", {}) for st in steps):
             phases[ph] = sum(st["search_phases"][ph]["time_s"] for st in steps)
         else:
             phases[ph] = None
