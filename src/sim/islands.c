@@ -7,14 +7,25 @@
  * Timing of a round's exchange: an outer group's member sends its transfers of a phase one after
  * another (one link out of its host), so a phase lasts the longest member's sum; the two phases
  * follow each other; groups run side by side, the slowest sets the round's exchange time E.
- * A fragment's exchange takes E / F plus two link latencies of its own (the bytes split, the
- * messages do not). Without overlap every island waits for every fragment: stall = E plus the
- * latencies. With overlap tau, a fragment's exchange runs during the island's next tau inner
- * steps: island i waits max(0, E/F - tau t_i) per fragment, F per round. Every round ends with
+ * A fragment's exchange takes X = E / F plus two link latencies of its own (the bytes split, the
+ * messages do not), its first phase X1 = E1 / F plus one (E1: the slowest group's first phase).
+ * Without overlap every island waits for every fragment: stall = E plus the latencies. With
+ * overlap tau, a fragment's exchange runs during the island's next tau inner steps; but at the
+ * round end, before the stop agreement, the runtime finishes the first phase of every exchange
+ * still in flight (sl_outer_sync_round_end: no island may be left waiting on a phase 1 while
+ * another is in the agreement). Fragment f of island i is synced d = floor(f H_i / F) steps
+ * before its round end; when d < tau it is in flight there and the island waits
+ * w = max(0, X1 - d t_i) at the round end, the rest of its exchange running during its tau
+ * steps: its stall is max(w, X - tau t_i) (0 and X - tau t_i when d >= tau). Fragment 0 is synced
+ * at the round end itself, so with overlap its first phase is never hidden. Every round ends with
  * the stop agreement over the world: one round trip of the slowest link between islands.
- * Memory: every rank holds two more copies of its parameter shard (global weights, outer
- * momentum) and the lane vector of a fragment being exchanged (with overlap, of every fragment
- * in flight at once: at most ceil((tau + 1) F / H_min), F at most). */
+ * Memory (runtime/outer_sync.c's buffers, all allocated at the start and used every round): every
+ * rank holds two more copies of its parameter shard (global weights, outer momentum) and one
+ * fragment's lane vector in fp32 (the scratch of the pseudo-gradient); a rank that carries a
+ * piece over the links between islands (the first Q pipelines of every island, Q the fewest of
+ * an island) holds, for every fragment, its piece encoded to send, the n chunks received, the
+ * averaged chunk and the n averaged chunks gathered: (3 + 1/n) pieces in the wire's bytes, the
+ * pieces of all fragments together being the lane over Q. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +71,7 @@ struct exchange {
 	long long group;            /* the group being summed */
 	double phase_s[2][SL_ISLANDS_MAX_ISLANDS]; /* its members' send time per phase */
 	double slowest_s;           /* over the groups so far: phase 1 + phase 2 */
+	double slowest_phase1_s;    /* over the groups so far: phase 1 */
 	double latency_s;           /* the largest link latency met */
 	double egress_usd;
 };
@@ -72,6 +84,7 @@ static void close_group(struct exchange *x)
 		p2 = fmax(p2, x->phase_s[1][i]);
 	}
 	x->slowest_s = fmax(x->slowest_s, p1 + p2);
+	x->slowest_phase1_s = fmax(x->slowest_phase1_s, p1);
 	memset(x->phase_s, 0, sizeof(x->phase_s));
 }
 
@@ -92,22 +105,39 @@ static void on_transfer(void *ctx, const struct sl_outer_transfer *t)
 			 sl_network_egress_usd_per_gb(x->env->network, t->src_zone, t->dst_zone);
 }
 
-/* The largest extra memory of a rank of island result r: two copies of its shard and the lane
- * vectors in flight. */
+/* The wire's bytes per value (runtime/outer_wire.h: int8 adds a 4-byte scale per 256 values). */
+static double wire_bytes_per_value(enum sl_islands_wire w)
+{
+	return w == SL_ISLANDS_WIRE_FP32 ? 4.0 : w == SL_ISLANDS_WIRE_BF16 ? 2.0 : 1.0 + 4.0 / 256;
+}
+
+/* The fewest pipelines of an island: Q, the pieces a lane is cut into. */
+static int fewest_island_pipelines(const struct sl_plan_islands *isl)
+{
+	int Q = isl->num_pipelines;
+	for (int i = 0; i < isl->count; i++) {
+		int m = 0;
+		for (int j = 0; j < isl->num_pipelines; j++)
+			m += isl->island_of[j] == i;
+		Q = m < Q ? m : Q;
+	}
+	return Q > 0 ? Q : 1;
+}
+
+/* The largest extra memory of a rank of island result r (the file's header): two copies of its
+ * shard, a fragment's lane in fp32, and a carrier's wire buffers of every fragment. */
 static void add_outer_memory(const struct sl_plan_islands *isl, struct sl_sim_result *r,
 			     double *extra_max)
 {
-	int h_min = isl->inner_steps[0];
-	for (int i = 1; i < isl->count; i++)
-		h_min = isl->inner_steps[i] < h_min ? isl->inner_steps[i] : h_min;
-	double F = isl->fragments;
-	double in_flight = isl->overlap_steps > 0
-				   ? fmin(F, ceil((isl->overlap_steps + 1) * F / h_min)) : 1;
+	double F = isl->fragments, n = isl->count, Q = fewest_island_pipelines(isl);
+	double wire_share = wire_bytes_per_value(isl->wire) / 4.0; /* of the fp32 bytes */
 	r->peak_memory_bytes = 0;
 	r->fits_memory = 1;
 	for (int k = 0; k < r->num_stages; k++) {
 		struct sl_sim_memory *m = &r->stages[k].memory;
-		double extra = 2 * m->params_bytes + m->params_bytes / F * in_flight;
+		double shard = m->params_bytes;
+		double extra = 2 * shard + shard / F + shard / (F * Q * n) /* the fp32 average */ +
+			       (3 + 1 / n) * wire_share * shard / Q;
 		*extra_max = fmax(*extra_max, extra);
 		m->buffers_bytes += extra;
 		m->total_bytes += extra;
@@ -172,11 +202,20 @@ static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan,
 	double F = isl->fragments, lat = x.latency_s;
 	d->exchange_s = x.slowest_s;
 	d->fragment_exchange_s = x.slowest_s / F + 2 * lat;
+	double phase1_s = x.slowest_phase1_s / F + lat;
 	d->round_s = 0;
 	for (int i = 0; i < d->count; i++) {
 		struct sl_sim_island *s = &d->island[i];
 		double hide = isl->overlap_steps * s->step_s;
-		s->stall_s = F * fmax(0, d->fragment_exchange_s - hide);
+		s->stall_s = 0;
+		for (int f = 0; f < isl->fragments; f++) {
+			/* synced `before` steps before the round end; in flight there if it lands
+			 * after it, and then its first phase is finished there */
+			int before = (int)((long long)f * isl->inner_steps[i] / isl->fragments);
+			double round_end_wait = before < isl->overlap_steps
+				? fmax(0, phase1_s - before * s->step_s) : 0;
+			s->stall_s += fmax(round_end_wait, d->fragment_exchange_s - hide);
+		}
 		d->round_s = fmax(d->round_s, s->compute_s + s->stall_s);
 	}
 	d->round_s += 2 * lat; /* the stop agreement at the round end */
