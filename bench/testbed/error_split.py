@@ -337,7 +337,8 @@ def print_markdown(result, names):
     print("mean |error| each bring-up shows: "
           + ", ".join(f"{100 * x:.1f}" for x in r["mean_abs_per_bringup"]) + " %")
     for kind, k in r.get("kinds", {}).items():
-        print(f"{kind} plans alone: the model's own error {100 * k['bias_rms']:.1f} % (mean "
+        label = "island" if kind == "islands" else kind
+        print(f"{label} plans alone: the model's own error {100 * k['bias_rms']:.1f} % (mean "
               f"error {100 * k['mean_error']:+.1f} %), noise {100 * k['noise_sigma']:.1f} % "
               f"({k['plans_repeated']} plans in two or more), mean |error| each bring-up shows: "
               + ", ".join(f"{100 * x:.1f}" for x in k["mean_abs_per_bringup"]) + " %")

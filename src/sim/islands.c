@@ -4,9 +4,15 @@
  * (plan/outer_bytes.h), timed on the network's links and priced at their egress; a round lasts
  * as long as the slowest island's inner steps plus what it waits on the exchange.
  *
- * Timing of a round's exchange: an outer group's member sends its transfers of a phase one after
+ * Timing of a round's exchange: a transfer takes its link's point-to-point time, and no less than
+ * the link's two-rank all-reduce rate at what the pair moves each way (both phases; the exchange
+ * loads a link both ways at once). An outer group's member sends its transfers of a phase one after
  * another (one link out of its host), so a phase lasts the longest member's sum; the two phases
- * follow each other; groups run side by side, the slowest sets the round's exchange time E.
+ * follow each other; groups run side by side, the slowest sets the round's exchange time E. Groups
+ * whose members share a host (the cluster's placement, plan/placement.h: several pipelines of an
+ * island, or the TP lanes of a replica, on one host) share its link to a zone (the fits are per
+ * zone pair from a host; the testbed shapes each host's traffic per destination zone): a phase
+ * lasts at least the sum of every transfer that leaves one host for one zone in it.
  * A fragment's exchange takes X = E / F plus two link latencies of its own (the bytes split, the
  * messages do not), its first phase X1 = E1 / F plus one (E1: the slowest group's first phase).
  * Without overlap every island waits for every fragment: stall = E plus the latencies. With
@@ -32,6 +38,7 @@
 
 #include "plan/microbatch_share.h"
 #include "plan/outer_bytes.h"
+#include "plan/placement.h"
 #include "sim/internal.h"
 
 /* Island i's own plan: the plan's stages, the island's pipelines, their micro-batches. */
@@ -74,7 +81,22 @@ struct exchange {
 	double slowest_phase1_s;    /* over the groups so far: phase 1 */
 	double latency_s;           /* the largest link latency met */
 	double egress_usd;
+	const struct sl_role_table *roles; /* placed on the cluster's hosts; NULL: no cluster */
+	int hosts, zones;
+	double *host_phase_s;       /* [(phase * hosts + host) * zones + zone]: every group's sends
+				     * out of the host to the zone */
 };
+
+/* Groups that share a host share its link: each phase at least its busiest host's sends. */
+static void close_hosts(struct exchange *x)
+{
+	double p[2] = {0, 0};
+	for (int ph = 0; x->roles && ph < 2; ph++)
+		for (int i = 0; i < x->hosts * x->zones; i++)
+			p[ph] = fmax(p[ph], x->host_phase_s[ph * x->hosts * x->zones + i]);
+	x->slowest_s = fmax(x->slowest_s, p[0] + p[1]);
+	x->slowest_phase1_s = fmax(x->slowest_phase1_s, p[0]);
+}
 
 static void close_group(struct exchange *x)
 {
@@ -98,9 +120,21 @@ static void on_transfer(void *ctx, const struct sl_outer_transfer *t)
 	const struct sl_link_fit *fit = sl_network_fit(x->env->network, t->src_zone, t->src_gpu, 1,
 						       t->dst_zone, t->dst_gpu, 1);
 	double s = fit ? sl_link_send_time_s(fit, (double)t->bytes) : 0;
+	/* every transfer of the exchange has its reverse at the same time (the pair swaps chunks
+	 * in both phases): no faster than the two ranks' all-reduce measured between these zones at
+	 * what the pair moves each way, as the replay model times rings that load a link both ways
+	 * (replay_collectives.c, both_ways_s: TCP's acknowledgements queue behind the other
+	 * direction's data) */
+	double gbps = sl_network_allreduce_gbps(x->env->network, t->src_zone, t->src_gpu,
+						t->dst_zone, t->dst_gpu, 0, 2.0 * (double)t->bytes);
+	if (gbps > 0)
+		s = fmax(s, (double)t->bytes / 1e9 / gbps);
 	if (fit) /* the link's own delay beyond its fit; a fragment's messages pay it again */
 		x->latency_s = fmax(x->latency_s, fit->latency_s);
 	x->phase_s[t->phase - 1][t->src_member] += s;
+	int host = x->roles ? sl_role_of(x->roles, t->stage, t->src_pipeline, 0)->host : -1;
+	if (host >= 0)
+		x->host_phase_s[((t->phase - 1) * x->hosts + host) * x->zones + t->dst_zone] += s;
 	x->egress_usd += 1e-9 * (double)t->bytes *
 			 sl_network_egress_usd_per_gb(x->env->network, t->src_zone, t->dst_zone);
 }
@@ -187,12 +221,33 @@ static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan,
 {
 	const struct sl_plan_islands *isl = plan->islands;
 	struct exchange x = {.env = env, .n = isl->count};
+	struct sl_role_table roles;
+	memset(&roles, 0, sizeof(roles));
+	int rc = 0;
+	if (env->cluster) {
+		x.hosts = env->cluster->host_count;
+		x.zones = env->catalogue.zone_count;
+		x.host_phase_s = calloc((size_t)(2 * x.hosts * x.zones + 1), sizeof(double));
+		rc = !x.host_phase_s ? sl_err_set(err, SL_ENOMEM, "out of memory") : 0;
+		if (!rc)
+			rc = sl_role_table_build(plan, G, &roles, err);
+		if (!rc)
+			rc = sl_placement_assign(&roles, env->cluster, &env->catalogue, err);
+		x.roles = rc ? NULL : &roles;
+	}
 	struct sl_outer_bytes b;
-	int rc = sl_outer_bytes_visit(plan, &env->model, G, d->seq_len, &env->catalogue,
-				      on_transfer, &x, &b, err);
+	if (!rc)
+		rc = sl_outer_bytes_visit(plan, &env->model, G, d->seq_len, &env->catalogue,
+					  on_transfer, &x, &b, err);
+	if (!rc) {
+		close_group(&x);
+		close_hosts(&x);
+	}
+	if (env->cluster)
+		sl_role_table_free(&roles);
+	free(x.host_phase_s);
 	if (rc)
 		return rc;
-	close_group(&x);
 	for (int c = 0; c < SL_LINK_CLASSES; c++)
 		d->class_bytes[c] = (double)b.class_bytes[c];
 	d->bytes_per_round = (double)b.total_bytes;

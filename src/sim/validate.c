@@ -84,7 +84,8 @@ static void record_run(struct sl_validation_run *r, const char *name, const stru
 	r->stages = plan->num_stages;
 	r->pipelines = plan->num_pipelines;
 	r->micro_batch = plan->micro_batch;
-	r->global_batch = res->global_batch;
+	/* an island plan's result describes island 0's step; the plan's batch is the whole */
+	r->global_batch = plan->islands ? plan->global_batch : res->global_batch;
 	r->real_s = plan->measured.real_s;
 	r->sim_s = res->iteration_time_s;
 	r->time_error = (r->sim_s - r->real_s) / r->real_s;
