@@ -14,17 +14,19 @@
  * zone pair from a host; the testbed shapes each host's traffic per destination zone): a phase
  * lasts at least the sum of every transfer that leaves one host for one zone in it.
  * A fragment's exchange takes X = E / F plus two link latencies of its own (the bytes split, the
- * messages do not), its first phase X1 = E1 / F plus one (E1: the slowest group's first phase).
+ * messages do not).
  * Without overlap every island waits for every fragment: stall = E plus the latencies. With
  * overlap tau, a fragment's exchange runs during the island's next tau inner steps; but at the
  * round end, before the stop agreement, the runtime finishes the first phase of every exchange
- * still in flight (sl_outer_sync_round_end: no island may be left waiting on a phase 1 while
- * another is in the agreement). Fragment f of island i is synced d = floor(f H_i / F) steps
- * before its round end; when d < tau it is in flight there and the island waits
- * w = max(0, X1 - d t_i) at the round end, the rest of its exchange running during its tau
- * steps: its stall is max(w, X - tau t_i) (0 and X - tau t_i when d >= tau). Fragment 0 is synced
- * at the round end itself, so with overlap its first phase is never hidden. Every round ends with
- * the stop agreement over the world: one round trip of the slowest link between islands.
+ * still in flight and starts its second (sl_outer_sync_round_end: no island may be left waiting
+ * on a phase 1 while another is in the agreement), and the agreement's messages cross the links
+ * between islands behind that second phase's bytes (one queue per host and zone): an exchange in
+ * flight at the round end is over when the agreement is. Fragment f of island i is synced
+ * d = floor(f H_i / F) steps before its round end; when d < tau it is in flight there and the
+ * island stalls max(0, X - d t_i), else (it lands before the round end) max(0, X - tau t_i).
+ * Fragment 0 is synced at the round end itself, so with overlap its exchange is never hidden.
+ * Every round ends with the stop agreement over the world: one round trip of the slowest link
+ * between islands.
  * Memory (runtime/outer_sync.c's buffers, all allocated at the start and used every round): every
  * rank holds two more copies of its parameter shard (global weights, outer momentum) and one
  * fragment's lane vector in fp32 (the scratch of the pseudo-gradient); a rank that carries a
@@ -78,7 +80,6 @@ struct exchange {
 	long long group;            /* the group being summed */
 	double phase_s[2][SL_ISLANDS_MAX_ISLANDS]; /* its members' send time per phase */
 	double slowest_s;           /* over the groups so far: phase 1 + phase 2 */
-	double slowest_phase1_s;    /* over the groups so far: phase 1 */
 	double latency_s;           /* the largest link latency met */
 	double egress_usd;
 	const struct sl_role_table *roles; /* placed on the cluster's hosts; NULL: no cluster */
@@ -95,7 +96,6 @@ static void close_hosts(struct exchange *x)
 		for (int i = 0; i < x->hosts * x->zones; i++)
 			p[ph] = fmax(p[ph], x->host_phase_s[ph * x->hosts * x->zones + i]);
 	x->slowest_s = fmax(x->slowest_s, p[0] + p[1]);
-	x->slowest_phase1_s = fmax(x->slowest_phase1_s, p[0]);
 }
 
 static void close_group(struct exchange *x)
@@ -106,7 +106,6 @@ static void close_group(struct exchange *x)
 		p2 = fmax(p2, x->phase_s[1][i]);
 	}
 	x->slowest_s = fmax(x->slowest_s, p1 + p2);
-	x->slowest_phase1_s = fmax(x->slowest_phase1_s, p1);
 	memset(x->phase_s, 0, sizeof(x->phase_s));
 }
 
@@ -257,7 +256,6 @@ static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan,
 	double F = isl->fragments, lat = x.latency_s;
 	d->exchange_s = x.slowest_s;
 	d->fragment_exchange_s = x.slowest_s / F + 2 * lat;
-	double phase1_s = x.slowest_phase1_s / F + lat;
 	d->round_s = 0;
 	for (int i = 0; i < d->count; i++) {
 		struct sl_sim_island *s = &d->island[i];
@@ -265,11 +263,10 @@ static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan,
 		s->stall_s = 0;
 		for (int f = 0; f < isl->fragments; f++) {
 			/* synced `before` steps before the round end; in flight there if it lands
-			 * after it, and then its first phase is finished there */
+			 * after it, and then over by the end of the round's stop agreement */
 			int before = (int)((long long)f * isl->inner_steps[i] / isl->fragments);
-			double round_end_wait = before < isl->overlap_steps
-				? fmax(0, phase1_s - before * s->step_s) : 0;
-			s->stall_s += fmax(round_end_wait, d->fragment_exchange_s - hide);
+			double hidden_by = before < isl->overlap_steps ? before * s->step_s : hide;
+			s->stall_s += fmax(0, d->fragment_exchange_s - hidden_by);
 		}
 		d->round_s = fmax(d->round_s, s->compute_s + s->stall_s);
 	}
