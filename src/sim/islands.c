@@ -86,7 +86,18 @@ struct exchange {
 	int hosts, zones;
 	double *host_phase_s;       /* [(phase * hosts + host) * zones + zone]: every group's sends
 				     * out of the host to the zone */
+	double *host_bytes;         /* [host * zones + zone]: every group's bytes out of the host
+				     * to the zone, both phases (a first visit counts them) */
 };
+
+/* The first visit: what leaves each host for each zone over the whole exchange. */
+static void count_host_bytes(void *ctx, const struct sl_outer_transfer *t)
+{
+	struct exchange *x = ctx;
+	int host = sl_role_of(x->roles, t->stage, t->src_pipeline, 0)->host;
+	if (host >= 0)
+		x->host_bytes[host * x->zones + t->dst_zone] += (double)t->bytes;
+}
 
 /* Groups that share a host share its link: each phase at least its busiest host's sends. */
 static void close_hosts(struct exchange *x)
@@ -121,17 +132,20 @@ static void on_transfer(void *ctx, const struct sl_outer_transfer *t)
 	double s = fit ? sl_link_send_time_s(fit, (double)t->bytes) : 0;
 	/* every transfer of the exchange has its reverse at the same time (the pair swaps chunks
 	 * in both phases): no faster than the two ranks' all-reduce measured between these zones at
-	 * what the pair moves each way, as the replay model times rings that load a link both ways
-	 * (replay_collectives.c, both_ways_s: TCP's acknowledgements queue behind the other
-	 * direction's data) */
+	 * what the link moves each way over the exchange (the pair's two phases; with a cluster,
+	 * every group's bytes from the host to the zone), as the replay model times rings that load
+	 * a link both ways (replay_collectives.c, both_ways_s: TCP's acknowledgements queue behind
+	 * the other direction's data, longer the longer both ways stay loaded) */
+	int host = x->roles ? sl_role_of(x->roles, t->stage, t->src_pipeline, 0)->host : -1;
+	double each_way = host >= 0 ? x->host_bytes[host * x->zones + t->dst_zone]
+				    : 2.0 * (double)t->bytes;
 	double gbps = sl_network_allreduce_gbps(x->env->network, t->src_zone, t->src_gpu,
-						t->dst_zone, t->dst_gpu, 0, 2.0 * (double)t->bytes);
+						t->dst_zone, t->dst_gpu, 0, each_way);
 	if (gbps > 0)
 		s = fmax(s, (double)t->bytes / 1e9 / gbps);
 	if (fit) /* the link's own delay beyond its fit; a fragment's messages pay it again */
 		x->latency_s = fmax(x->latency_s, fit->latency_s);
 	x->phase_s[t->phase - 1][t->src_member] += s;
-	int host = x->roles ? sl_role_of(x->roles, t->stage, t->src_pipeline, 0)->host : -1;
 	if (host >= 0)
 		x->host_phase_s[((t->phase - 1) * x->hosts + host) * x->zones + t->dst_zone] += s;
 	x->egress_usd += 1e-9 * (double)t->bytes *
@@ -226,7 +240,8 @@ static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan,
 	if (env->cluster) {
 		x.hosts = env->cluster->host_count;
 		x.zones = env->catalogue.zone_count;
-		x.host_phase_s = calloc((size_t)(2 * x.hosts * x.zones + 1), sizeof(double));
+		x.host_phase_s = calloc((size_t)(3 * x.hosts * x.zones + 1), sizeof(double));
+		x.host_bytes = x.host_phase_s ? x.host_phase_s + 2 * x.hosts * x.zones : NULL;
 		rc = !x.host_phase_s ? sl_err_set(err, SL_ENOMEM, "out of memory") : 0;
 		if (!rc)
 			rc = sl_role_table_build(plan, G, &roles, err);
@@ -235,6 +250,9 @@ static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan,
 		x.roles = rc ? NULL : &roles;
 	}
 	struct sl_outer_bytes b;
+	if (!rc && x.roles)
+		rc = sl_outer_bytes_visit(plan, &env->model, G, d->seq_len, &env->catalogue,
+					  count_host_bytes, &x, &b, err);
 	if (!rc)
 		rc = sl_outer_bytes_visit(plan, &env->model, G, d->seq_len, &env->catalogue,
 					  on_transfer, &x, &b, err);

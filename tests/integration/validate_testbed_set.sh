@@ -21,8 +21,8 @@
 # seven moved both ways (memopts' m02, four cpu-fast ranks with ZeRO-1, +5.4 -> +10.1 %).
 # The island sets (testbed-isl3-gpt2tiny-islands, testbed-tri3-gpt2tiny-islands: synchronous and
 # island plans over the same devices, one bring-up each, 2026-11-29) are bounded the same way and
-# by kind: their island plans' time, a little above today's figures (isl3 8.8 % mean, within its
-# synchronous plans' 14.0 %; tri3 20.5 %, against its synchronous plans' 4.6 %: the exchange runs
+# by kind: their island plans' time, a little above today's figures (isl3 8.7 % mean, within its
+# synchronous plans' 14.0 %; tri3 18.1 %, against its synchronous plans' 4.6 %: the exchange runs
 # slower than the model's links, data/validation/README.md), and their memory, 2.2 and 3.1 %.
 set -u
 cd "$(dirname "$0")/../.."
@@ -56,8 +56,8 @@ validate data/validation/testbed-span3-gpt2tiny-six gpt2-tiny-six 12 0.06 0.17 0
 validate data/validation/testbed-isl3-gpt2tiny-islands gpt2-tiny 13 0.12 0.47 0.025 0.04
 validate_kind data/validation/testbed-isl3-gpt2tiny-islands islands 0.10 0.19 0.025
 validate_kind data/validation/testbed-isl3-gpt2tiny-islands synchronous 0.15 0.47 0.025
-validate data/validation/testbed-tri3-gpt2tiny-islands gpt2-tiny 13 0.16 0.37 0.03 0.04
-validate_kind data/validation/testbed-tri3-gpt2tiny-islands islands 0.22 0.37 0.035
+validate data/validation/testbed-tri3-gpt2tiny-islands gpt2-tiny 13 0.15 0.35 0.03 0.04
+validate_kind data/validation/testbed-tri3-gpt2tiny-islands islands 0.20 0.35 0.035
 validate_kind data/validation/testbed-tri3-gpt2tiny-islands synchronous 0.05 0.09 0.02
 set=data/validation/testbed-geo3-gpt2tiny
 "$SAILOR" simulate --plan "$set/v05-p2-fast-slow-region.json" --profiles "$set/env/profiles" --gpus "$set/env/gpus.json" \
