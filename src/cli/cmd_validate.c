@@ -131,6 +131,8 @@ static void print_table(const struct sl_sim_env *env, const struct validate_args
 	printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "peak memory", 100 * v->memory.mean_abs,
 	       100 * v->memory.median_abs, 100 * v->memory.max_abs);
 	for (int kind = 0; v->kind_runs[1] > 0 && kind < 2; kind++) {
+		if (v->kind_runs[kind] == 0)
+			continue;
 		char label[64];
 		snprintf(label, sizeof(label), "%s time (%d)", kind ? "islands" : "synchronous",
 			 v->kind_runs[kind]);
