@@ -20,8 +20,11 @@ A bring-up is one of
   - a loop run directory (bench/testbed/loop.sh's OUT/runN, with its loop-result.json):
     plans/, runs/NAME.rK.out (NAME.out: a loop of one round), profiles/, network.json,
     cluster.json; its device types come from --gpus.
-Plans are matched by what they are (stages, replicas, batch sizes, memory options), not by
-file name: the loop names its plans by rank, which differs between runs.
+Plans are matched by what they are (stages, replicas, batch sizes, memory options, and the
+islands section whole: islands, H, wire, fragments, overlap), not by file name: the loop names its
+plans by rank, which differs between runs. Where the bring-ups hold plans of both kinds
+(synchronous, and with islands: two islands or more) the split is also made for each kind on its
+own (the model's bias on island plans against that on synchronous plans of the same bring-ups).
 
 usage: error_split.py [--gpus FILE] [--sailor PATH] [--json] BRINGUP_DIR BRINGUP_DIR [...]
   --gpus FILE    the device types of loop runs (the loop's GPUS; validation directories have
@@ -59,8 +62,27 @@ def load_json(path):
 
 
 def plan_key(plan):
-    """What the plan is, as a string two equal plans share whatever their file names."""
+    """What the plan is, as a string two equal plans share whatever their file names (every key
+    but NOT_THE_PLAN's: an "islands" section is part of it, so the same pipelines synchronous
+    and as islands, or with another H, wire or fragments, are different plans)."""
     return json.dumps({k: v for k, v in plan.items() if k not in NOT_THE_PLAN}, sort_keys=True)
+
+
+def kind_of(plan):
+    """"islands" for a plan of two islands or more, else "synchronous"."""
+    islands = plan.get("islands") or {}
+    return "islands" if len(islands.get("pipelines", [])) > 1 else "synchronous"
+
+
+def describe_islands(plan):
+    """The islands section in a few words ("" for a synchronous plan)."""
+    if kind_of(plan) != "islands":
+        return ""
+    isl = plan["islands"]
+    h = isl.get("inner_steps", 50)
+    h = "/".join(map(str, h)) if isinstance(h, list) else str(h)
+    return (f" | {len(isl['pipelines'])} islands H{h} {isl.get('wire', 'fp32')}"
+            f" F{isl.get('fragments', 1)} overlap{isl.get('overlap_steps', 0)}")
 
 
 def describe(plan):
@@ -75,7 +97,8 @@ def describe(plan):
         options = "".join([f" {stage['recompute']}" if stage.get("recompute") else "",
                            " zero1" if stage.get("zero") else ""])
         stages.append(f"{first}-{last} {devices}{options}")
-    return f"mbs{plan.get('micro_batch')} gbs{plan.get('global_batch')}: " + " ; ".join(stages)
+    return (f"mbs{plan.get('micro_batch')} gbs{plan.get('global_batch')}: " + " ; ".join(stages)
+            + describe_islands(plan).replace("|", "/"))
 
 
 def validation_layout(directory):
@@ -143,8 +166,8 @@ def probe_gaps(paths, plans):
 
 
 def predict(sailor, plans_dir, paths):
-    """({plan key: (file, time error, real s, simulated s, description)}, the probes its files
-    lack) of one bring-up, by `sailor validate`."""
+    """({plan key: (file, time error, real s, simulated s, description, kind)}, the probes its
+    files lack) of one bring-up, by `sailor validate`."""
     files = sorted(f for f in glob.glob(os.path.join(plans_dir, "*.json")))
     plans = {os.path.basename(f): load_json(f) for f in files}
     plans = {f: p for f, p in plans.items() if isinstance(p, dict) and "measured" in p}
@@ -167,7 +190,7 @@ def predict(sailor, plans_dir, paths):
             continue
         key = plan_key(plans[run["file"]])
         errors[key] = (run["file"], run["time_error"], run["real_s"], run["simulated_s"],
-                       describe(plans[run["file"]]))
+                       describe(plans[run["file"]]), kind_of(plans[run["file"]]))
     return errors, gaps
 
 
@@ -265,6 +288,24 @@ def split(bringups):
     }
 
 
+def split_by_kind(bringups):
+    """{kind: the split of that kind's plans alone} where the bring-ups hold both kinds and each
+    has a plan measured twice; {} otherwise."""
+    kinds = {}
+    for kind in ("synchronous", "islands"):
+        part = [{k: v for k, v in b.items() if v[5] == kind} for b in bringups]
+        if sum(len(b) for b in part) == 0:
+            return {}
+        keys = {k for b in part for k in b}
+        if any(sum(k in b for b in part) > 1 for k in keys):
+            whole = split(part)
+            kinds[kind] = {f: whole[f] for f in ("plans_repeated", "degrees_of_freedom",
+                                                   "noise_sigma", "bias_rms",
+                                                   "mean_abs_per_bringup")}
+            kinds[kind]["mean_error"] = statistics.fmean(p["bias"] for p in whole["plans"])
+    return kinds if len(kinds) == 2 else {}
+
+
 def pct(x):
     return "" if x is None else f"{100 * x:+.1f}"
 
@@ -295,6 +336,12 @@ def print_markdown(result, names):
           f"mean |error| {100 * r['floor_mean_abs']:.1f} %, largest {100 * r['floor_max_abs']:.1f} %")
     print("mean |error| each bring-up shows: "
           + ", ".join(f"{100 * x:.1f}" for x in r["mean_abs_per_bringup"]) + " %")
+    for kind, k in r.get("kinds", {}).items():
+        label = "island" if kind == "islands" else kind
+        print(f"{label} plans alone: the model's own error {100 * k['bias_rms']:.1f} % (mean "
+              f"error {100 * k['mean_error']:+.1f} %), noise {100 * k['noise_sigma']:.1f} % "
+              f"({k['plans_repeated']} plans in two or more), mean |error| each bring-up shows: "
+              + ", ".join(f"{100 * x:.1f}" for x in k["mean_abs_per_bringup"]) + " %")
     for directory, missing in r["probe_gaps"].items():
         print(f"warning: {directory} lacks {', '.join(missing)}: its errors differ from the "
               "others' by that too, not by noise alone")
@@ -343,6 +390,7 @@ def main(argv):
                 gaps[d] = missing
     result = split(bringups)
     result["probe_gaps"] = gaps
+    result["kinds"] = split_by_kind(bringups)
     if as_json:
         result["directories"] = dirs
         json.dump(result, sys.stdout, indent=1)

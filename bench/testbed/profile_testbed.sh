@@ -9,7 +9,7 @@
 #        environment: MODEL (gpt2-tiny), SEQ (the model's seq_len), MBS (1,2,4), TPS ("1 2": the
 #        TP degrees, each where the host has the slots), ACROSS_CLASSES (0; 1: the 7 repeats
 #        taken in rounds over every class, then combined: combine_profiles.py), NETWORK (1; 0:
-#        the layers only, no OUT_DIR/network.json), BUSY_CORES (0; 1: while the layers are
+#        the layers only, no OUT_DIR/network.json), SAILOR (build/sailor), BUSY_CORES (0; 1: while the layers are
 #        profiled, every core runs a SCHED_IDLE spin loop, which takes only time no one else
 #        wants: a core whose device's quota stopped the ranks does not go idle, as in a run,
 #        whose other ranks keep the cores busy; docs/design/testbed.md, what was found)
@@ -17,7 +17,7 @@ set -euo pipefail
 [ $# -eq 3 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 cluster=$1 gpus=$2 out=$3
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-S="$here/build/sailor"
+S=${SAILOR:-$here/build/sailor}
 MODEL=${MODEL:-gpt2-tiny} MBS=${MBS:-1,2,4} TPS=${TPS:-1 2}
 model_file=$MODEL; [ -f "$model_file" ] || model_file=$here/data/models/$MODEL.json
 SEQ=${SEQ:-$(jq -r .seq_len "$model_file")}

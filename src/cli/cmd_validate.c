@@ -130,6 +130,19 @@ static void print_table(const struct sl_sim_env *env, const struct validate_args
 	       100 * v->time.median_abs, 100 * v->time.max_abs);
 	printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", "peak memory", 100 * v->memory.mean_abs,
 	       100 * v->memory.median_abs, 100 * v->memory.max_abs);
+	for (int kind = 0; v->kind_runs[1] > 0 && kind < 2; kind++) {
+		if (v->kind_runs[kind] == 0)
+			continue;
+		char label[64];
+		snprintf(label, sizeof(label), "%s time (%d)", kind ? "islands" : "synchronous",
+			 v->kind_runs[kind]);
+		printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", label, 100 * v->kind_time[kind].mean_abs,
+		       100 * v->kind_time[kind].median_abs, 100 * v->kind_time[kind].max_abs);
+		snprintf(label, sizeof(label), "%s memory", kind ? "islands" : "synchronous");
+		printf("%-22s %7.1f%% %7.1f%% %7.1f%%\n", label,
+		       100 * v->kind_memory[kind].mean_abs, 100 * v->kind_memory[kind].median_abs,
+		       100 * v->kind_memory[kind].max_abs);
+	}
 	if (v->skipped)
 		printf("(%d plan files without a measured real and max_mem (missing or 0) "
 		       "skipped)\n", v->skipped);

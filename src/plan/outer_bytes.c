@@ -146,11 +146,12 @@ static void count_group(struct counting *c, int k, int q, struct sl_outer_bytes 
 					sl_plan_replica(c->plan, k, c->member[i * c->Q + q]);
 				const struct sl_replica *rc =
 					sl_plan_replica(c->plan, k, c->member[ch * c->Q + q]);
+				int ji = c->member[i * c->Q + q], jc = c->member[ch * c->Q + q];
 				struct sl_outer_transfer t = {out->groups, 1, i, ch, zi, ri->gpu, zc,
-							      rc->gpu, c->chunk[ch]};
+							      rc->gpu, c->chunk[ch], k, ji, jc};
 				c->visit(c->visit_ctx, &t);
 				t = (struct sl_outer_transfer){out->groups, 2, ch, i, zc, rc->gpu, zi,
-							       ri->gpu, c->chunk[ch]};
+							       ri->gpu, c->chunk[ch], k, jc, ji};
 				c->visit(c->visit_ctx, &t);
 			}
 			out->class_bytes[sl_link_model_class_of(c->cat, zi, zc)] += c->chunk[ch];

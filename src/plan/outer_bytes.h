@@ -50,6 +50,7 @@ struct sl_outer_transfer {
 	int src_member, dst_member; /* their islands */
 	int src_zone, src_gpu, dst_zone, dst_gpu;
 	long long bytes;
+	int stage, src_pipeline, dst_pipeline; /* the two replicas: (stage, pipeline) */
 };
 typedef void (*sl_outer_bytes_visit_fn)(void *ctx, const struct sl_outer_transfer *t);
 

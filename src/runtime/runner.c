@@ -486,6 +486,12 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 		int stop = 0; /* agreed by every rank: the only flag a rank may act on */
 		if ((rc = run_step(w, step, &sched, &adamw, &loss, &lr, &norm, &stop, err)))
 			break;
+		/* islands: a stop is agreed over the world at round ends only; the agreement (where
+		 * an island that ran ahead waits for the others) is part of the round's last step */
+		if (sl_runner_islands_on(w) && sl_runner_islands_round_end(w, step) &&
+		    step + 1 < o->steps &&
+		    (rc = sl_runner_islands_agree_stop(w, stop_signal != 0, &stop, err)))
+			break;
 		double dt = sl_now_s() - t0;
 		w->times[T_STEP] += dt;
 		w->times[T_CPU] += sl_clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
@@ -507,11 +513,6 @@ static int train_loop(struct worker *w, long long start, json_t *train, struct s
 				      norm, dt, sl_runner_islands_tokens_per_step(w));
 		if (rank0)
 			sl_runner_islands_report(w, step);
-		/* islands: a stop is agreed over the world at round ends only */
-		if (sl_runner_islands_on(w) && sl_runner_islands_round_end(w, step) &&
-		    step + 1 < o->steps &&
-		    (rc = sl_runner_islands_agree_stop(w, stop_signal != 0, &stop, err)))
-			break;
 		int last = step + 1 == o->steps || stop;
 		if (step + 1 == o->steps && (rc = sl_runner_islands_finish(w, err)))
 			break;

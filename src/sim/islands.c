@@ -4,23 +4,43 @@
  * (plan/outer_bytes.h), timed on the network's links and priced at their egress; a round lasts
  * as long as the slowest island's inner steps plus what it waits on the exchange.
  *
- * Timing of a round's exchange: an outer group's member sends its transfers of a phase one after
+ * Timing of a round's exchange: a transfer takes its link's point-to-point time, and no less than
+ * the link's two-rank all-reduce rate at what the pair moves each way (both phases; the exchange
+ * loads a link both ways at once). An outer group's member sends its transfers of a phase one after
  * another (one link out of its host), so a phase lasts the longest member's sum; the two phases
- * follow each other; groups run side by side, the slowest sets the round's exchange time E.
- * A fragment's exchange takes E / F plus two link latencies of its own (the bytes split, the
- * messages do not). Without overlap every island waits for every fragment: stall = E plus the
- * latencies. With overlap tau, a fragment's exchange runs during the island's next tau inner
- * steps: island i waits max(0, E/F - tau t_i) per fragment, F per round. Every round ends with
- * the stop agreement over the world: one round trip of the slowest link between islands.
- * Memory: every rank holds two more copies of its parameter shard (global weights, outer
- * momentum) and the lane vector of a fragment being exchanged (with overlap, of every fragment
- * in flight at once: at most ceil((tau + 1) F / H_min), F at most). */
+ * follow each other; groups run side by side, the slowest sets the round's exchange time E. Groups
+ * whose members share a host (the cluster's placement, plan/placement.h: several pipelines of an
+ * island, or the TP lanes of a replica, on one host) share its link to a zone (the fits are per
+ * zone pair from a host; the testbed shapes each host's traffic per destination zone): a phase
+ * lasts at least the sum of every transfer that leaves one host for one zone in it.
+ * A fragment's exchange takes X = E / F plus two link latencies of its own (the bytes split, the
+ * messages do not).
+ * Without overlap every island waits for every fragment: stall = E plus the latencies. With
+ * overlap tau, a fragment's exchange runs during the island's next tau inner steps; but at the
+ * round end, before the stop agreement, the runtime finishes the first phase of every exchange
+ * still in flight and starts its second (sl_outer_sync_round_end: no island may be left waiting
+ * on a phase 1 while another is in the agreement), and the agreement's messages cross the links
+ * between islands behind that second phase's bytes (one queue per host and zone): an exchange in
+ * flight at the round end is over when the agreement is. Fragment f of island i is synced
+ * d = floor(f H_i / F) steps before its round end; when d < tau it is in flight there and the
+ * island stalls max(0, X - d t_i), else (it lands before the round end) max(0, X - tau t_i).
+ * Fragment 0 is synced at the round end itself, so with overlap its exchange is never hidden.
+ * Every round ends with the stop agreement over the world: one round trip of the slowest link
+ * between islands.
+ * Memory (runtime/outer_sync.c's buffers, all allocated at the start and used every round): every
+ * rank holds two more copies of its parameter shard (global weights, outer momentum) and one
+ * fragment's lane vector in fp32 (the scratch of the pseudo-gradient); a rank that carries a
+ * piece over the links between islands (the first Q pipelines of every island, Q the fewest of
+ * an island) holds, for every fragment, its piece encoded to send, the n chunks received, the
+ * averaged chunk and the n averaged chunks gathered: (3 + 1/n) pieces in the wire's bytes, the
+ * pieces of all fragments together being the lane over Q. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan/microbatch_share.h"
 #include "plan/outer_bytes.h"
+#include "plan/placement.h"
 #include "sim/internal.h"
 
 /* Island i's own plan: the plan's stages, the island's pipelines, their micro-batches. */
@@ -62,7 +82,32 @@ struct exchange {
 	double slowest_s;           /* over the groups so far: phase 1 + phase 2 */
 	double latency_s;           /* the largest link latency met */
 	double egress_usd;
+	const struct sl_role_table *roles; /* placed on the cluster's hosts; NULL: no cluster */
+	int hosts, zones;
+	double *host_phase_s;       /* [(phase * hosts + host) * zones + zone]: every group's sends
+				     * out of the host to the zone */
+	double *host_bytes;         /* [host * zones + zone]: every group's bytes out of the host
+				     * to the zone, both phases (a first visit counts them) */
 };
+
+/* The first visit: what leaves each host for each zone over the whole exchange. */
+static void count_host_bytes(void *ctx, const struct sl_outer_transfer *t)
+{
+	struct exchange *x = ctx;
+	int host = sl_role_of(x->roles, t->stage, t->src_pipeline, 0)->host;
+	if (host >= 0)
+		x->host_bytes[host * x->zones + t->dst_zone] += (double)t->bytes;
+}
+
+/* Groups that share a host share its link: each phase at least its busiest host's sends. */
+static void close_hosts(struct exchange *x)
+{
+	double p[2] = {0, 0};
+	for (int ph = 0; x->roles && ph < 2; ph++)
+		for (int i = 0; i < x->hosts * x->zones; i++)
+			p[ph] = fmax(p[ph], x->host_phase_s[ph * x->hosts * x->zones + i]);
+	x->slowest_s = fmax(x->slowest_s, p[0] + p[1]);
+}
 
 static void close_group(struct exchange *x)
 {
@@ -85,29 +130,61 @@ static void on_transfer(void *ctx, const struct sl_outer_transfer *t)
 	const struct sl_link_fit *fit = sl_network_fit(x->env->network, t->src_zone, t->src_gpu, 1,
 						       t->dst_zone, t->dst_gpu, 1);
 	double s = fit ? sl_link_send_time_s(fit, (double)t->bytes) : 0;
+	/* every transfer of the exchange has its reverse at the same time (the pair swaps chunks
+	 * in both phases): no faster than the two ranks' all-reduce measured between these zones at
+	 * what the link moves each way over the exchange (the pair's two phases; with a cluster,
+	 * every group's bytes from the host to the zone), as the replay model times rings that load
+	 * a link both ways (replay_collectives.c, both_ways_s: TCP's acknowledgements queue behind
+	 * the other direction's data, longer the longer both ways stay loaded) */
+	int host = x->roles ? sl_role_of(x->roles, t->stage, t->src_pipeline, 0)->host : -1;
+	double each_way = host >= 0 ? x->host_bytes[host * x->zones + t->dst_zone]
+				    : 2.0 * (double)t->bytes;
+	double gbps = sl_network_allreduce_gbps(x->env->network, t->src_zone, t->src_gpu,
+						t->dst_zone, t->dst_gpu, 0, each_way);
+	if (gbps > 0)
+		s = fmax(s, (double)t->bytes / 1e9 / gbps);
 	if (fit) /* the link's own delay beyond its fit; a fragment's messages pay it again */
 		x->latency_s = fmax(x->latency_s, fit->latency_s);
 	x->phase_s[t->phase - 1][t->src_member] += s;
+	if (host >= 0)
+		x->host_phase_s[((t->phase - 1) * x->hosts + host) * x->zones + t->dst_zone] += s;
 	x->egress_usd += 1e-9 * (double)t->bytes *
 			 sl_network_egress_usd_per_gb(x->env->network, t->src_zone, t->dst_zone);
 }
 
-/* The largest extra memory of a rank of island result r: two copies of its shard and the lane
- * vectors in flight. */
+/* The wire's bytes per value (runtime/outer_wire.h: int8 adds a 4-byte scale per 256 values). */
+static double wire_bytes_per_value(enum sl_islands_wire w)
+{
+	return w == SL_ISLANDS_WIRE_FP32 ? 4.0 : w == SL_ISLANDS_WIRE_BF16 ? 2.0 : 1.0 + 4.0 / 256;
+}
+
+/* The fewest pipelines of an island: Q, the pieces a lane is cut into. */
+static int fewest_island_pipelines(const struct sl_plan_islands *isl)
+{
+	int Q = isl->num_pipelines;
+	for (int i = 0; i < isl->count; i++) {
+		int m = 0;
+		for (int j = 0; j < isl->num_pipelines; j++)
+			m += isl->island_of[j] == i;
+		Q = m < Q ? m : Q;
+	}
+	return Q > 0 ? Q : 1;
+}
+
+/* The largest extra memory of a rank of island result r (the file's header): two copies of its
+ * shard, a fragment's lane in fp32, and a carrier's wire buffers of every fragment. */
 static void add_outer_memory(const struct sl_plan_islands *isl, struct sl_sim_result *r,
 			     double *extra_max)
 {
-	int h_min = isl->inner_steps[0];
-	for (int i = 1; i < isl->count; i++)
-		h_min = isl->inner_steps[i] < h_min ? isl->inner_steps[i] : h_min;
-	double F = isl->fragments;
-	double in_flight = isl->overlap_steps > 0
-				   ? fmin(F, ceil((isl->overlap_steps + 1) * F / h_min)) : 1;
+	double F = isl->fragments, n = isl->count, Q = fewest_island_pipelines(isl);
+	double wire_share = wire_bytes_per_value(isl->wire) / 4.0; /* of the fp32 bytes */
 	r->peak_memory_bytes = 0;
 	r->fits_memory = 1;
 	for (int k = 0; k < r->num_stages; k++) {
 		struct sl_sim_memory *m = &r->stages[k].memory;
-		double extra = 2 * m->params_bytes + m->params_bytes / F * in_flight;
+		double shard = m->params_bytes;
+		double extra = 2 * shard + shard / F + shard / (F * Q * n) /* the fp32 average */ +
+			       (3 + 1 / n) * wire_share * shard / Q;
 		*extra_max = fmax(*extra_max, extra);
 		m->buffers_bytes += extra;
 		m->total_bytes += extra;
@@ -157,12 +234,37 @@ static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan,
 {
 	const struct sl_plan_islands *isl = plan->islands;
 	struct exchange x = {.env = env, .n = isl->count};
+	struct sl_role_table roles;
+	memset(&roles, 0, sizeof(roles));
+	int rc = 0;
+	if (env->cluster) {
+		x.hosts = env->cluster->host_count;
+		x.zones = env->catalogue.zone_count;
+		x.host_phase_s = calloc((size_t)(3 * x.hosts * x.zones + 1), sizeof(double));
+		x.host_bytes = x.host_phase_s ? x.host_phase_s + 2 * x.hosts * x.zones : NULL;
+		rc = !x.host_phase_s ? sl_err_set(err, SL_ENOMEM, "out of memory") : 0;
+		if (!rc)
+			rc = sl_role_table_build(plan, G, &roles, err);
+		if (!rc)
+			rc = sl_placement_assign(&roles, env->cluster, &env->catalogue, err);
+		x.roles = rc ? NULL : &roles;
+	}
 	struct sl_outer_bytes b;
-	int rc = sl_outer_bytes_visit(plan, &env->model, G, d->seq_len, &env->catalogue,
-				      on_transfer, &x, &b, err);
+	if (!rc && x.roles)
+		rc = sl_outer_bytes_visit(plan, &env->model, G, d->seq_len, &env->catalogue,
+					  count_host_bytes, &x, &b, err);
+	if (!rc)
+		rc = sl_outer_bytes_visit(plan, &env->model, G, d->seq_len, &env->catalogue,
+					  on_transfer, &x, &b, err);
+	if (!rc) {
+		close_group(&x);
+		close_hosts(&x);
+	}
+	if (env->cluster)
+		sl_role_table_free(&roles);
+	free(x.host_phase_s);
 	if (rc)
 		return rc;
-	close_group(&x);
 	for (int c = 0; c < SL_LINK_CLASSES; c++)
 		d->class_bytes[c] = (double)b.class_bytes[c];
 	d->bytes_per_round = (double)b.total_bytes;
@@ -176,7 +278,14 @@ static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan,
 	for (int i = 0; i < d->count; i++) {
 		struct sl_sim_island *s = &d->island[i];
 		double hide = isl->overlap_steps * s->step_s;
-		s->stall_s = F * fmax(0, d->fragment_exchange_s - hide);
+		s->stall_s = 0;
+		for (int f = 0; f < isl->fragments; f++) {
+			/* synced `before` steps before the round end; in flight there if it lands
+			 * after it, and then over by the end of the round's stop agreement */
+			int before = (int)((long long)f * isl->inner_steps[i] / isl->fragments);
+			double hidden_by = before < isl->overlap_steps ? before * s->step_s : hide;
+			s->stall_s += fmax(0, d->fragment_exchange_s - hidden_by);
+		}
 		d->round_s = fmax(d->round_s, s->compute_s + s->stall_s);
 	}
 	d->round_s += 2 * lat; /* the stop agreement at the round end */

@@ -84,7 +84,8 @@ static void record_run(struct sl_validation_run *r, const char *name, const stru
 	r->stages = plan->num_stages;
 	r->pipelines = plan->num_pipelines;
 	r->micro_batch = plan->micro_batch;
-	r->global_batch = res->global_batch;
+	/* an island plan's result describes island 0's step; the plan's batch is the whole */
+	r->global_batch = plan->islands ? plan->global_batch : res->global_batch;
 	r->real_s = plan->measured.real_s;
 	r->sim_s = res->iteration_time_s;
 	r->time_error = (r->sim_s - r->real_s) / r->real_s;
@@ -93,6 +94,7 @@ static void record_run(struct sl_validation_run *r, const char *name, const stru
 	r->memory_error = (r->sim_mem_bytes - r->real_mem_bytes) / r->real_mem_bytes;
 	r->red_grads_s = plan->measured.has_red_grads ? plan->measured.red_grads_s : 0.0;
 	r->sim_dp_sync_s = res->dp_sync_s;
+	r->islands = plan->islands ? plan->islands->count : 1;
 }
 
 /* Every named plan file of dir simulated into out->runs (room for n), those without a measured
@@ -133,18 +135,33 @@ static int simulate_runs(const struct sl_sim_env *env, const char *dir, char **n
 	return rc;
 }
 
-/* The summaries of |relative error| of iteration time and of peak memory. */
+/* The summaries of |relative error| of iteration time and of peak memory: of every run, and of
+ * each kind's (synchronous, islands). */
 static int summarise_runs(struct sl_validation *out, struct sl_err *err)
 {
-	double *te = malloc((size_t)out->run_count * 2 * sizeof(double));
+	int n = out->run_count;
+	double *te = malloc((size_t)n * 2 * sizeof(double));
 	if (!te)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
-	for (int i = 0; i < out->run_count; i++) {
+	for (int i = 0; i < n; i++) {
 		te[i] = out->runs[i].time_error;
-		te[out->run_count + i] = out->runs[i].memory_error;
+		te[n + i] = out->runs[i].memory_error;
 	}
-	out->time = summarise(te, out->run_count);
-	out->memory = summarise(te + out->run_count, out->run_count);
+	out->time = summarise(te, n);
+	out->memory = summarise(te + n, n);
+	for (int kind = 0; kind < 2; kind++) {
+		int m = 0;
+		for (int i = 0; i < n; i++) {
+			if ((out->runs[i].islands > 1) != kind)
+				continue;
+			te[m] = out->runs[i].time_error;
+			te[n + m] = out->runs[i].memory_error;
+			m++;
+		}
+		out->kind_runs[kind] = m;
+		out->kind_time[kind] = summarise(te, m);
+		out->kind_memory[kind] = summarise(te + n, m);
+	}
 	free(te);
 	return 0;
 }
@@ -217,6 +234,7 @@ json_t *sl_validation_to_json(const struct sl_sim_env *env, const struct sl_vali
 		json_object_set_new(x, "real_memory_bytes", json_real(r->real_mem_bytes));
 		json_object_set_new(x, "simulated_memory_bytes", json_real(r->sim_mem_bytes));
 		json_object_set_new(x, "memory_error", json_real(r->memory_error));
+		json_object_set_new(x, "islands", json_integer(r->islands));
 		json_array_append_new(runs, x);
 	}
 	json_object_set_new(o, "runs", runs);
@@ -225,6 +243,13 @@ json_t *sl_validation_to_json(const struct sl_sim_env *env, const struct sl_vali
 	json_object_set_new(s, "skipped_files", json_integer(v->skipped));
 	json_object_set_new(s, "time", summary_json(&v->time));
 	json_object_set_new(s, "memory", summary_json(&v->memory));
+	for (int kind = 0; v->kind_runs[1] > 0 && kind < 2; kind++) {
+		json_t *k = json_object();
+		json_object_set_new(k, "runs", json_integer(v->kind_runs[kind]));
+		json_object_set_new(k, "time", summary_json(&v->kind_time[kind]));
+		json_object_set_new(k, "memory", summary_json(&v->kind_memory[kind]));
+		json_object_set_new(s, kind ? "islands" : "synchronous", k);
+	}
 	json_object_set_new(o, "summary", s);
 	return o;
 }

@@ -2,7 +2,8 @@
 # bench/testbed/error_split.py, the split of the model's error over bring-ups into what stays
 # with a plan (bias) and what moves between bring-ups (noise): on copies of the geo3 set whose
 # measured times are changed by known factors, it finds the noise and bias those factors make,
-# matches plans by what they are (not by file name), reads a loop run's layout, and names what
+# matches plans by what they are (not by file name; an islands section is part of it, and the
+# split is made per kind), reads a loop run's layout, and names what
 # is wrong with bad input.
 set -u
 cd "$(dirname "$0")/../.."
@@ -91,4 +92,20 @@ expect_error "plans of two models in one bring-up" 1 "plans of several models" -
 mkdir -p "$work/once/env" && cp -r "$set/env/." "$work/once/env/"
 jq '.global_batch = 32' "$set/v01-p1-d1-fast.json" >"$work/once/only.json"
 expect_error "no plan measured twice" 1 "no plan was measured in two bring-ups" -- "${split[@]}" "$set" "$work/once"
+# island plans: the islands section is part of what a plan is (another H is another plan), and
+# the split is made for each kind too: island plans 10 % slower in one copy move their noise only
+isl=data/validation/testbed-isl3-gpt2tiny-islands
+mkdir -p "$work/isl-a" "$work/isl-b"
+cp -r "$isl/env" "$work/isl-a/env" && cp -r "$isl/env" "$work/isl-b/env"
+for f in "$isl"/*.json; do
+	cp "$f" "$work/isl-a/"
+	jq 'if (.islands.pipelines // [] | length) > 1 then .measured.iteration_s *= 1.1 else . end' \
+		"$f" >"$work/isl-b/$(basename "$f")"
+done
+jq '.islands.inner_steps = 5' "$isl/i01-3isl-h4-fp32.json" >"$work/isl-b/i01-3isl-h4-fp32.json"
+split --json "$work/isl-a" "$work/isl-b" >"$work/isl.json" || die "error_split.py failed on island sets"
+check "an island plan with another H is another plan (12 of 13 matched)" \
+	'[ "$(jq .plans_repeated "$work/isl.json")" -eq 12 ]'
+check "split by kind: synchronous plans without noise, island plans with it" \
+	'jq -e ".kinds.synchronous.noise_sigma == 0 and .kinds.islands.noise_sigma > 0.02" "$work/isl.json" >/dev/null'
 finish

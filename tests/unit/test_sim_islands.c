@@ -2,8 +2,11 @@
  * islands of one pipeline each, in two regions. An island's inner step is the synchronous plan
  * of its own pipelines, simulated alone; the round's exchange is two phases of one chunk (half
  * the model, in the wire's bytes) each way, timed on the link's fit; the round is the slowest
- * island's H steps plus what overlap does not hide, plus the stop agreement; a rank holds two
- * more copies of its shard and the fragments in flight; egress is the exchange's bytes at the
+ * island's H steps plus what overlap does not hide (fragment 0, synced at the round end, is in
+ * flight there and over with the stop agreement: never hidden), plus the stop agreement; a rank
+ * holds two more copies of its
+ * shard, a fragment's lane in fp32 and the wire buffers of every fragment; egress is the
+ * exchange's bytes at the
  * link's price; the sosp25 cost model refuses. */
 #include <math.h>
 #include <setjmp.h>
@@ -97,7 +100,10 @@ static void round_matches_closed_form(void **state)
 	assert_true(fabs(d.fragment_exchange_s - frag) < 1e-12);
 	double round = 0;
 	for (int i = 0; i < 2; i++) {
-		double stall = F * fmax(0, frag - tau * d.island[i].step_s);
+		/* fragment 0 is synced at the round end, in flight there and over with the stop
+		 * agreement (whose messages queue behind it); fragment 1, synced H / 2 = 5 steps
+		 * before it, lands before it */
+		double stall = frag + fmax(0, frag - tau * d.island[i].step_s);
 		assert_true(fabs(d.island[i].stall_s - stall) < 1e-12);
 		round = fmax(round, H * d.island[i].step_s + stall);
 	}
@@ -105,9 +111,10 @@ static void round_matches_closed_form(void **state)
 	assert_true(fabs(d.round_s - round) < 1e-12);
 	assert_true(fabs(res.iteration_time_s - round / H) < 1e-12);
 	assert_true(fabs(res.tokens_per_s - 8.0 * env->model.seq_len * H / round) < 1e-6);
-	/* memory: two copies of the shard and the fragments in flight, ceil((tau + 1) F / H) */
+	/* memory: two copies of the shard, a fragment's lane in fp32 and its chunk's average, and
+	 * (fp32, Q = 1, n = 2) 3 + 1/2 encoded pieces of the whole lane */
 	double shard = alone.stages[0].memory.params_bytes;
-	double extra = 2 * shard + shard / F * ceil((tau + 1.0) * F / H);
+	double extra = 2 * shard + shard / F + shard / (F * 2) + 3.5 * shard;
 	assert_true(fabs(d.outer_memory_bytes - extra) < 1.0);
 	assert_true(fabs(d.island[0].peak_memory_bytes - (alone.peak_memory_bytes + extra)) < 1.0);
 	/* egress: the exchange's bytes at the link's price, per round */
@@ -137,9 +144,9 @@ static void wire_and_overlap_change_what_they_should(void **state)
 	double ratio = b.bytes_per_round / a.bytes_per_round;
 	assert_true(ratio > 0.25 && ratio < 0.26);
 	assert_true(b.exchange_s < a.exchange_s);
-	/* enough overlap hides the exchange entirely */
-	if (40 * c.island[0].step_s >= c.fragment_exchange_s)
-		assert_true(c.island[0].stall_s == 0);
+	/* overlap hides nothing of one fragment: it is synced at the round end, where the stop
+	 * agreement waits behind it */
+	assert_true(fabs(c.island[0].stall_s - c.fragment_exchange_s) < 1e-12);
 	assert_true(c.round_s <= b.round_s);
 	/* no per-step sync between the islands: the island plan's step beats the synchronous
 	 * plan's, whose gradients cross the continent every step */
