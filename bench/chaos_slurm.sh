@@ -6,9 +6,9 @@
 # cpu-fast dynamic node not yet started), the controller started (checkpoint every 10 steps), then
 # up to CHAOS_FAULTS faults (default 8), each at a random moment (half the time 0.5-4 s after the
 # one before, half the time once the run has trained 3-25 more steps) and of a kind drawn at random:
-#   node_kill        every process of a node's namespace killed with SIGKILL (its slurmd,
-#                    slurmstepd, ranks: bench_slurm_node_death.sh's kill); it stays down until a
-#                    resume picks it
+#   node_kill        every process of a node's namespace (one of the running job's nodes when
+#                    there is a job) killed with SIGKILL: its slurmd, slurmstepd, ranks
+#                    (bench_slurm_node_death.sh's kill); it stays down until a resume picks it
 #   drain            scontrol update nodename=X state=drain
 #   resume           a drained or killed node back: a killed one's slurmd started again
 #                    (scripts/testbed slurmd), then scontrol update nodename=X state=resume
@@ -91,6 +91,7 @@ up_nodes() { local n; for n in "${nodes[@]}"; do [ "${state[$n]}" = up ] && echo
 back_nodes() { local n; for n in "${nodes[@]}"; do case ${state[$n]} in drained | killed) echo "$n" ;; esac; done; }
 pick() { local a=("$@"); n=${a[RANDOM % $#]}; }  # n: one of its arguments, at random (no subshell: the draws stay the seed's)
 log() { echo "$(date +%T) $*" >>"$ep/faults"; }
+note() { echo "$(date +%T) $*" >>"$ep/notes"; }
 # inject KIND: the fault, or status 1 when it does not apply now
 inject() {
 	local n pids
@@ -98,7 +99,10 @@ inject() {
 	node_kill | drain)
 		mapfile -t ups < <(up_nodes)
 		[ "${#ups[@]}" -ge 2 ] || return 1
-		pick "${ups[@]}"
+		# a node of the running job when there is one (its ranks die with it), else any
+		mapfile -t busy < <(for j in $(timeout 10 scontrol show hostnames "$(timeout 10 squeue -h -p $TB -t R -o %N | tr '\n' ',')" 2>/dev/null); do
+			[ "${state[$j]:-}" = up ] && echo "$j"; done)
+		if [ "${#busy[@]}" -ge 1 ]; then pick "${busy[@]}"; else pick "${ups[@]}"; fi
 		if [ "$1" = drain ]; then
 			scontrol update nodename="$n" state=drain reason=sailor-chaos || return 1
 			state[$n]=drained
@@ -112,16 +116,16 @@ inject() {
 		[ "${#backs[@]}" -ge 1 ] || return 1
 		pick "${backs[@]}"
 		if [ "${state[$n]}" = killed ]; then
-			scripts/testbed slurmd "$desc" "$n" >>"$ep/testbed.log" 2>&1 || { log "slurmd of $n did not start"; return 1; }
+			scripts/testbed slurmd "$desc" "$n" >>"$ep/testbed.log" 2>&1 || { note "slurmd of $n did not start"; return 1; }
 			sleep 1  # its registration
 		fi
 		scontrol update nodename="$n" state=resume >>"$ep/testbed.log" 2>&1 ||
-			log "scontrol resume $n: $(tail -n 1 "$ep/testbed.log")"
+			note "scontrol resume $n: $(tail -n 1 "$ep/testbed.log") (Slurm had not marked it down yet)"
 		state[$n]=up ;;
 	join)
 		[ "${state[dy0]}" = absent ] || return 1
 		n=dy0
-		scripts/testbed slurmd "$desc" dy0 >>"$ep/testbed.log" 2>&1 || { log "dy0 did not start"; return 1; }
+		scripts/testbed slurmd "$desc" dy0 >>"$ep/testbed.log" 2>&1 || { note "dy0 did not start"; return 1; }
 		state[dy0]=up ;;
 	controller_kill)
 		n=controller
@@ -224,7 +228,7 @@ sys.exit(0 if s == list(range(1, n + 1)) else print("steps.jsonl: %d lines, miss
 	cat "$ep/run/events.jsonl" >>"$work/all-events.jsonl" 2>/dev/null
 	if [ -n "${CHAOS_KEEP:-}" ]; then # the episode's logs, for a closer look
 		mkdir -p "$CHAOS_KEEP/ep$e"
-		cp -r "$ep/run" "$ep/err" "$ep/faults" "$ep/compare" "$CHAOS_KEEP/ep$e/" 2>/dev/null
+		cp -r "$ep/run" "$ep/err" "$ep/faults" "$ep/notes" "$ep/compare" "$CHAOS_KEEP/ep$e/" 2>/dev/null
 	fi
 done
 echo "faults injected:"
