@@ -104,7 +104,8 @@ int sl_slurm_exec(char *const argv[], double timeout_s, char **out, int *status,
 		  struct sl_err *err);
 
 /* `scancel` of every job named name (signal NULL: cancel; else e.g. "TERM", "KILL" to the
- * job's steps). 0 when scancel ran and succeeded. */
+ * steps of those running, none to a job still pending: it has no task yet, and scancel would
+ * retry it for minutes). 0 when scancel ran and succeeded. */
 int sl_slurm_cancel_name(const char *name, const char *signal, struct sl_err *err);
 
 /* How many jobs named name squeue still lists (-1 when squeue fails). */
