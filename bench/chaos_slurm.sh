@@ -4,8 +4,8 @@
 # 120) at the default learning rate. Each episode: a fresh testbed (scripts/testbed up --slurm:
 # fa0, fa1 cpu-fast in us-central1-a, sb0 cpu-slow in us-central1-b, two devices each, and dy0, a
 # cpu-fast dynamic node not yet started), the controller started (checkpoint every 10 steps), then
-# up to CHAOS_FAULTS faults (default 8), each at a random moment (half the time 0.5-4 s after the
-# one before, half the time once the run has trained 3-25 more steps) and of a kind drawn at random:
+# up to CHAOS_FAULTS faults (default 8), each at a random moment (half the time 0.3-3 s after the
+# one before, half the time once the run has trained 2-20 more steps) and of a kind drawn at random:
 #   node_kill        every process of a node's namespace (one of the running job's nodes when
 #                    there is a job) killed with SIGKILL: its slurmd, slurmstepd, ranks
 #                    (bench_slurm_node_death.sh's kill); it stays down until a resume picks it
@@ -141,15 +141,15 @@ last_step() {
 	l=$(tail -n 1 "$ep/run/steps.jsonl" 2>/dev/null | grep -o '"step":[0-9]*' | grep -o '[0-9]*$')
 	echo "${l:-0}"
 }
-# the moment of the next fault: half the time 0.5-4 s from now, half the time once the run is
-# 3-25 steps further than now (at most 15 s: a run that is not training then gets it anyway),
+# the moment of the next fault: half the time 0.3-3 s from now, half the time once the run is
+# 2-20 steps further than now (at most 15 s: a run that is not training then gets it anyway),
 # so that faults land in training as well as in the starts and stops around it
 wait_moment() {
 	local r=$RANDOM target i
 	if [ $((RANDOM % 2)) -eq 0 ]; then
-		sleep "$(awk -v r=$r 'BEGIN { printf "%.2f", 0.5 + 3.5 * r / 32768 }')"
+		sleep "$(awk -v r=$r 'BEGIN { printf "%.2f", 0.3 + 2.7 * r / 32768 }')"
 	else
-		target=$(($(last_step) + 3 + r % 23))
+		target=$(($(last_step) + 2 + r % 19))
 		for ((i = 0; i < 150; i++)); do
 			[ "$(last_step)" -lt "$target" ] && kill -0 "$ctl" 2>/dev/null || break
 			sleep 0.1
@@ -222,7 +222,8 @@ sys.exit(0 if s == list(range(1, n + 1)) else print("steps.jsonl: %d lines, miss
 	[ -z "$left" ] || { problems+=("processes left after testbed down: $left"); kill -9 $left 2>/dev/null; }
 	fails=$(grep -c '"event":"failure"' "$ep/run/events.jsonl" 2>/dev/null)
 	gens=$(grep -c '"event":"generation_start"' "$ep/run/events.jsonl" 2>/dev/null)
-	echo "episode $e (seed $((seed0 + e - 1))): $(($(date +%s) - ep_start)) s; faults: $(cut -d' ' -f2- "$ep/faults" 2>/dev/null | tr '\n' ',' | sed 's/,$//; s/,/, /g'); $gens generations, $fails failures (steps lost: ${lost:-none}), restarts' steps to rerun: ${rer:-none}; ${#problems[@]} failed checks"
+	worst=$(awk '/^losses:/ { l = $NF } /^value:/ { v = $NF } END { if (l != "") printf "; worst loss difference %s, weights %s", l, v }' "$ep/compare")
+	echo "episode $e (seed $((seed0 + e - 1))): $(($(date +%s) - ep_start)) s; faults: $(cut -d' ' -f2- "$ep/faults" 2>/dev/null | tr '\n' ',' | sed 's/,$//; s/,/, /g'); $gens generations, $fails failures (steps lost: ${lost:-none}), restarts' steps to rerun: ${rer:-none}$worst; ${#problems[@]} failed checks"
 	for p in "${problems[@]}"; do echo "  FAIL: $p"; done
 	failed_checks=$((failed_checks + ${#problems[@]}))
 	cat "$ep/run/events.jsonl" >>"$work/all-events.jsonl" 2>/dev/null
