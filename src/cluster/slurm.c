@@ -473,6 +473,23 @@ int sl_slurm_cancel_name(const char *name, const char *signal, struct sl_err *er
 	return rc;
 }
 
+int sl_slurm_cancel_pending(const char *name, struct sl_err *err)
+{
+	char opt_name[300];
+	snprintf(opt_name, sizeof(opt_name), "--name=%s", name);
+	char *argv[] = {"scancel", opt_name, "--state=PENDING", NULL};
+	char *text = NULL;
+	int status = 0;
+	int rc = sl_slurm_exec(argv, 30, &text, &status, err);
+	if (!rc && status != 0) {
+		char line[300];
+		rc = sl_err_set(err, SL_EIO, "slurm: scancel --name=%s --state=PENDING failed: %s",
+				name, first_line(text, line, sizeof(line)));
+	}
+	free(text);
+	return rc;
+}
+
 int sl_slurm_jobs_named(const char *name)
 {
 	char opt_name[300];

@@ -108,6 +108,10 @@ int sl_slurm_exec(char *const argv[], double timeout_s, char **out, int *status,
  * retry it for minutes). 0 when scancel ran and succeeded. */
 int sl_slurm_cancel_name(const char *name, const char *signal, struct sl_err *err);
 
+/* `scancel` of the jobs named name that are still pending (none of their tasks started: nothing
+ * to stop gracefully). 0 when scancel ran and succeeded. */
+int sl_slurm_cancel_pending(const char *name, struct sl_err *err);
+
 /* How many jobs named name squeue still lists (-1 when squeue fails). */
 int sl_slurm_jobs_named(const char *name);
 

@@ -173,7 +173,8 @@ static void slurmd_probe_answers_and_refusals(void **state)
 
 /* scancel (a stand-in first on PATH that writes its arguments): a signal goes to running jobs
  * only (scancel retries a signal to a pending job for minutes: bench/chaos_slurm.sh found the
- * controller held 30 s by it); a cancel takes every job of the name, pending ones too. */
+ * controller held 30 s by it); a cancel takes every job of the name, pending ones too; the
+ * pending ones alone can be cancelled (a stop of a job that has not started). */
 static void a_signal_goes_to_running_jobs_only(void **state)
 {
 	(void)state;
@@ -203,6 +204,12 @@ static void a_signal_goes_to_running_jobs_only(void **state)
 	assert_non_null(fgets(line, sizeof(line), f));
 	fclose(f);
 	assert_string_equal(line, "--name=sailor-run-7\n");
+	assert_int_equal(sl_slurm_cancel_pending("sailor-run-7", &err), 0);
+	f = fopen(args, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_string_equal(line, "--name=sailor-run-7 --state=PENDING\n");
 	setenv("PATH", old_path, 1);
 	unlink(args);
 	unlink(script);
