@@ -9,7 +9,8 @@
 # losses and final checkpoint equal `sailor train` within 1e-5 (tests/runtime/compare_runs.py),
 # and no process of the episode is left. It reports faults injected per kind, recoveries
 # (generations started after a failure or a restart), steps lost per failure, and the checks.
-# (The testbed is not used yet; see issue 20.) Run by `make bench` without MINUTES: skips.
+# (The testbed is not used here; under Slurm on the testbed, with node kills, drains, resumes,
+# joins and controller kills: bench/chaos_slurm.sh.) Run by `make bench` without MINUTES: skips.
 # Exit status: 0 when every check passed.
 set -u
 cd "$(dirname "$0")/.."

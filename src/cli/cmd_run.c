@@ -248,6 +248,13 @@ static int start_and_watch(const struct sl_launch_cmd *cmd, struct watch *w, str
 			struct sl_err e = {0};
 			if (sl_slurm_cancel_name(slurm_job, "TERM", &e))
 				sl_log_warn("%s", e.msg);
+			/* a job still queued (a node it needs is drained or busy) has no task to
+			 * stop and may wait forever, srun with it: nothing ran, so it is cancelled
+			 * (bench/chaos_slurm.sh: a launcher whose controller was killed waited so,
+			 * holding the run directory from the next controller) */
+			e = (struct sl_err){0};
+			if (sl_slurm_cancel_pending(slurm_job, &e))
+				sl_log_warn("%s", e.msg);
 			forwarded = 1;
 			forwarded_s = sl_now_s();
 		} else if (launcher_signal && !forwarded) {

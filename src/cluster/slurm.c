@@ -456,7 +456,11 @@ int sl_slurm_cancel_name(const char *name, const char *signal, struct sl_err *er
 	char opt_name[300], opt_sig[64];
 	snprintf(opt_name, sizeof(opt_name), "--name=%s", name);
 	snprintf(opt_sig, sizeof(opt_sig), "--signal=%s", signal ? signal : "");
-	char *argv[] = {"scancel", opt_name, signal ? opt_sig : NULL, NULL};
+	/* a signal reaches running jobs only: a pending one has no task to get it, and scancel
+	 * answers Slurm's "try again later" for it by retrying for minutes (measured: 22.05 held
+	 * the caller the whole 30 s below, with nothing printed) */
+	char *argv[] = {"scancel", opt_name, signal ? opt_sig : NULL, signal ? "--state=RUNNING" : NULL,
+			NULL};
 	char *text = NULL;
 	int status = 0;
 	int rc = sl_slurm_exec(argv, 30, &text, &status, err);
@@ -464,6 +468,23 @@ int sl_slurm_cancel_name(const char *name, const char *signal, struct sl_err *er
 		char line[300];
 		rc = sl_err_set(err, SL_EIO, "slurm: scancel --name=%s failed: %s", name,
 				first_line(text, line, sizeof(line)));
+	}
+	free(text);
+	return rc;
+}
+
+int sl_slurm_cancel_pending(const char *name, struct sl_err *err)
+{
+	char opt_name[300];
+	snprintf(opt_name, sizeof(opt_name), "--name=%s", name);
+	char *argv[] = {"scancel", opt_name, "--state=PENDING", NULL};
+	char *text = NULL;
+	int status = 0;
+	int rc = sl_slurm_exec(argv, 30, &text, &status, err);
+	if (!rc && status != 0) {
+		char line[300];
+		rc = sl_err_set(err, SL_EIO, "slurm: scancel --name=%s --state=PENDING failed: %s",
+				name, first_line(text, line, sizeof(line)));
 	}
 	free(text);
 	return rc;

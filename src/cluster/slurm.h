@@ -104,8 +104,13 @@ int sl_slurm_exec(char *const argv[], double timeout_s, char **out, int *status,
 		  struct sl_err *err);
 
 /* `scancel` of every job named name (signal NULL: cancel; else e.g. "TERM", "KILL" to the
- * job's steps). 0 when scancel ran and succeeded. */
+ * steps of those running, none to a job still pending: it has no task yet, and scancel would
+ * retry it for minutes). 0 when scancel ran and succeeded. */
 int sl_slurm_cancel_name(const char *name, const char *signal, struct sl_err *err);
+
+/* `scancel` of the jobs named name that are still pending (none of their tasks started: nothing
+ * to stop gracefully). 0 when scancel ran and succeeded. */
+int sl_slurm_cancel_pending(const char *name, struct sl_err *err);
 
 /* How many jobs named name squeue still lists (-1 when squeue fails). */
 int sl_slurm_jobs_named(const char *name);

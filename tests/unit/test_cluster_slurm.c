@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cluster/catalogue.h"
@@ -170,6 +171,51 @@ static void slurmd_probe_answers_and_refusals(void **state)
 	assert_int_equal(found[0], SL_SLURM_HEALTH_REFUSED);
 }
 
+/* scancel (a stand-in first on PATH that writes its arguments): a signal goes to running jobs
+ * only (scancel retries a signal to a pending job for minutes: bench/chaos_slurm.sh found the
+ * controller held 30 s by it); a cancel takes every job of the name, pending ones too; the
+ * pending ones alone can be cancelled (a stop of a job that has not started). */
+static void a_signal_goes_to_running_jobs_only(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/sailor-test-scancel-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char script[96], args[96], path[8300], line[256] = "", old_path[8192];
+	snprintf(script, sizeof(script), "%s/scancel", dir);
+	snprintf(args, sizeof(args), "%s/args", dir);
+	FILE *f = fopen(script, "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\necho \"$*\" >'%s'\n", args);
+	fclose(f);
+	assert_int_equal(chmod(script, 0755), 0);
+	snprintf(old_path, sizeof(old_path), "%s", getenv("PATH") ? getenv("PATH") : "/usr/bin");
+	snprintf(path, sizeof(path), "%s:%s", dir, old_path);
+	setenv("PATH", path, 1);
+	struct sl_err err = {0};
+	assert_int_equal(sl_slurm_cancel_name("sailor-run-7", "USR2", &err), 0);
+	f = fopen(args, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_string_equal(line, "--name=sailor-run-7 --signal=USR2 --state=RUNNING\n");
+	assert_int_equal(sl_slurm_cancel_name("sailor-run-7", NULL, &err), 0);
+	f = fopen(args, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_string_equal(line, "--name=sailor-run-7\n");
+	assert_int_equal(sl_slurm_cancel_pending("sailor-run-7", &err), 0);
+	f = fopen(args, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_string_equal(line, "--name=sailor-run-7 --state=PENDING\n");
+	setenv("PATH", old_path, 1);
+	unlink(args);
+	unlink(script);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +224,7 @@ int main(void)
 		cmocka_unit_test(cluster_and_pool),
 		cmocka_unit_test(bad_features_are_named),
 		cmocka_unit_test(slurmd_probe_answers_and_refusals),
+		cmocka_unit_test(a_signal_goes_to_running_jobs_only),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
