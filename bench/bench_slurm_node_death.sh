@@ -9,8 +9,8 @@
 #   detect   kill -> the controller's node_death event
 #   plan     the re-plan without the node
 #   stop     the rest from the node_death event to the next generation's start: the job ended
-#            on every node (launcher killed, scancel --signal=USR2, node marked down, squeue
-#            empty), the generation reaped
+#            on every node (scancel --signal=USR2, node marked down, scancel, srun gone, squeue
+#            empty, launcher killed), the generation reaped
 #   start    the next generation's srun, MPI start and set-up, less the load
 #   load     its checkpoint load
 #   step     its first step

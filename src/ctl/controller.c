@@ -199,6 +199,7 @@ static int loop(struct ctl *c, struct sl_err *err)
 			}
 			sl_ctl_probe_check(c, now);
 			sl_ctl_node_death_watch(c, now);
+			sl_ctl_node_death_end(c, now);
 			if (c->stop != STOP_NONE && !c->gen.killed &&
 			    now - c->gen.term_sent_s > c->o->stop_timeout_s)
 				sl_ctl_gen_kill(&c->gen);

@@ -86,6 +86,7 @@ struct ctl {
 	unsigned char node_alive[SL_CTL_MAX_HOSTS]; /* slurmd answered a confirmation */
 	int node_refusals[SL_CTL_MAX_HOSTS]; /* the watch's refusals in a row, per host */
 	double node_watch_s;          /* the watch's last look */
+	double node_end_poll_s;       /* sl_ctl_node_death_end's last squeue */
 	int dead_nodes[16];           /* cluster indices, in the order found */
 	int dead_node_count;
 	char last_error[512];
@@ -202,6 +203,12 @@ void sl_ctl_node_death_pool(struct ctl *c);
  * (reason naming how, what said they were lost) and leaves them out. Returns how many died. */
 int sl_ctl_node_death_confirm(struct ctl *c, const int *hosts, int n, const char *how);
 
+/* A generation whose nodes died is not killed with its job's tasks: its srun takes their ends
+ * and leaves (sl_ctl_slurm_kill_tasks says why). Every NODE_END_POLL_S: once squeue no longer
+ * lists its job (nothing of it runs on any node), or NODE_END_WAIT_S after the kill, the
+ * launcher and whatever is left of srun are killed. */
+void sl_ctl_node_death_end(struct ctl *c, double now_s);
+
 /* ---- status (status_publish.c) ---- */
 
 /* Hands /status and /metrics their texts (nothing without --http). */
@@ -216,14 +223,21 @@ void sl_ctl_pool_event(struct ctl *c, const char *type);
  * "generation N: " when say_generation, if that fails). Nothing without --slurm. */
 void sl_ctl_slurm_end_job(const struct ctl *c, int say_generation);
 
-/* Slurm: the running generation's job ended now, on every node: its launcher and srun killed,
- * then SIGUSR2 to every task (`scancel --signal=USR2`; the ranks leave its default action,
- * termination, in place). Not a cancel: the ranks left by a dead node block in MPI and
- * cannot checkpoint, and a cancelled job's tasks get SIGTERM (which they answer by finishing a
- * step that never ends) and SIGKILL only KillWait later (30 s by default); `scancel
- * --signal=KILL` is a cancel too. Call before the node is marked down (a job killed for a
- * node failure takes no more signals). Nothing without --slurm. */
-void sl_ctl_slurm_kill_job(struct ctl *c);
+/* Slurm: every task of the running generation's job killed now, on every node, by SIGUSR2
+ * (`scancel --signal=USR2`; the ranks leave its default action, termination, in place). Not a
+ * cancel: the ranks left by a dead node block in MPI and cannot checkpoint, and a cancelled
+ * job's tasks get SIGTERM (which they answer by finishing a step that never ends) and SIGKILL
+ * only KillWait later (30 s by default); `scancel --signal=KILL` is a cancel too. srun is left
+ * alive: each node's slurmstepd tells it of its tasks' ends, and with srun gone it retries that
+ * for ~2.3 s (0.1 s doubling to 0.8 s, 5 times) before the node is free for the next job.
+ * Call before the node is marked down (a job killed for a node failure takes no more signals).
+ * Nothing without --slurm. */
+void sl_ctl_slurm_kill_tasks(struct ctl *c);
+
+/* Slurm: the running generation's job cancelled (`scancel --name`), without waiting: after
+ * sl_ctl_slurm_kill_tasks and the dead nodes marked down, what is left of it ends in a moment
+ * (sl_ctl_node_death_end waits for that). Nothing without --slurm. */
+void sl_ctl_slurm_cancel_job(struct ctl *c);
 
 /* Slurm: a first plan impossible on the nodes Slurm offers is bad input, not a wait; the
  * planner's own error (c->search_err) is its cause, else the nodes or the constraints. */

@@ -53,9 +53,12 @@ void sl_ctl_probe_check(struct ctl *c, double now_s)
 		char how[160];
 		snprintf(how, sizeof(how), "no output for %.0f s, no answer to the liveness probe",
 			 now_s - c->last_output_s);
-		sl_ctl_node_death_confirm(c, p->silent_hosts, p->silent_count, how);
+		int dead = sl_ctl_node_death_confirm(c, p->silent_hosts, p->silent_count, how);
 		sl_ctl_stop_generation(c, STOP_HANG);
-		/* a stuck job cannot write its checkpoint: no use waiting for one */
-		sl_ctl_gen_kill(&c->gen);
+		/* a stuck job cannot write its checkpoint: no use waiting for one (where nodes died,
+		 * the job's tasks are killed already, and its launcher goes once the job is gone:
+		 * sl_ctl_node_death_end) */
+		if (!dead)
+			sl_ctl_gen_kill(&c->gen);
 	}
 }

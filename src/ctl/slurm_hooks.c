@@ -22,17 +22,25 @@ void sl_ctl_slurm_end_job(const struct ctl *c, int say_generation)
 	}
 }
 
-void sl_ctl_slurm_kill_job(struct ctl *c)
+void sl_ctl_slurm_kill_tasks(struct ctl *c)
 {
 	if (!c->o->slurm || !c->running)
 		return;
-	/* srun first: alive, it answers the tasks' end by ending the step on every node of it,
-	 * and that request waits MessageTimeout for the dead one before the job can complete */
-	sl_ctl_gen_kill(&c->gen);
 	char job[64];
 	struct sl_err e = {0};
 	sl_launch_slurm_job_name((int)c->gen.pid, job, sizeof(job));
 	if (sl_slurm_cancel_name(job, "USR2", &e))
+		sl_log_warn("generation %d: %s", c->gen.index, e.msg);
+}
+
+void sl_ctl_slurm_cancel_job(struct ctl *c)
+{
+	if (!c->o->slurm || !c->running)
+		return;
+	char job[64];
+	struct sl_err e = {0};
+	sl_launch_slurm_job_name((int)c->gen.pid, job, sizeof(job));
+	if (sl_slurm_cancel_name(job, NULL, &e))
 		sl_log_warn("generation %d: %s", c->gen.index, e.msg);
 }
 
