@@ -3,7 +3,7 @@
 # CPU-bound processes run beside them (the machine as loaded as a shared CI runner), and prints
 # the failures per test. No test retries anything (issue 20): a failure here is a fault to find.
 # TESTS: names under tests/integration/ (without .sh) or build/tests/ (unit binaries); default:
-# test_runtime_launch and every control_*, run_*, profile_network, testbed_* script.
+# test_runtime_launch and every control_*, run_*, slurm_*, profile_network, testbed_* script.
 # Logs of failed runs are kept in $STRESS_LOGS (default: a new folder under /tmp, printed).
 # Exit status: 0 when nothing failed, else 1. Run by `make bench` without N: says how, skips.
 set -u
@@ -23,7 +23,8 @@ if [ $# -gt 0 ]; then
 else
   tests=(test_runtime_launch)
   for s in tests/integration/control_*.sh tests/integration/run_*.sh \
-           tests/integration/profile_network.sh tests/integration/testbed_*.sh; do
+           tests/integration/slurm_*.sh tests/integration/profile_network.sh \
+           tests/integration/testbed_*.sh; do
     [ "$s" = tests/integration/run_bad_input.sh ] && continue   # no MPI job runs
     tests+=("$(basename "$s" .sh)")
   done
