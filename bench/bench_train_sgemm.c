@@ -30,7 +30,8 @@ static double best_gflops(int use_omp, int threads, const float *a, const float 
 	for (int rep = 0; rep < 6; rep++) {
 		double t0 = now_s();
 		if (use_omp) {
-			sl_cpu_set_threads(threads);
+			if (sl_cpu_set_threads(threads, NULL))
+				return 0;
 			sl_sgemm(0, 1, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
 		} else {
 			openblas_set_num_threads(threads);

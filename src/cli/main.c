@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "cli/args.h"
-#include "train/cpu/kernels.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <fcntl.h>
@@ -66,7 +65,6 @@ static void print_overview(FILE *stream)
 
 int main(int argc, char **argv)
 {
-	sl_cpu_blas_single_threaded();
 	if (argc < 2) {
 		print_overview(stderr);
 		return 2;

@@ -9,6 +9,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/shared_lib.h"
+
+/* libmicrohttpd, opened when a controller first serves --http (util/shared_lib.h says why) */
+static struct {
+	struct MHD_Daemon *(*start_daemon)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
+					   MHD_AccessHandlerCallback, void *, ...);
+	void (*stop_daemon)(struct MHD_Daemon *);
+	const union MHD_DaemonInfo *(*get_daemon_info)(struct MHD_Daemon *,
+							enum MHD_DaemonInfoType, ...);
+	struct MHD_Response *(*create_response_from_buffer)(size_t, void *,
+							     enum MHD_ResponseMemoryMode);
+	enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
+	enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned int,
+					  struct MHD_Response *);
+	void (*destroy_response)(struct MHD_Response *);
+} mhd;
+
+static int load_mhd(struct sl_err *err)
+{
+	if (mhd.start_daemon)
+		return 0; /* only the controller's main thread starts servers */
+	static const char *const names[] = {"libmicrohttpd.so.12", "libmicrohttpd.so", NULL};
+	const struct sl_shared_symbol symbols[] = {
+		{"MHD_start_daemon", (void **)&mhd.start_daemon},
+		{"MHD_stop_daemon", (void **)&mhd.stop_daemon},
+		{"MHD_get_daemon_info", (void **)&mhd.get_daemon_info},
+		{"MHD_create_response_from_buffer", (void **)&mhd.create_response_from_buffer},
+		{"MHD_add_response_header", (void **)&mhd.add_response_header},
+		{"MHD_queue_response", (void **)&mhd.queue_response},
+		{"MHD_destroy_response", (void **)&mhd.destroy_response},
+	};
+	return sl_shared_lib_open(names, symbols, 7, "--http needs libmicrohttpd (Debian: "
+				  "apt-get install libmicrohttpd12; scripts/install-deps.sh does)", err);
+}
+
 struct sl_ctl_http {
 	struct MHD_Daemon *daemon;
 	pthread_mutex_t lock;
@@ -44,14 +79,14 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	if (!body)
 		return MHD_NO;
 	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+		mhd.create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, "Content-Type", type);
-	enum MHD_Result ret = MHD_queue_response(conn, code, resp);
-	MHD_destroy_response(resp);
+	mhd.add_response_header(resp, "Content-Type", type);
+	enum MHD_Result ret = mhd.queue_response(conn, code, resp);
+	mhd.destroy_response(resp);
 	return ret;
 }
 
@@ -77,11 +112,14 @@ int sl_ctl_http_start(struct sl_ctl_http **out, const char *addr, int *port_out,
 	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
 		return sl_err_set(err, SL_EUSAGE, "--http '%s': '%s' is not an IPv4 address (use "
 				  "127.0.0.1 for loopback, 0.0.0.0 for every interface)", addr, host);
+	int rc = load_mhd(err);
+	if (rc)
+		return rc;
 	struct sl_ctl_http *h = calloc(1, sizeof(*h));
 	if (!h)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	pthread_mutex_init(&h->lock, NULL);
-	h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+	h->daemon = mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
 				     (uint16_t)port, NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR,
 				     (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_TIMEOUT,
 				     (unsigned int)10, MHD_OPTION_END);
@@ -91,7 +129,7 @@ int sl_ctl_http_start(struct sl_ctl_http **out, const char *addr, int *port_out,
 		return sl_err_set(err, SL_EIO, "--http '%s': cannot listen there (port in use? "
 				  "try another port or 0)", addr);
 	}
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon,
+	const union MHD_DaemonInfo *info = mhd.get_daemon_info(h->daemon,
 								MHD_DAEMON_INFO_BIND_PORT);
 	*port_out = info ? (int)info->port : port;
 	*out = h;
@@ -115,7 +153,7 @@ void sl_ctl_http_stop(struct sl_ctl_http *h)
 {
 	if (!h)
 		return;
-	MHD_stop_daemon(h->daemon);
+	mhd.stop_daemon(h->daemon);
 	free(h->status);
 	free(h->metrics);
 	pthread_mutex_destroy(&h->lock);

@@ -377,8 +377,9 @@ static void *run_rank(void *arg)
 	struct rank *me = &w->id;
 	struct sl_err err = {0};
 	struct rank_tensors rt;
-	sl_cpu_set_threads(j->threads);
-	int rc = rank_tensors_init(&rt, j, me, &err);
+	int rc = sl_cpu_set_threads(j->threads, &err);
+	if (!rc)
+		rc = rank_tensors_init(&rt, j, me, &err);
 	/* every rank must agree to go on: a rank that failed would leave the others waiting in
 	 * an all-reduce */
 	if (rank_max_int(me, rc != 0)) {

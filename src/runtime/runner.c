@@ -131,7 +131,8 @@ static int setup_rank(struct worker *w, struct sl_err *err)
 		return rc;
 	w->nmb = w->table.microbatches[w->me.pipeline];
 	int threads = w->o->threads_per_rank > 0 ? w->o->threads_per_rank : 1;
-	sl_cpu_set_threads(threads);
+	if ((rc = sl_cpu_set_threads(threads, err)))
+		return rc;
 	struct sl_tp_comm hooks = {.allreduce_sum = tp_sum, .allreduce_max = tp_max, .ctx = &w->tp};
 	/* memory options: --recompute overrides the plan's; ZeRO needs more than one replica */
 	const struct sl_plan_stage *ps = &w->plan.stages[w->me.stage];

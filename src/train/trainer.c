@@ -297,7 +297,8 @@ static int setup(struct run *r, struct sl_err *err)
 		return sl_err_set(err, SL_EUSAGE, "too many micro-batches per step");
 	r->nmb = (int)(r->global / o->micro_batch);
 	int threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	sl_cpu_set_threads(threads > 0 ? threads : 1);
+	if ((rc = sl_cpu_set_threads(threads > 0 ? threads : 1, err)))
+		return rc;
 	if ((rc = sl_token_file_open(&r->file, o->data, err)))
 		return rc;
 	if ((rc = sl_data_loader_init(&r->loader, &r->file, o->micro_batch, r->seq,

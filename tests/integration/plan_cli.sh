@@ -9,6 +9,11 @@ tmp=$work
 fail() { die "$@"; }
 py=$PY
 
+# --- start-up: the planner's process loads neither OpenBLAS nor libmicrohttpd (and their 11
+# dependencies); they are opened when a command first trains or serves --http (shared_lib.h) ---
+linked=$(ldd "$SAILOR" | grep -c -E 'openblas|microhttpd|gnutls|gfortran')
+[ "$linked" = 0 ] || fail "sailor links $linked libraries it should open on first use: $(ldd "$SAILOR" | grep -E 'openblas|microhttpd|gnutls|gfortran' | tr '\n' ' ')"
+
 # --- the estimate equals simulate's output, under both cost models ---
 for cm in sailor sosp25; do
   "$SAILOR" plan --model OPT-350 --pool data/examples/pool-a100-v100.json --cost-model "$cm" \

@@ -49,7 +49,7 @@ static void make_model(struct sl_gpt *g, uint64_t seed)
 static int setup(void **state)
 {
 	(void)state;
-	sl_cpu_set_threads(1);
+	assert_int_equal(sl_cpu_set_threads(1, NULL), 0);
 	snprintf(base, sizeof(base), "/tmp/sailor_test_ckpt_%d", (int)getpid());
 	snprintf(dir, sizeof(dir), "%s/sub", base);
 	return 0;

@@ -68,7 +68,7 @@ static int setup(void **state)
 {
 	(void)state;
 	sl_rng_seed(&rng, 42);
-	sl_cpu_set_threads(2);
+	assert_int_equal(sl_cpu_set_threads(2, NULL), 0);
 	return 0;
 }
 

@@ -58,7 +58,7 @@ static void fill_tokens(int32_t *tok, int32_t *tgt, int n, int vocab, uint64_t s
 static int setup(void **state)
 {
 	(void)state;
-	sl_cpu_set_threads(2);
+	assert_int_equal(sl_cpu_set_threads(2, NULL), 0);
 	return 0;
 }
 
@@ -213,7 +213,7 @@ static int allreduce(float *buf, long long count, void *ctx)
 static void *tp_worker(void *arg)
 {
 	struct tp_rank *r = arg;
-	sl_cpu_set_threads(1);
+	assert_int_equal(sl_cpu_set_threads(1, NULL), 0);
 	const int B = 2, T = 6;
 	int32_t none[12] = {0};
 	struct sl_gpt_microbatch mb = {B, T, none, none};
@@ -284,7 +284,7 @@ static void tensor_parallel_block_equals_whole(void **state)
 		pthread_create(&threads[k], NULL, tp_worker, &ranks[k]);
 	for (int k = 0; k < 2; k++)
 		pthread_join(threads[k], NULL);
-	sl_cpu_set_threads(2);
+	assert_int_equal(sl_cpu_set_threads(2, NULL), 0);
 	for (int k = 0; k < 2; k++) {
 		struct tp_rank *rk = &ranks[k];
 		assert_int_equal(rk->rc, 0);

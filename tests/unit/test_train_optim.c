@@ -35,7 +35,7 @@ static void schedule_values(void **state)
 static void clipping_and_decay(void **state)
 {
 	(void)state;
-	sl_cpu_set_threads(2);
+	assert_int_equal(sl_cpu_set_threads(2, NULL), 0);
 	float v1[3] = {1, 1, 1}, g1[3] = {3, 0, 0}, m1[3] = {0}, s1[3] = {0};
 	float v2[2] = {1, 1}, g2[2] = {0, 4}, m2[2] = {0}, s2[2] = {0};
 	struct sl_param a = {.numel = 3, .decay = 1, .value = v1, .grad = g1, .exp_avg = m1,

@@ -134,7 +134,7 @@ static void *run_rank(void *arg)
 	struct sl_err err = {0};
 	struct sl_tp_comm comm = {allreduce_sum, allreduce_max, &w->id};
 	int n = j->model.num_blocks;
-	sl_cpu_set_threads(1);
+	assert_int_equal(sl_cpu_set_threads(1, NULL), 0);
 	if (j->cut < 0) {
 		w->rc = sl_gpt_init(&w->a, &j->model, 0, n + 1, B, T, j->tp, w->id.rank, &comm, 1,
 				    &err);
@@ -179,7 +179,7 @@ static void run_group(const struct job *j, struct worker *workers)
 	for (int k = 0; k < j->tp; k++)
 		pthread_join(threads[k], NULL);
 	pthread_barrier_destroy(&group.barrier);
-	sl_cpu_set_threads(2);
+	assert_int_equal(sl_cpu_set_threads(2, NULL), 0);
 	for (int k = 0; k < j->tp; k++) {
 		if (workers[k].rc)
 			print_error("rank %d: %s\n", k, workers[k].err.msg);
@@ -464,7 +464,7 @@ static void slots_equal_one_at_a_time(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	sl_cpu_set_threads(2);
+	assert_int_equal(sl_cpu_set_threads(2, NULL), 0);
 	return 0;
 }
 

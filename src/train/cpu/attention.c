@@ -15,8 +15,8 @@
  * Every (b, h) pair is computed by one thread in a fixed order: results do not depend on the
  * thread count. */
 #include "train/cpu/kernels.h"
+#include "train/cpu/blas.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 
@@ -83,10 +83,10 @@ void sl_attention_forward(float *y, float *att, const float *qkv, int B, int T, 
 		for (int r0 = 0; r0 < T; r0 += ROWS) {
 			int r1 = r0 + ROWS < T ? r0 + ROWS : T;
 			float *pb = p + (size_t)r0 * T;
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, hs, scale,
+			sl_blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, hs, scale,
 				    q + (size_t)r0 * C3, C3, k, C3, 0.0f, pb, T);
 			softmax_rows(pb, T, r0, r1);
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1, 1.0f,
+			sl_blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1, 1.0f,
 				    pb, T, v, C3, 0.0f, yh + (size_t)r0 * C, C);
 		}
 	}
@@ -118,14 +118,14 @@ void sl_attention_backward(float *dqkv, float *scratch, int scratch_threads, con
 			float beta = r0 == last ? 0.0f : 1.0f;
 			const float *pb = p + (size_t)r0 * T;
 			const float *dyb = dyh + (size_t)r0 * C;
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rb, r1, hs, 1.0f, dyb, C,
+			sl_blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rb, r1, hs, 1.0f, dyb, C,
 				    v, C3, 0.0f, dp, T);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, hs, rb, 1.0f, pb, T,
+			sl_blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, hs, rb, 1.0f, pb, T,
 				    dyb, C, beta, dv, C3);
 			softmax_backward_rows(dp, pb, T, r0, r1, scale);
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, hs, r1, 1.0f, dp, T,
+			sl_blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, hs, r1, 1.0f, dp, T,
 				    k, C3, 0.0f, dq + (size_t)r0 * C3, C3);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, hs, rb, 1.0f, dp, T,
+			sl_blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, hs, rb, 1.0f, dp, T,
 				    q + (size_t)r0 * C3, C3, beta, dk, C3);
 		}
 	}

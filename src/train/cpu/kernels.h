@@ -22,16 +22,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/err.h"
+
 /* --- threads (threads.c) --- */
 
-/* Sets the number of threads (>= 1) the kernels use. OpenBLAS itself is kept at one thread:
- * every parallel loop, sgemm included (sl_sgemm), runs on the one OpenMP team, so BLAS worker
- * threads never spin against OpenMP workers for the same cores. */
-void sl_cpu_set_threads(int threads);
+/* Loads OpenBLAS (blas.h; its error when it cannot be) and sets the number of threads (>= 1)
+ * the kernels use. OpenBLAS itself is kept at one thread: every parallel loop, sgemm included
+ * (sl_sgemm), runs on the one OpenMP team, so BLAS worker threads never spin against OpenMP
+ * workers for the same cores. A command that trains calls it before its first kernel. */
+int sl_cpu_set_threads(int threads, struct sl_err *err);
 
-/* Stops OpenBLAS's own worker threads (started when the library loads) and keeps it on the
- * calling thread; every sailor process calls it first thing (src/cli/main.c). */
-void sl_cpu_blas_single_threaded(void);
 int sl_cpu_threads(void);
 /* Name of the OpenBLAS kernel set in use ("Haswell", "SkylakeX", ...), for reports. */
 const char *sl_cpu_blas_core(void);
