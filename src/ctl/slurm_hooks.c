@@ -22,27 +22,21 @@ void sl_ctl_slurm_end_job(const struct ctl *c, int say_generation)
 	}
 }
 
-void sl_ctl_slurm_kill_tasks(struct ctl *c)
+/* scancel of the running generation's job: signal NULL cancels it, else signals its tasks */
+static void scancel_generation(const struct ctl *c, const char *signal)
 {
 	if (!c->o->slurm || !c->running)
 		return;
 	char job[64];
 	struct sl_err e = {0};
 	sl_launch_slurm_job_name((int)c->gen.pid, job, sizeof(job));
-	if (sl_slurm_cancel_name(job, "USR2", &e))
+	if (sl_slurm_cancel_name(job, signal, &e))
 		sl_log_warn("generation %d: %s", c->gen.index, e.msg);
 }
 
-void sl_ctl_slurm_cancel_job(struct ctl *c)
-{
-	if (!c->o->slurm || !c->running)
-		return;
-	char job[64];
-	struct sl_err e = {0};
-	sl_launch_slurm_job_name((int)c->gen.pid, job, sizeof(job));
-	if (sl_slurm_cancel_name(job, NULL, &e))
-		sl_log_warn("generation %d: %s", c->gen.index, e.msg);
-}
+void sl_ctl_slurm_kill_tasks(struct ctl *c) { scancel_generation(c, "USR2"); }
+
+void sl_ctl_slurm_cancel_job(struct ctl *c) { scancel_generation(c, NULL); }
 
 int sl_ctl_slurm_no_first_plan(const struct ctl *c, struct sl_err *err)
 {
