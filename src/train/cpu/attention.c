@@ -84,10 +84,10 @@ void sl_attention_forward(float *y, float *att, const float *qkv, int B, int T, 
 			int r1 = r0 + ROWS < T ? r0 + ROWS : T;
 			float *pb = p + (size_t)r0 * T;
 			sl_blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, hs, scale,
-				    q + (size_t)r0 * C3, C3, k, C3, 0.0f, pb, T);
+				      q + (size_t)r0 * C3, C3, k, C3, 0.0f, pb, T);
 			softmax_rows(pb, T, r0, r1);
 			sl_blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hs, r1, 1.0f,
-				    pb, T, v, C3, 0.0f, yh + (size_t)r0 * C, C);
+				      pb, T, v, C3, 0.0f, yh + (size_t)r0 * C, C);
 		}
 	}
 }
@@ -119,14 +119,14 @@ void sl_attention_backward(float *dqkv, float *scratch, int scratch_threads, con
 			const float *pb = p + (size_t)r0 * T;
 			const float *dyb = dyh + (size_t)r0 * C;
 			sl_blas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rb, r1, hs, 1.0f, dyb, C,
-				    v, C3, 0.0f, dp, T);
+				      v, C3, 0.0f, dp, T);
 			sl_blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, hs, rb, 1.0f, pb, T,
-				    dyb, C, beta, dv, C3);
+				      dyb, C, beta, dv, C3);
 			softmax_backward_rows(dp, pb, T, r0, r1, scale);
 			sl_blas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rb, hs, r1, 1.0f, dp, T,
-				    k, C3, 0.0f, dq + (size_t)r0 * C3, C3);
+				      k, C3, 0.0f, dq + (size_t)r0 * C3, C3);
 			sl_blas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r1, hs, rb, 1.0f, dp, T,
-				    q + (size_t)r0 * C3, C3, beta, dk, C3);
+				      q + (size_t)r0 * C3, C3, beta, dk, C3);
 		}
 	}
 }

@@ -55,12 +55,12 @@ void sl_blas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE trans_a,
 		   const float *A, blasint lda, const float *B, blasint ldb, float beta, float *C,
 		   blasint ldc)
 {
-	if (!blas.sgemm) {
-		struct sl_err e = {0};
-		if (sl_blas_load(&e)) {
-			fprintf(stderr, "sailor: error: %s\n", e.msg);
-			exit(1);
-		}
+	/* through pthread_once every time (an atomic load once loaded): a thread that saw the
+	 * pointer without it could call OpenBLAS before its pool was stopped */
+	struct sl_err e = {0};
+	if (sl_blas_load(&e)) {
+		fprintf(stderr, "sailor: error: %s\n", e.msg);
+		exit(1);
 	}
 	blas.sgemm(order, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

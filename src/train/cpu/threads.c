@@ -1,9 +1,10 @@
 /* Thread control and the threaded sgemm of the CPU kernels (kernels.h).
- * Invariant: OpenBLAS runs single-threaded (set once, when it loads: blas.c); parallelism comes only from
- * OpenMP, so the number of busy threads never exceeds sl_cpu_threads(). Measured on a 2-core
- * machine: OpenBLAS's own threads, left spinning after a call, slowed the OpenMP loops that
- * followed by up to 2x, while splitting a product into one single-threaded sgemm per OpenMP
- * thread reaches the same GFLOPS as OpenBLAS's threading (bench/bench_train_sgemm.c). */
+ * Invariant: OpenBLAS runs single-threaded (set once, when it loads: blas.c); parallelism
+ * comes only from OpenMP, so the number of busy threads never exceeds sl_cpu_threads().
+ * Measured on a 2-core machine: OpenBLAS's own threads, left spinning after a call, slowed the
+ * OpenMP loops that followed by up to 2x, while splitting a product into one single-threaded
+ * sgemm per OpenMP thread reaches the same GFLOPS as OpenBLAS's threading
+ * (bench/bench_train_sgemm.c). */
 #include "train/cpu/kernels.h"
 
 #include <omp.h>
@@ -53,10 +54,10 @@ void sl_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const 
 		block_range(split_m ? M : N, omp_get_num_threads(), omp_get_thread_num(), &lo, &hi);
 		if (hi > lo && split_m)
 			sl_blas_sgemm(CblasRowMajor, ta, tb, hi - lo, N, K, alpha,
-				    trans_a ? A + lo : A + (size_t)lo * lda, lda, B, ldb, beta,
-				    C + (size_t)lo * ldc, ldc);
+				      trans_a ? A + lo : A + (size_t)lo * lda, lda, B, ldb, beta,
+				      C + (size_t)lo * ldc, ldc);
 		else if (hi > lo)
 			sl_blas_sgemm(CblasRowMajor, ta, tb, M, hi - lo, K, alpha, A, lda,
-				    trans_b ? B + (size_t)lo * ldb : B + lo, ldb, beta, C + lo, ldc);
+				      trans_b ? B + (size_t)lo * ldb : B + lo, ldb, beta, C + lo, ldc);
 	}
 }
