@@ -40,7 +40,8 @@ static int load_mhd(struct sl_err *err)
 		{"MHD_queue_response", (void **)&mhd.queue_response},
 		{"MHD_destroy_response", (void **)&mhd.destroy_response},
 	};
-	return sl_shared_lib_open(names, symbols, 7, "--http needs libmicrohttpd (Debian: "
+	return sl_shared_lib_open(names, symbols, (int)(sizeof(symbols) / sizeof(symbols[0])),
+				  "--http needs libmicrohttpd (Debian: "
 				  "apt-get install libmicrohttpd12; scripts/install-deps.sh does)", err);
 }
 

@@ -30,7 +30,8 @@ static void load(void)
 		{"openblas_get_corename", (void **)&blas.get_corename},
 		{"blas_thread_shutdown_", (void **)&blas.thread_shutdown},
 	};
-	if (sl_shared_lib_open(names, symbols, 4, "install OpenBLAS (Debian: apt-get install "
+	if (sl_shared_lib_open(names, symbols, (int)(sizeof(symbols) / sizeof(symbols[0])),
+			       "install OpenBLAS (Debian: apt-get install "
 			       "libopenblas0-pthread; scripts/install-deps.sh does)", &load_err))
 		return;
 	/* The pthread OpenBLAS starts one worker per core when it loads, and the workers spin
