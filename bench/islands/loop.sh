@@ -58,7 +58,8 @@ mkdir -p "$work/env"
 tb down "$desc" >/dev/null 2>&1 || true
 tb up "$desc" -o "$work/env/cluster.json"
 # the classes' layers at the micro-batch sizes the plans can take, and the links
-MODEL=gpt2-tiny SEQ=128 MBS=1,2,4 ACROSS_CLASSES=1 timeout 1800 \
+# with the binary the plans and runs use (the script's own default is build/sailor)
+SAILOR="$sailor" MODEL=gpt2-tiny SEQ=128 MBS=1,2,4 ACROSS_CLASSES=1 timeout 1800 \
   "$root/bench/testbed/profile_testbed.sh" "$work/env/cluster.json" "$root/data/testbed/gpus-cpu.json" "$work/env"
 python3 "$root/bench/islands/planner_loop.py" --work "$work" --cluster "$work/env/cluster.json" \
   --env "$work/env" --desc "$desc" --sailor "$sailor" $quick
