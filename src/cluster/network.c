@@ -49,8 +49,8 @@ static size_t link_index(const struct sl_network *net, int sz, int sg, int sc, i
 static const struct sl_link_fit *measured(const struct sl_network *net, int sz, int sg, int sc,
 					 int rz, int rg, int rc)
 {
-	const struct sl_link_fit *f = &net->measured[link_index(net, sz, sg, sc, rz, rg, rc)];
-	return f->max_bps >= 0 ? f : NULL;
+	size_t i = link_index(net, sz, sg, sc, rz, rg, rc);
+	return net->measured_present[i] ? &net->measured[i] : NULL;
 }
 
 /* Count indices in order of preference: the one asked, then smaller ones, then larger. */
@@ -258,8 +258,10 @@ int sl_network_links_from_json(struct sl_network *net, json_t *root, const char 
 							char ctx[256];
 							snprintf(ctx, sizeof(ctx), "%s.%s.%s.%s.%s.%s", szn, sgn,
 								 scn, rzn, rgn, rcn);
-							struct sl_link_fit *to = &net->measured[link_index(
-								net, sz, sg, sc, rz, rg, rcount)];
+							size_t i = link_index(net, sz, sg, sc, rz,
+									      rg, rcount);
+							struct sl_link_fit *to = &net->measured[i];
+							net->measured_present[i] = 1;
 							rc = sl_network_parse_fit(v, ctx, to, err);
 							to->source = source;
 							net->gpu_measured[sg] = net->gpu_measured[rg] = 1;
@@ -409,13 +411,12 @@ static int load_fits(struct sl_network *net, const char *data_dir, struct sl_err
 		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	size_t ends = (size_t)net->mzones * (size_t)net->gpus * SL_NET_COUNTS;
 	if (!rc) {
-		net->measured = malloc((ends * ends + 1) * sizeof(*net->measured));
+		net->measured = calloc(ends * ends + 1, sizeof(*net->measured));
+		net->measured_present = calloc(ends * ends + 1, 1);
 		net->wan = calloc((size_t)net->mzones * (size_t)net->mzones + 1, sizeof(*net->wan));
-		if (!net->measured || !net->wan)
+		if (!net->measured || !net->measured_present || !net->wan)
 			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; !rc && i < ends * ends; i++)
-		net->measured[i].max_bps = -1;
 	if (!rc)
 		rc = sl_network_links_from_json(net, shipped, path, SL_LINK_SOURCE_SOSP25_FIT, err);
 	if (!rc)
@@ -517,6 +518,7 @@ void sl_network_free(struct sl_network *net)
 	free(net->mzone);
 	free(net->mzone_of);
 	free(net->measured);
+	free(net->measured_present);
 	free((void *)net->wan);
 	free(net->cat);
 	free(net);

@@ -2,7 +2,7 @@
  * sl_network and what the two files share. Nothing here is public API (network.h).
  *
  * Invariants: measured has (M·G·C)² entries over the M measured zones (zones a fit file names,
- * mzone[] in catalogue order), max_bps < 0 marking an absent fit; rows[] holds, per catalogue zone
+ * mzone[] in catalogue order), measured_present marking the fits given; rows[] holds, per catalogue zone
  * pair asked for, its block of (G·C)² resolved fits and its egress price, built once under lock
  * and published with release semantics (a block, once there, never changes).
  */
@@ -47,7 +47,10 @@ struct sl_network {
 	int mzones;
 	int *mzone;                     /* [m] -> catalogue zone */
 	int *mzone_of;                  /* [catalogue zone] -> m, or -1 */
-	struct sl_link_fit *measured;   /* [end(src)][end(dst)] over M, max_bps < 0 = absent */
+	/* [end(src)][end(dst)] over M; an entry counts only where measured_present is set: both
+	 * calloc'd, so the pages of absent entries (most of them) are never touched */
+	struct sl_link_fit *measured;
+	unsigned char *measured_present;
 	const struct sl_link_fit **wan; /* [m][m]: slowest measured, either way */
 	const struct sl_link_fit *wan_any;
 	struct sl_link_fit intra[SL_MAX_GPU_TYPES][SL_NET_COUNTS];

@@ -1,7 +1,6 @@
 /* Replica assignment: see assign.h. */
 #include "search/assign.h"
 
-#include <assert.h>
 #include <string.h>
 
 static int eligible_types(const struct sl_assign_input *in, int stage)
@@ -30,14 +29,15 @@ static int prefer(const struct sl_assign_input *in, int k, int a, int b)
 int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *res)
 {
 	int P = in->num_stages, D = in->num_pipelines;
-	/* by position in the fill order, as avail */
+	int type_count = in->type_count, zone_count = in->zone_order_count;
+	/* GPUs left per (position in in->types, position in the fill order): only what the search
+	 * covers is copied (the threshold search calls this several times per shape and fill
+	 * order, and whole tables were most of its cost) */
 	int zone_left[SL_MAX_GPU_TYPES][SL_MAX_SEARCH_ZONES];
-	memcpy(zone_left, in->avail, sizeof(zone_left));
-	static_assert(SL_MAX_GPU_TYPES * SL_MAX_SEARCH_ZONES <= 4096, "count table stays small");
-	int count[SL_MAX_GPU_TYPES][SL_MAX_SEARCH_ZONES];
-	memset(count, 0, sizeof(count));
+	for (int ti = 0; ti < type_count; ti++)
+		memcpy(zone_left[ti], in->avail[in->types[ti]], sizeof(int) * (size_t)zone_count);
 	/* stage k's groups at k * stride, whatever order the stages choose in */
-	int stride = in->zone_order_count * in->type_count;
+	int stride = zone_count * type_count;
 
 	/* stages by fewest eligible types first (stable by index) */
 	int order[SL_PLAN_MAX_STAGES], eligible[SL_PLAN_MAX_STAGES];
@@ -53,42 +53,52 @@ int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *r
 
 	for (int oi = 0; oi < P; oi++) {
 		int k = order[oi];
-		int types[SL_MAX_GPU_TYPES], n = 0;
-		for (int ti = 0; ti < in->type_count; ti++) {
+		int types[SL_MAX_GPU_TYPES], n = 0; /* positions in in->types, preferred first */
+		for (int ti = 0; ti < type_count; ti++) {
 			int g = in->types[ti];
 			if (in->tp_for[k][g] <= 0)
 				continue;
 			int j = n++;
-			while (j > 0 && prefer(in, k, g, types[j - 1])) {
+			while (j > 0 && prefer(in, k, g, in->types[types[j - 1]])) {
 				types[j] = types[j - 1];
 				j--;
 			}
-			types[j] = g;
+			types[j] = ti;
 		}
-		/* whole replicas only: a replica's tp GPUs live in one zone */
-		int placed = 0;
+		/* whole replicas only: a replica's tp GPUs live in one zone. The groups taken, in
+		 * the canonical (zone rank, gpu) order (the zone rank being the fill order): kept
+		 * sorted as they come, there are rarely more than two or three */
+		struct cell {
+			int zi, ti, count;
+		} cells[SL_MAX_GPU_TYPES * SL_MAX_SEARCH_ZONES];
+		int cell_count = 0, placed = 0;
 		for (int i = 0; i < n && placed < D; i++) {
-			int g = types[i], tp = in->tp_for[k][g];
-			for (int zi = 0; zi < in->zone_order_count && placed < D; zi++) {
-				int can = zone_left[g][zi] / tp;
+			int ti = types[i], tp = in->tp_for[k][in->types[ti]];
+			for (int zi = 0; zi < zone_count && placed < D; zi++) {
+				int can = zone_left[ti][zi] / tp;
 				int got = can < D - placed ? can : D - placed;
-				count[g][zi] = got;
-				zone_left[g][zi] -= got * tp;
+				if (!got)
+					continue;
+				zone_left[ti][zi] -= got * tp;
 				placed += got;
+				int j = cell_count++;
+				while (j > 0 && (cells[j - 1].zi > zi ||
+						 (cells[j - 1].zi == zi && cells[j - 1].ti > ti))) {
+					cells[j] = cells[j - 1];
+					j--;
+				}
+				cells[j] = (struct cell){zi, ti, got};
 			}
 		}
 		if (placed < D)
 			return -1;
-		/* in the canonical (zone rank, gpu, tp) order, the zone rank being the fill order */
 		int used = res->begin[k] = k * stride;
-		for (int zi = 0; zi < in->zone_order_count; zi++)
-			for (int ti = 0, z = in->zone_order[zi]; ti < in->type_count; ti++) {
-				int g = in->types[ti];
-				if (count[g][zi])
-					res->groups[used++] = (struct sl_assign_group){
-						(short)g, (short)z, (short)in->tp_for[k][g], count[g][zi]};
-				count[g][zi] = 0;
-			}
+		for (int c = 0; c < cell_count; c++) {
+			int g = in->types[cells[c].ti];
+			res->groups[used++] = (struct sl_assign_group){
+				(short)g, (short)in->zone_order[cells[c].zi], (short)in->tp_for[k][g],
+				cells[c].count};
+		}
 		res->end[k] = used;
 	}
 	return 0;

@@ -177,16 +177,17 @@ static int untimed_pool_types(const struct sl_sim_env *env, const struct sl_pool
 			  env->model.name, env->model.name);
 }
 
-/* A unit of parallel work: the zones searched, in fill order, and one micro-batch size. */
+/* A unit of parallel work: one zone set (searched in each of its fill orders) and one
+ * micro-batch size. */
 struct work_item {
-	int zone_order[SL_MAX_SEARCH_ZONES];
+	int zones[SL_MAX_SEARCH_ZONES];
 	int zone_count;
 	int mbs;
 };
 
-/* Work items: every zone set in every fill order searched (zones.h), times every micro-batch
- * size, large micro-batches first (usually the most efficient, so strong plans come early and the
- * bounds prune more of what follows). Returns their count; *items is malloc'd. */
+/* Work items: every zone set (zones.h) times every micro-batch size, large micro-batches first
+ * (usually the most efficient, so strong plans come early and the bounds prune more of what
+ * follows). Returns their count; *items is malloc'd. */
 static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
 		      long long global_batch, const struct sl_search_shape *only,
 		      struct work_item **items)
@@ -194,13 +195,10 @@ static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
 	int sets[SL_ZONE_SETS_MAX][SL_MAX_SEARCH_ZONES], sizes[SL_ZONE_SETS_MAX];
 	int set_count = sl_zone_sets(&env->catalogue, pool, sets, sizes);
 	int top_mbs = top_micro_batch(global_batch);
-	int per_order = 0;
+	int sizes_count = 0;
 	for (int mbs = top_mbs; mbs >= 1; mbs /= 2)
-		per_order++;
-	int capacity = 0;
-	for (int s = 0; s < set_count; s++)
-		capacity += per_order * sl_zone_order_count(sizes[s]);
-	*items = malloc(sizeof(**items) * (size_t)capacity);
+		sizes_count++;
+	*items = malloc(sizeof(**items) * (size_t)(sizes_count * set_count));
 	if (!*items)
 		return -1;
 	int count = 0;
@@ -208,16 +206,10 @@ static int work_items(const struct sl_sim_env *env, const struct sl_pool *pool,
 		if (only && only->micro_batch != mbs)
 			continue;
 		for (int s = 0; s < set_count; s++) {
-			int order[SL_MAX_SEARCH_ZONES];
-			memcpy(order, sets[s], sizeof(int) * (size_t)sizes[s]);
-			for (int o = 0; o < sl_zone_order_count(sizes[s]); o++) {
-				if (o > 0)
-					sl_zone_next_order(order, sizes[s]);
-				struct work_item *w = &(*items)[count++];
-				memcpy(w->zone_order, order, sizeof(int) * (size_t)sizes[s]);
-				w->zone_count = sizes[s];
-				w->mbs = mbs;
-			}
+			struct work_item *w = &(*items)[count++];
+			memcpy(w->zones, sets[s], sizeof(int) * (size_t)sizes[s]);
+			w->zone_count = sizes[s];
+			w->mbs = mbs;
 		}
 	}
 	return count;
@@ -342,21 +334,31 @@ static int start_threads(const struct sl_sim_env *env, const struct sl_pool *poo
 	return rc;
 }
 
-/* A thread's state set up for work item i (w): the pool's GPUs in the item's zones, in its fill
- * order, the GPU types there, and the item's shape records. */
+/* A thread's state set up for work item i (w): the pool's GPUs in the item's zones in each of
+ * its fill orders (the first one in st->assign), the GPU types there, and the item's shape
+ * records. */
 static void start_item(struct search_state *st, const struct work_item *w, int i,
 		       const struct sl_pool *pool, const struct sl_catalogue *cat,
 		       const struct search_pass *pass)
 {
 	st->item_stamp++; /* a new work item: other GPUs, other syncs */
+	int order[SL_MAX_SEARCH_ZONES];
+	memcpy(order, w->zones, sizeof(int) * (size_t)w->zone_count);
+	st->fill_order_count = sl_zone_order_count(w->zone_count);
+	for (int o = 0; o < st->fill_order_count; o++) {
+		if (o > 0)
+			sl_zone_next_order(order, w->zone_count);
+		struct fill_order *f = &st->fill_orders[o];
+		memset(f->avail, 0, sizeof(f->avail));
+		for (int zi = 0; zi < w->zone_count; zi++) {
+			f->zones[zi] = order[zi];
+			for (int g = 0; g < cat->gpu_count; g++)
+				f->avail[g][zi] = pool->counts[g][order[zi]];
+		}
+	}
 	memset(st->assign.avail, 0, sizeof(st->assign.avail));
 	st->assign.zone_order_count = w->zone_count;
-	for (int zi = 0; zi < w->zone_count; zi++) {
-		int z = w->zone_order[zi];
-		st->assign.zone_order[zi] = z;
-		for (int g = 0; g < cat->gpu_count; g++)
-			st->assign.avail[g][zi] = pool->counts[g][z];
-	}
+	sl_search_use_fill_order(st, 0);
 	st->assign.type_count = 0;
 	for (int g = 0; g < cat->gpu_count; g++) {
 		st->type_gpus[g] = sl_search_subset_gpus(&st->assign, g);

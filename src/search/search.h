@@ -107,7 +107,8 @@ const char *sl_search_phase_name(enum sl_search_phase phase);
 struct sl_search_stats {
 	long long simulated[SL_SEARCH_PHASES];
 	double time_s[SL_SEARCH_PHASES];
-	long long shapes;       /* (micro-batch, partition, D) that reached the replica choice */
+	long long shapes;       /* (micro-batch, partition, D) of a zone set that reached the
+				 * replica choice (once for all the set's fill orders) */
 	long long skipped_shapes; /* of those, skipped by the search with options (unchanged fit) */
 	long long gpu_pruned_shapes; /* of those, pruned by the bound from the pool's GPU count */
 };

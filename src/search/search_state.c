@@ -3,8 +3,9 @@
  * assignment, the memory memo); the island search runs a hundred small searches a plan, and
  * allocating those pages and faulting them in again took more of their time than the search
  * itself. Released states keep their buffers on a short list; a state taken from it is reset to
- * what a fresh one is (zeroed, the sync memo emptied), so nothing of a former search leaks into
- * the next. Invariant: the list holds at most SPARE_STATES states, each owning its buffers. */
+ * what a fresh one is (zeroed but for its scratch tables and the sync memo, whose stamps keep
+ * counting: search_state.h), so nothing of a former search leaks into the next. Invariant: the list
+ * holds at most SPARE_STATES states, each owning its buffers. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +49,9 @@ void sl_search_state_release(struct search_state *st)
 		state_destroy(st);
 }
 
-/* A spare state reset to a fresh one's contents, its buffers kept (layer times regrown for a
- * model with more layers); NULL when there is none or it could not grow. */
+/* A spare state reset to a fresh one's contents but for its scratch (search_state.h), its
+ * buffers kept (layer times regrown for a model with more layers); NULL when there is none or
+ * it could not grow. */
 static struct search_state *spare_state(int num_layers)
 {
 	pthread_mutex_lock(&spare_lock);
@@ -68,7 +70,7 @@ static struct search_state *spare_state(int num_layers)
 		kept.layer_time_storage = grown;
 		kept.layer_time_capacity = layer_times;
 	}
-	memset(st, 0, sizeof(*st));
+	memset(st, 0, SEARCH_STATE_RESET_BYTES);
 	st->enumeration = kept.enumeration;
 	st->layer_time_storage = kept.layer_time_storage;
 	st->layer_time_capacity = kept.layer_time_capacity;
@@ -76,15 +78,17 @@ static struct search_state *spare_state(int num_layers)
 	st->assigned = kept.assigned;
 	st->sync_memo = kept.sync_memo;
 	st->kind_mem = kept.kind_mem;
-	memset(st->sync_memo, 0, sizeof(*st->sync_memo) * SYNC_MEMO_SLOTS);
 	return st;
 }
 
 static struct search_state *fresh_state(int num_layers)
 {
-	struct search_state *st = calloc(1, sizeof(*st));
+	/* not calloc: glibc may serve it from the heap and zero all of it, faulting in pages no
+	 * search touches; only what search_state.h says a fresh state needs zeroed is */
+	struct search_state *st = malloc(sizeof(*st));
 	if (!st)
 		return NULL;
+	memset(st, 0, SEARCH_STATE_STAMPS_END);
 	st->layer_time_capacity = (size_t)num_layers * SL_MAX_GPU_TYPES;
 	st->enumeration = sl_search_enumeration_new();
 	st->layer_time_storage = malloc(sizeof(double) * st->layer_time_capacity);

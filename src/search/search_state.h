@@ -16,12 +16,15 @@
 #define SL_SEARCH_SEARCH_STATE_H
 
 #include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "search/assign.h"
 #include "search/memory_dimensions.h"
 #include "search/partition.h"
 #include "search/ranking.h"
 #include "search/search.h"
+#include "search/zones.h"
 
 #define TP_SLOTS 4                       /* TP degrees 1, 2, 4, 8 */
 static const int tp_values[TP_SLOTS] = {1, 2, 4, 8};
@@ -39,6 +42,22 @@ struct enumeration;
 struct shape_record {
 	unsigned long long key;  /* shape_key */
 	double tau_max_s;        /* the largest threshold it considered */
+};
+
+/* One fill order of the work item's zone set (zones.h): its zones in order, and the GPUs per
+ * (type, position in that order), as sl_assign_input holds them. */
+struct fill_order {
+	int zones[SL_MAX_SEARCH_ZONES];
+	int avail[SL_MAX_GPU_TYPES][SL_MAX_SEARCH_ZONES];
+};
+
+/* eligible_at's result at one threshold of the current shape (thresholds.c). */
+#define ELIGIBLE_MEMO_SLOTS 8
+struct eligible_memo {
+	int tau_index, eligible;
+	double rent_usd_per_s;
+	double fastest_eligible_s[SL_PLAN_MAX_STAGES];
+	int tp_for[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES];
 };
 
 struct shape_records {
@@ -72,7 +91,8 @@ struct search_state {
 	struct sl_plan plan;                 /* scratch plan, reused */
 	struct sl_plan uneven_plan;          /* scratch: plan with uneven micro-batch counts */
 	struct sl_sim_result result;         /* scratch result */
-	struct sl_assign_input assign;
+	struct sl_assign_input assign;       /* set per work item, fill order and threshold */
+	long long type_gpus[SL_MAX_GPU_TYPES]; /* GPUs of each type in the zones searched */
 	struct sl_assign_result *assigned;   /* scratch for sl_assign_count */
 	long long enumerate_max;             /* shapes with at most this many assignments: all */
 	struct enumeration *enumeration;     /* scratch for sl_search_enumerate_small_shape */
@@ -80,26 +100,9 @@ struct search_state {
 	size_t layer_time_capacity;          /* its doubles */
 	_Atomic double *shared_bound;        /* see sl_search_shared_bound_lower; NULL: own ranking only */
 	double sync_lb_s;                    /* the current shape's sync lower bound (search_partition) */
-	long long type_gpus[SL_MAX_GPU_TYPES]; /* GPUs of each type in the zones searched */
-	/* the current (shape, D)'s thresholds: the distinct fit times of the replica kinds that fit */
-	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
-	double taus_scratch[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
 	int tau_count;
-	unsigned taus_stamp;                 /* the partition taus etc. hold (0: none, see fit_kinds) */
-	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
-	long long need_per_pipeline[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS + 1];
-	int missing_stages[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS + 1];
-	double fastest_fit_s[SL_PLAN_MAX_STAGES], cheapest_fit_usd_per_s[SL_PLAN_MAX_STAGES];
 	struct sl_partition *partitions;     /* scratch: SL_PARTITION_MAX_CANDIDATES */
 	long long simulated;
-	/* per stage, per gpu, per tp slot: compute seconds per micro-batch (< 0: none) */
-	double stage_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
-	/* the same with each recomputation level of search/memory_dimensions.h (memory options on; level 0
-	 * is stage_time_s) */
-	double stage_time_rc_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS][SL_SEARCH_RECOMPUTE_LEVELS];
-	/* at the current (D, micro-batches): the time of each replica kind at the least
-	 * recomputation under which it fits (= stage_time_s without options) */
-	double fit_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
 	int options_on;                      /* sl_search_options_on(req) */
 	/* the simulator may model plans as our runtime, whose times the bounds do not bound
 	 * (sl_sim_replay_model_possible): then nothing is pruned by a bound */
@@ -110,19 +113,59 @@ struct search_state {
 	/* the search with options, after that: skip shapes where the options change nothing */
 	int skip_unchanged_shapes;
 	long long shapes, skipped_shapes, gpu_pruned_shapes; /* sl_search_stats */
-	struct sync_memo *sync_memo;         /* [SYNC_MEMO_SLOTS] */
+	struct sync_memo *sync_memo;         /* [SYNC_MEMO_SLOTS], stamped by item_stamp */
 	/* sl_search_kind_level's memo for the current partition (entries of other partitions: older
 	 * stamp) */
 	struct kind_memory (*kind_mem)[SL_MAX_GPU_TYPES][TP_SLOTS][SL_SEARCH_RECOMPUTE_LEVELS];
-	unsigned kind_mem_stamp[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
-	signed char kind_mem_levels[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
-	signed char sosp25_fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
-	unsigned partition_stamp;
 	int partition_index;                 /* the partition's index among its depth's candidates */
 	struct shape_records *record_into;   /* the work item's records (search without options) */
 	const struct shape_records *record_from; /* and the search with options reading them */
+	int fill_order_count, fill_order_index;
+
+	/* ---- Scratch: from here on a state is not zeroed, neither a fresh one (malloc'd) nor a
+	 * spare one reused (search_state.c), but for the stamps: the four counters and the two
+	 * stamp arrays that follow them. Every table below is written before it is read, or read
+	 * only where its stamp equals a counter; the counters keep counting over reuse, so no entry
+	 * of a former search ever matches. (Zeroing these 300 KB faulted in pages no search
+	 * touched, some ms of every `sailor plan`.) ---- */
+	unsigned partition_stamp;            /* the partition being searched (from 1) */
 	unsigned item_stamp;                 /* the work item being searched (from 1) */
+	unsigned shape_stamp;                /* the shape being searched (from 1) */
+	unsigned taus_stamp;                 /* the partition taus etc. hold (0: none, see fit_kinds) */
+	unsigned eligible_memo_stamp[ELIGIBLE_MEMO_SLOTS]; /* eligible_memo's, by shape_stamp */
+	/* kind_mem's stamps (partition_stamp) */
+	unsigned kind_mem_stamp[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	/* ---- the stamps end here (SEARCH_STATE_STAMPS_END) ---- */
+	/* the current (shape, D)'s thresholds: the distinct fit times of the replica kinds that fit */
+	double taus[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
+	double taus_scratch[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS];
+	int fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	long long need_per_pipeline[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS + 1];
+	int missing_stages[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * TP_SLOTS + 1];
+	double fastest_fit_s[SL_PLAN_MAX_STAGES], cheapest_fit_usd_per_s[SL_PLAN_MAX_STAGES];
+	/* per stage, per gpu, per tp slot: compute seconds per micro-batch (< 0: none) */
+	double stage_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	/* the same with each recomputation level of search/memory_dimensions.h (memory options on; level 0
+	 * is stage_time_s) */
+	double stage_time_rc_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS][SL_SEARCH_RECOMPUTE_LEVELS];
+	/* at the current (D, micro-batches): the time of each replica kind at the least
+	 * recomputation under which it fits (= stage_time_s without options) */
+	double fit_time_s[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	/* what sl_search_kind_level keeps beside kind_mem */
+	signed char kind_mem_levels[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	signed char sosp25_fits[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES][TP_SLOTS];
+	/* The work item's zone set in each fill order searched. What a shape needs before replicas
+	 * are chosen (which kinds fit, the thresholds, the bounds) does not depend on the order, so
+	 * each shape computes it once and then tries every order (thresholds.c); st->assign holds
+	 * the order being tried, fill_order_index its index. */
+	struct fill_order fill_orders[SL_ZONE_ORDERS_MAX];
+	struct eligible_memo eligible_memo[ELIGIBLE_MEMO_SLOTS];
 };
+
+/* The bytes a reused state has zeroed (all before the scratch), and where the stamps a fresh
+ * one has zeroed too end. */
+#define SEARCH_STATE_RESET_BYTES offsetof(struct search_state, partition_stamp)
+#define SEARCH_STATE_STAMPS_END offsetof(struct search_state, taus)
 
 /* search.c: the threads a search runs on (the machine's cores; SAILOR_THREADS overrides). */
 int sl_search_threads(void);
@@ -142,6 +185,17 @@ static inline long long sl_search_subset_gpus(const struct sl_assign_input *in, 
 	for (int zi = 0; zi < in->zone_order_count; zi++)
 		n += in->avail[g][zi];
 	return n;
+}
+
+/* Makes fill order o of the work item's zone set the one st->assign fills. */
+static inline void sl_search_use_fill_order(struct search_state *st, int o)
+{
+	const struct fill_order *f = &st->fill_orders[o];
+	int n = st->assign.zone_order_count;
+	st->fill_order_index = o;
+	memcpy(st->assign.zone_order, f->zones, sizeof(int) * (size_t)n);
+	for (int g = 0; g < st->env->catalogue.gpu_count; g++)
+		memcpy(st->assign.avail[g], f->avail[g], sizeof(int) * (size_t)n);
 }
 
 /* evaluate.c: simulates st->plan (with its uneven and options variants) and ranks it. */
@@ -174,8 +228,9 @@ double sl_search_fastest_changed_kind_s(struct search_state *st,
 					const struct sl_partition *part, int mbs, int D, int nmb);
 int sl_search_options_change_no_shape(struct search_state *st, const struct sl_partition *part,
 				      int mbs);
-void sl_search_shape_record_add(struct search_state *st, int P, int D, double tau_max_s);
-double sl_search_shape_record_find(const struct search_state *st, int P, int D);
+void sl_search_shape_record_add(struct search_state *st, int P, int D, int order,
+				double tau_max_s);
+double sl_search_shape_record_find(const struct search_state *st, int P, int D, int order);
 
 /* thresholds.c: one work item, every depth and partition at one micro-batch size. */
 int sl_search_micro_batch(struct search_state *st, int mbs, struct sl_err *err);

@@ -10,6 +10,7 @@
  * the search with options would build there; records are sorted by shape_key in the order the
  * loops visit shapes, and an out-of-memory record list is never trusted (failed).
  */
+#include <assert.h>
 #include <float.h>
 #include <stdlib.h>
 
@@ -150,13 +151,16 @@ int sl_search_options_change_no_shape(struct search_state *st, const struct sl_p
 /* Shapes the search without options took to its threshold limit (sl_search_shape_record_add):
  * the key orders them as the loops visit them, so the search with options finds them by
  * bisection. */
-static unsigned long long shape_key(int P, int partition, int D)
+static unsigned long long shape_key(int P, int partition, int D, int order)
 {
-	return ((unsigned long long)P << 40) | ((unsigned long long)partition << 20) |
-	       (unsigned long long)(SL_PLAN_MAX_PIPELINES - D);
+	static_assert(SL_ZONE_ORDERS_MAX <= 16 && SL_PLAN_MAX_PIPELINES < (1 << 16),
+		      "the key's fields do not overlap");
+	return ((unsigned long long)P << 44) | ((unsigned long long)partition << 24) |
+	       ((unsigned long long)(SL_PLAN_MAX_PIPELINES - D) << 4) | (unsigned long long)order;
 }
 
-void sl_search_shape_record_add(struct search_state *st, int P, int D, double tau_max_s)
+void sl_search_shape_record_add(struct search_state *st, int P, int D, int order,
+				double tau_max_s)
 {
 	struct shape_records *r = st->record_into;
 	if (!r || r->failed)
@@ -171,17 +175,18 @@ void sl_search_shape_record_add(struct search_state *st, int P, int D, double ta
 		r->v = v;
 		r->capacity = capacity;
 	}
-	r->v[r->count++] = (struct shape_record){shape_key(P, st->partition_index, D), tau_max_s};
+	r->v[r->count++] = (struct shape_record){shape_key(P, st->partition_index, D, order),
+						 tau_max_s};
 }
 
 /* The largest threshold the search without options considered at this shape, if it went to its
  * limit; -1 otherwise. */
-double sl_search_shape_record_find(const struct search_state *st, int P, int D)
+double sl_search_shape_record_find(const struct search_state *st, int P, int D, int order)
 {
 	const struct shape_records *r = st->record_from;
 	if (!r || r->failed)
 		return -1;
-	unsigned long long key = shape_key(P, st->partition_index, D);
+	unsigned long long key = shape_key(P, st->partition_index, D, order);
 	int lo = 0, hi = r->count;
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;

@@ -1,13 +1,15 @@
-/* One work item of the search (one micro-batch size over one zone set and fill order): every
- * depth P and candidate partition (partition.h), every data-parallel degree D that changes the
- * micro-batch count, and for each (partition, D) the time thresholds tau: the replica kinds
- * no slower than tau are eligible, assign.h picks and places D replicas per stage from them,
- * and the plan is simulated (evaluate.c). Small shapes are enumerated completely instead
- * (enumerate.c); the bounds of prune.c cut shapes, thresholds and plans on the way.
+/* One work item of the search (one micro-batch size over one zone set): every depth P and
+ * candidate partition (partition.h), every data-parallel degree D that changes the micro-batch
+ * count, and for each (partition, D) and each fill order of the zone set the time thresholds
+ * tau: the replica kinds no slower than tau are eligible, assign.h picks and places D replicas
+ * per stage from them, and the plan is simulated (evaluate.c). Small shapes are enumerated
+ * completely instead (enumerate.c); the bounds of prune.c cut shapes, thresholds and plans on
+ * the way.
  *
  * Invariants: shapes are visited in a fixed order (P ascending, partitions as proposed, D
- * descending, thresholds ascending), which the shape records and the tie-breaks rely on; the
- * eligible sets only grow with tau, so feasibility is monotone in it and bisection is exact.
+ * descending; within a shape the zone set's fill orders in turn, and in each the thresholds
+ * ascending), which the shape records and the tie-breaks rely on; the eligible sets only grow
+ * with tau, so feasibility is monotone in it and bisection is exact.
  */
 #include <float.h>
 #include <limits.h>
@@ -74,11 +76,11 @@ static int sort_unique(double *values, int n, double *scratch)
 
 /* Sets the assignment's eligible TP per (stage, type) for threshold tau, and the bounds of any
  * plan built from it. Returns 0 when some stage has no eligible replica. */
-static int eligible_at(struct search_state *st, int P, int D, double tau,
-		       int fits[][SL_MAX_GPU_TYPES][TP_SLOTS], double *fastest_eligible_s,
-		       double *rent_usd_per_s)
+static int eligible_at_tau(struct search_state *st, int P, int D, double tau,
+			   double *fastest_eligible_s, double *rent_usd_per_s)
 {
 	struct sl_assign_input *in = &st->assign;
+	int (*fits)[SL_MAX_GPU_TYPES][TP_SLOTS] = st->fits;
 	*rent_usd_per_s = 0;
 	for (int k = 0; k < P; k++) {
 		double fastest_s = DBL_MAX, cheapest_usd_per_s = DBL_MAX;
@@ -104,6 +106,37 @@ static int eligible_at(struct search_state *st, int P, int D, double tau,
 		*rent_usd_per_s += D * cheapest_usd_per_s;
 	}
 	return 1;
+}
+
+/* eligible_at_tau at threshold taus[i] of the current shape, memoised: every fill order of the
+ * shape asks for the same few thresholds (search_thresholds stamps each shape anew). */
+static int eligible_at(struct search_state *st, int P, int D, int i, double *fastest_eligible_s,
+		       double *rent_usd_per_s)
+{
+	struct eligible_memo *m = &st->eligible_memo[i & (ELIGIBLE_MEMO_SLOTS - 1)];
+	size_t rows = sizeof(st->assign.tp_for[0]) * (size_t)P;
+	size_t times = sizeof(*fastest_eligible_s) * (size_t)P;
+	unsigned *stamp = &st->eligible_memo_stamp[i & (ELIGIBLE_MEMO_SLOTS - 1)];
+	if (*stamp == st->shape_stamp && m->tau_index == i) {
+		if (m->eligible) {
+			memcpy(st->assign.tp_for, m->tp_for, rows);
+			memcpy(fastest_eligible_s, m->fastest_eligible_s, times);
+			*rent_usd_per_s = m->rent_usd_per_s;
+			return 1;
+		}
+	} else {
+		*stamp = st->shape_stamp;
+		m->tau_index = i;
+		m->eligible = eligible_at_tau(st, P, D, st->taus[i], fastest_eligible_s,
+					      rent_usd_per_s);
+		if (m->eligible) {
+			memcpy(m->tp_for, st->assign.tp_for, rows);
+			memcpy(m->fastest_eligible_s, fastest_eligible_s, times);
+			m->rent_usd_per_s = *rent_usd_per_s;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /* A necessary condition for sl_assign_replicas to succeed, much cheaper: the pool holds at least
@@ -247,19 +280,28 @@ static int fit_kinds(struct search_state *st, const struct sl_partition *part, i
 	return 1;
 }
 
-/* Whether the search with options would only repeat the search without them on this shape:
- * where the options let more kinds fit, but all of them are slower than every threshold the
- * search without options considered here, and that search went to its threshold limit, this
- * search would consider exactly the same eligible sets (the new kinds are eligible only above
- * them), build the same plans, and that search already ranked each with its options or pruned it
- * (see sl_search_fastest_changed_kind_s). */
-static int shape_unchanged_by_options(struct search_state *st, const struct sl_partition *part,
-				      int mbs, int D, int nmb)
+/* The fill orders in which the search with options would only repeat the search without them
+ * on this shape, as a bit mask: where the options let more kinds fit, but all of them are
+ * slower than every threshold the search without options considered in that order, and that
+ * search went to its threshold limit there, this search would consider exactly the same
+ * eligible sets (the new kinds are eligible only above them), build the same plans, and that
+ * search already ranked each with its options or pruned it (see
+ * sl_search_fastest_changed_kind_s). */
+static unsigned orders_unchanged_by_options(struct search_state *st,
+					    const struct sl_partition *part, int mbs, int D,
+					    int nmb)
 {
+	unsigned all = (1u << st->fill_order_count) - 1;
 	double fastest_new_s = sl_search_fastest_changed_kind_s(st, part, mbs, D, nmb);
-	double tau_max_s = fastest_new_s < DBL_MAX
-				   ? sl_search_shape_record_find(st, part->num_stages, D) : -1;
-	return fastest_new_s == DBL_MAX || (tau_max_s >= 0 && fastest_new_s > tau_max_s);
+	if (fastest_new_s == DBL_MAX)
+		return all;
+	unsigned unchanged = 0;
+	for (int o = 0; o < st->fill_order_count; o++) {
+		double tau_max_s = sl_search_shape_record_find(st, part->num_stages, D, o);
+		if (tau_max_s >= 0 && fastest_new_s > tau_max_s)
+			unchanged |= 1u << o;
+	}
+	return unchanged;
 }
 
 /* Which kinds fit, their times, the thresholds and the GPUs they need (fit_kinds). They depend
@@ -345,24 +387,48 @@ static int shape_prunable_by_gpus(struct search_state *st, int P, int mbs, int D
 	return sl_search_prunable(st, time_lb_s, rent_usd_per_s * time_lb_s);
 }
 
-/* The smallest feasible threshold index from lo on (tau_count: none): no smaller than the GPU
- * count allows, and usually that one or close above it, so searched from there in growing
- * steps, then bisected. *held: the threshold whose assignment st->assigned holds (its last
- * probe), -1 when the last probe failed; eligible_at's outputs are that last probe's. */
-static int smallest_feasible_threshold(struct search_state *st, int P, int D, int lo,
+/* One probe of smallest_feasible_threshold: whether threshold taus[i] is feasible (eligible_at,
+ * then enough GPUs, then the assignment, which st->assigned then holds). *held: i when it is,
+ * else -1. */
+static int feasible_probe(struct search_state *st, int P, int D, int i,
+			  double *fastest_eligible_s, double *rent_usd_per_s, int *held)
+{
+	struct sl_assign_input *in = &st->assign;
+	*held = -1;
+	if (eligible_at(st, P, D, i, fastest_eligible_s, rent_usd_per_s) &&
+	    enough_gpus(in) && !sl_assign_count(in, st->assigned))
+		*held = i;
+	return *held == i;
+}
+
+/* The smallest feasible threshold index from lo on (tau_count: none). Feasibility is monotone
+ * in the threshold, so it is where an infeasible threshold is followed by a feasible one. The
+ * shape's other fill orders usually have it at the same index: hint (-1: none) is tried first,
+ * with the one below it. Otherwise: no smaller than the GPU count allows, and usually that one
+ * or close above it, so searched from lo in growing steps, then bisected. *held: the threshold
+ * whose assignment st->assigned holds (its last probe), -1 when the last probe failed;
+ * eligible_at's outputs are that last probe's. */
+static int smallest_feasible_threshold(struct search_state *st, int P, int D, int lo, int hint,
 				       double *fastest_eligible_s, double *rent_usd_per_s,
 				       int *held)
 {
-	int (*fits)[SL_MAX_GPU_TYPES][TP_SLOTS] = st->fits;
-	struct sl_assign_input *in = &st->assign;
-	const double *taus = st->taus;
 	int hi = st->tau_count; /* answer in [lo, hi]; hi = tau_count means none */
 	*held = -1;
+	if (hint > lo && hint < hi) {
+		if (feasible_probe(st, P, D, hint - 1, fastest_eligible_s, rent_usd_per_s, held))
+			hi = hint - 1;
+		else if (feasible_probe(st, P, D, hint, fastest_eligible_s, rent_usd_per_s, held))
+			return hint;
+		else
+			lo = hint + 1;
+	} else if (hint == lo && hint < hi) {
+		if (feasible_probe(st, P, D, hint, fastest_eligible_s, rent_usd_per_s, held))
+			return hint;
+		lo = hint + 1;
+	}
 	for (int step = 1, probe = lo; probe < hi; step *= 2) {
-		*held = -1;
-		if (eligible_at(st, P, D, taus[probe], fits, fastest_eligible_s, rent_usd_per_s) &&
-		    enough_gpus(in) && !sl_assign_count(in, st->assigned)) {
-			hi = *held = probe;
+		if (feasible_probe(st, P, D, probe, fastest_eligible_s, rent_usd_per_s, held)) {
+			hi = probe;
 			break;
 		}
 		lo = probe + 1;
@@ -370,10 +436,8 @@ static int smallest_feasible_threshold(struct search_state *st, int P, int D, in
 	}
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
-		*held = -1;
-		if (eligible_at(st, P, D, taus[mid], fits, fastest_eligible_s, rent_usd_per_s) &&
-		    enough_gpus(in) && !sl_assign_count(in, st->assigned))
-			hi = *held = mid;
+		if (feasible_probe(st, P, D, mid, fastest_eligible_s, rent_usd_per_s, held))
+			hi = mid;
 		else
 			lo = mid + 1;
 	}
@@ -388,7 +452,6 @@ static int rank_thresholds(struct search_state *st, int P, int mbs, int D, int n
 			   int held, double *fastest_eligible_s, double *rent_usd_per_s,
 			   struct sl_err *err)
 {
-	int (*fits)[SL_MAX_GPU_TYPES][TP_SLOTS] = st->fits;
 	struct sl_assign_input *in = &st->assign;
 	int tau_count = st->tau_count;
 	const double *taus = st->taus;
@@ -403,7 +466,7 @@ static int rank_thresholds(struct search_state *st, int P, int mbs, int D, int n
 	for (int i = lo; i < tau_count && considered < limit; i++) {
 		/* the feasible probe held was the last to set the eligible replicas */
 		if (i != held &&
-		    !eligible_at(st, P, D, taus[i], fits, fastest_eligible_s, rent_usd_per_s))
+		    !eligible_at(st, P, D, i, fastest_eligible_s, rent_usd_per_s))
 			continue;
 		size_t table = sizeof(previous_tp[0]) * (size_t)P;
 		if (have_previous && !memcmp(previous_tp, in->tp_for, table))
@@ -423,21 +486,44 @@ static int rank_thresholds(struct search_state *st, int P, int mbs, int D, int n
 			return rc;
 	}
 	if (considered == limit)
-		sl_search_shape_record_add(st, P, D, tau_max_s);
+		sl_search_shape_record_add(st, P, D, st->fill_order_index, tau_max_s);
 	return 0;
+}
+
+/* The replicas of one shape in the fill order st->assign holds: every assignment of a small
+ * shape, else the thresholds from the smallest feasible one (at least lo). *hint: the smallest
+ * feasible threshold an earlier fill order found (-1: none yet), updated to this order's. */
+static int search_fill_order(struct search_state *st, int P, int mbs, int D, int nmb, int lo,
+			     int *hint, struct sl_err *err)
+{
+	int rc = 0;
+	if (sl_search_enumerate_small_shape(st, P, D, nmb, st->fits, &rc, err))
+		return rc;
+	double fastest_eligible_s[SL_PLAN_MAX_STAGES], rent_usd_per_s = 0;
+	int held;
+	lo = *hint = smallest_feasible_threshold(st, P, D, lo, *hint, fastest_eligible_s,
+						 &rent_usd_per_s, &held);
+	return rank_thresholds(st, P, mbs, D, nmb, lo, held, fastest_eligible_s, &rent_usd_per_s,
+			       err);
 }
 
 /* For one (micro-batch, partition, D): the thresholds tau are the distinct per-stage times of
  * replicas that fit. A larger tau makes more replicas eligible, each with fewer GPUs, so whether
  * the pool can supply the plan is monotone in tau: a binary search finds the smallest feasible
  * one (the fastest plan of this shape); with a budget, a throughput floor or the cost objective,
- * larger thresholds (slower, cheaper plans) are tried after it too. */
+ * larger thresholds (slower, cheaper plans) are tried after it too. All of it up to the choice
+ * of replicas is the same in every fill order of the zone set, so it is done once, and the
+ * replicas are then chosen in each order. */
 static int search_thresholds(struct search_state *st, const struct sl_partition *part, int mbs,
 			     int D, int nmb, struct sl_err *err)
 {
 	int P = part->num_stages;
 	st->shapes++;
-	if (st->skip_unchanged_shapes && shape_unchanged_by_options(st, part, mbs, D, nmb)) {
+	st->shape_stamp++; /* eligible_at's memo: a new shape, new thresholds */
+	unsigned skip_orders = st->skip_unchanged_shapes
+				       ? orders_unchanged_by_options(st, part, mbs, D, nmb)
+				       : 0;
+	if (skip_orders == (1u << st->fill_order_count) - 1) {
 		st->skipped_shapes++;
 		return 0;
 	}
@@ -459,13 +545,14 @@ static int search_thresholds(struct search_state *st, const struct sl_partition 
 		st->gpu_pruned_shapes++;
 		return 0;
 	}
-	if (sl_search_enumerate_small_shape(st, P, D, nmb, st->fits, &rc, err))
-		return rc;
-	double fastest_eligible_s[SL_PLAN_MAX_STAGES], rent_usd_per_s = 0;
-	int held;
-	lo = smallest_feasible_threshold(st, P, D, lo, fastest_eligible_s, &rent_usd_per_s, &held);
-	return rank_thresholds(st, P, mbs, D, nmb, lo, held, fastest_eligible_s, &rent_usd_per_s,
-			       err);
+	int hint = -1; /* the smallest feasible threshold in the last order searched */
+	for (int o = 0; o < st->fill_order_count && !rc; o++) {
+		if (skip_orders & (1u << o))
+			continue;
+		sl_search_use_fill_order(st, o);
+		rc = search_fill_order(st, P, mbs, D, nmb, lo, &hint, err);
+	}
+	return rc;
 }
 
 /* The least a stage's micro-batch costs over the kinds that can hold it (search_partition's work

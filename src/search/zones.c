@@ -1,9 +1,13 @@
 /* Zone sets, fill orders and the canonical replica order: see zones.h and search.h. */
 #include "search/zones.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "search/search.h"
+
+static_assert(SL_ZONE_ORDERS_EXHAUSTIVE == 3 && SL_ZONE_ORDERS_MAX == 6,
+	      "SL_ZONE_ORDERS_MAX is the number of orders of SL_ZONE_ORDERS_EXHAUSTIVE zones");
 
 int sl_zone_order_count(int n)
 {

@@ -16,6 +16,8 @@
 #include "util/limits.h"
 
 #define SL_ZONE_ORDERS_EXHAUSTIVE 3
+/* The most fill orders of one zone set: SL_ZONE_ORDERS_EXHAUSTIVE! (2 beyond it) */
+#define SL_ZONE_ORDERS_MAX 6
 #define SL_ZONE_SETS_MAX (2 * SL_MAX_SEARCH_ZONES + 1)
 
 /* Fills sets[i][0..sizes[i]-1] and returns the number of zone sets (at most SL_ZONE_SETS_MAX).

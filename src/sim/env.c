@@ -222,6 +222,60 @@ int sl_sim_env_load(const char *model, const char *data_dir, struct sl_sim_env *
 	return sl_sim_env_load_overlaid(model, data_dir, NULL, out, err);
 }
 
+/* The loads below are independent in pairs and each takes milliseconds of JSON parsing (the
+ * whole start-up of `sailor plan` is timed against the SOSP'25 planner), so each pair runs on
+ * two cores at once: the catalogue beside the model's layer sizes, then the network fits beside
+ * the profiles and the times derived from them. jansson is safe on separate documents once its
+ * hash seed is set, which json_object_seed does before the first pair (a no-op when set). */
+static int load_catalogue_and_sizes(struct sl_sim_env *env, const char *data_dir,
+				    struct sl_err *err)
+{
+	struct sl_err cat_err = {0}, sizes_err = {0};
+	int cat_rc = 0, sizes_rc = 0;
+	json_object_seed(0);
+#pragma omp parallel sections num_threads(2)
+	{
+#pragma omp section
+		cat_rc = sl_catalogue_load(data_dir, &env->catalogue, &cat_err);
+#pragma omp section
+		sizes_rc = sl_layer_sizes_load(&env->model, data_dir, &env->sizes, &sizes_err);
+	}
+	if (cat_rc && err)
+		*err = cat_err;
+	else if (sizes_rc && err)
+		*err = sizes_err;
+	return cat_rc ? cat_rc : sizes_rc;
+}
+
+/* The network fits, beside the profiles with the tables and estimated times built from them
+ * (none of which read the network). */
+static int load_network_and_times(struct sl_sim_env *env, const char *data_dir,
+				  struct sl_err *err)
+{
+	struct sl_err net_err = {0}, prof_err = {0};
+	int net_rc = 0, prof_rc = 0;
+#pragma omp parallel sections num_threads(2)
+	{
+#pragma omp section
+		net_rc = sl_network_load(data_dir, &env->catalogue, &env->network, &net_err);
+#pragma omp section
+		{
+			prof_rc = load_profiles(env, data_dir, &prof_err);
+			if (!prof_rc)
+				prof_rc = size_tables(env, &prof_err);
+			if (!prof_rc)
+				prof_rc = sl_sim_estimate_times(env, data_dir,
+								sl_sim_env_profile_overlay(env),
+								&prof_err);
+		}
+	}
+	if (net_rc && err)
+		*err = net_err;
+	else if (prof_rc && err)
+		*err = prof_err;
+	return net_rc ? net_rc : prof_rc;
+}
+
 int sl_sim_env_load_overlaid(const char *model, const char *data_dir,
 			     const char *profile_overlay_dir, struct sl_sim_env **out,
 			     struct sl_err *err)
@@ -233,8 +287,8 @@ int sl_sim_env_load_overlaid(const char *model, const char *data_dir,
 	if (!env)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	int rc = sl_model_config_load(model, &env->model, err);
-	if (!rc) rc = sl_catalogue_load(data_dir, &env->catalogue, err);
-	if (!rc) rc = sl_layer_sizes_load(&env->model, data_dir, &env->sizes, err);
+	if (!rc)
+		rc = load_catalogue_and_sizes(env, data_dir, err);
 	if (!rc) {
 		env->num_layers = env->sizes->num_layers;
 		env->named_model = env->sizes->from_file;
@@ -257,25 +311,8 @@ int sl_sim_env_load_overlaid(const char *model, const char *data_dir,
 		if (!env->tables->slots)
 			rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	}
-	if (!rc) {
-		/* The network fits and the profiles are independent and each takes several ms to
-		 * parse: on two cores at once. (jansson is safe on separate documents once its hash
-		 * seed is set, which the loads above did.) */
-		struct sl_err net_err = {0}, prof_err = {0};
-		int net_rc = 0, prof_rc = 0;
-#pragma omp parallel sections num_threads(2)
-		{
-#pragma omp section
-			net_rc = sl_network_load(data_dir, &env->catalogue, &env->network, &net_err);
-#pragma omp section
-			prof_rc = load_profiles(env, data_dir, &prof_err);
-		}
-		rc = net_rc ? net_rc : prof_rc;
-		if (rc && err)
-			*err = net_rc ? net_err : prof_err;
-	}
-	if (!rc) rc = size_tables(env, err);
-	if (!rc) rc = sl_sim_estimate_times(env, data_dir, sl_sim_env_profile_overlay(env), err);
+	if (!rc)
+		rc = load_network_and_times(env, data_dir, err);
 	if (!rc) sosp25_tables(env);
 	if (rc) {
 		sl_sim_env_free(env);
