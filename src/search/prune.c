@@ -13,6 +13,7 @@
 
 #include "search/search_state.h"
 #include "search/uneven.h"
+#include "sim/transfer_cache.h"
 
 /* The objective value threads share for pruning when only the best plan is wanted: iteration
  * seconds (throughput) or dollars per iteration (cost) of the best plan meeting the constraints
@@ -284,7 +285,8 @@ static int plan_prunable(const struct search_state *st, double time_lb_s, double
 	    sl_search_prunable(st, bottleneck_s + sync_s, rent_usd_per_s * (bottleneck_s + sync_s)))
 		return 1;
 	double plan_lb_s = sl_sim_plan_time_lower_bound_sync_s(st->env, st->cm, plan,
-								st->global_batch, sync_s);
+								st->global_batch, sync_s,
+								st->transfer_cache);
 	if (st->cm == SL_COST_SOSP25)
 		plan_lb_s += pipeline_lb_s; /* its bound is the sync alone */
 	if (plan_lb_s > time_lb_s)

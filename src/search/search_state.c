@@ -12,6 +12,7 @@
 
 #include "search/memory_dimensions.h"
 #include "search/search_state.h"
+#include "sim/transfer_cache.h"
 
 #define SPARE_STATES 16
 
@@ -30,6 +31,7 @@ static void state_destroy(struct search_state *st)
 	free(st->partitions);
 	free(st->assigned);
 	free(st->sync_memo);
+	sl_sim_transfer_cache_free(st->transfer_cache);
 	free(st->kind_mem);
 	free(st);
 }
@@ -77,6 +79,7 @@ static struct search_state *spare_state(int num_layers)
 	st->partitions = kept.partitions;
 	st->assigned = kept.assigned;
 	st->sync_memo = kept.sync_memo;
+	st->transfer_cache = kept.transfer_cache; /* it empties itself for another environment */
 	st->kind_mem = kept.kind_mem;
 	return st;
 }
@@ -96,6 +99,7 @@ static struct search_state *fresh_state(int num_layers)
 	st->assigned = malloc(sizeof(*st->assigned));
 	st->sync_memo = calloc(SYNC_MEMO_SLOTS, sizeof(*st->sync_memo));
 	st->kind_mem = malloc(sizeof(*st->kind_mem) * SL_PLAN_MAX_STAGES);
+	st->transfer_cache = sl_sim_transfer_cache_new(); /* optional: NULL only slows bounds */
 	if (!st->enumeration || !st->layer_time_storage || !st->partitions || !st->assigned ||
 	    !st->sync_memo || !st->kind_mem) {
 		state_destroy(st);

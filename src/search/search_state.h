@@ -114,6 +114,9 @@ struct search_state {
 	int skip_unchanged_shapes;
 	long long shapes, skipped_shapes, gpu_pruned_shapes; /* sl_search_stats */
 	struct sync_memo *sync_memo;         /* [SYNC_MEMO_SLOTS], stamped by item_stamp */
+	/* the plan bounds' transfer times (sim/transfer_cache.h; NULL when it could not be made:
+	 * then they are timed anew) */
+	struct sl_sim_transfer_cache *transfer_cache;
 	/* sl_search_kind_level's memo for the current partition (entries of other partitions: older
 	 * stamp) */
 	struct kind_memory (*kind_mem)[SL_MAX_GPU_TYPES][TP_SLOTS][SL_SEARCH_RECOMPUTE_LEVELS];

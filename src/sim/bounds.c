@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "sim/internal.h"
+#include "sim/transfer_cache.h"
 
 /* Zone arguments below: i1, i2 index the zones searched (zones[], avail's columns). */
 static double sosp25_bound(const struct sl_sim_env *env, double W, int D, int cross,
@@ -128,9 +129,60 @@ double sl_sim_plan_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost
 							     plan->stages[0].last_layer));
 }
 
+/* What a pipeline's stage k costs per micro-batch whatever its micro-batch count: its compute
+ * and what the transfers with its neighbours hold it for or keep its NIC busy with. */
+struct stage_terms {
+	double compute_s;                    /* fwd + bwd */
+	double held_after, held_next;        /* by the transfers with stage k+1, this side / its */
+	double sent_after, received_after;   /* this stage's NIC, to and from stage k+1 */
+};
+
+/* The stage terms of pipeline j (P of them) into terms, which hold pipeline j - 1's (j > 0):
+ * a stage on the replica of the one before keeps its compute, a boundary between the replicas
+ * of the one before keeps its transfers. -1 when the simulator has no time for a stage. */
+static int pipeline_terms(const struct sl_sim_env *env, enum sl_cost_model cm,
+			  const struct sl_plan *plan, int j, struct sl_sim_transfer_cache *cache,
+			  struct stage_terms *terms)
+{
+	const int P = plan->num_stages, b = plan->micro_batch;
+	const struct sl_layer_sizes *sz = env->sizes;
+	int kept[SL_PLAN_MAX_STAGES];
+	for (int k = 0; k < P; k++)
+		kept[k] = j > 0 && !memcmp(sl_plan_replica(plan, k, j), sl_plan_replica(plan, k, j - 1),
+					   sizeof(struct sl_replica));
+	for (int k = 0; k < P; k++) {
+		const struct sl_replica *r = sl_plan_replica(plan, k, j);
+		struct stage_terms *t = &terms[k];
+		if (!kept[k]) {
+			double f, bw;
+			struct sl_sim_replica_query query = sl_sim_replica_query_of(plan, k, j, 0);
+			if (sl_sim_stage_fwd_bwd(env, cm, &query, &f, &bw))
+				return -1;
+			t->compute_s = f + bw;
+		}
+		if (k + 1 < P && !(kept[k] && kept[k + 1])) {
+			const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
+			double bytes = sz->act_output_bytes[1][plan->stages[k].last_layer] * b;
+			struct sl_sim_transfer act, grad;
+			sl_sim_p2p_transfer_cached(env, cache, r, n, bytes, &act);
+			sl_sim_p2p_transfer_cached(env, cache, n, r, bytes, &grad);
+			/* this stage sends the activation and receives the gradient */
+			t->held_after = (act.eager ? 0 : act.net_s) + (grad.eager ? 0 : grad.net_s) +
+					grad.gather_s;
+			t->held_next = (grad.eager ? 0 : grad.net_s) + (act.eager ? 0 : act.net_s) +
+				       act.gather_s;
+			t->sent_after = act.net_s;
+			t->received_after = grad.net_s;
+		} else if (k + 1 == P) {
+			t->held_after = t->held_next = t->sent_after = t->received_after = 0;
+		}
+	}
+	return 0;
+}
+
 double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl_cost_model cm,
 					   const struct sl_plan *plan, long long global_batch,
-					   double sync)
+					   double sync, struct sl_sim_transfer_cache *cache)
 {
 	if (cm == SL_COST_SOSP25)
 		return sync; /* its pipeline term is cheap to simulate; the sync is what prunes */
@@ -138,59 +190,40 @@ double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl
 	 * + what its transfers hold it for: both sides of a rendezvous, the receiver's all-gather of
 	 * an eager one); the pipeline lasts at least as long as any stage's NIC needs to send or to
 	 * receive its M_j transfers; stage 0 then all-reduces. Runs of equal pipelines are bounded
-	 * once. */
-	const int P = plan->num_stages, D = plan->num_pipelines, b = plan->micro_batch;
-	const struct sl_layer_sizes *sz = env->sizes;
+	 * once, and a pipeline with the replicas of the one before (its micro-batch count aside)
+	 * reuses its stage terms. */
+	const int P = plan->num_stages, D = plan->num_pipelines;
+	struct stage_terms terms[SL_PLAN_MAX_STAGES];
 	double bound = 0, busiest_first = 0;
 	for (int j = 0; j < D; j++) {
-		if (j > 0) {
-			int same = 1;
-			for (int k = 0; k < P && same; k++)
-				same = !memcmp(sl_plan_replica(plan, k, j), sl_plan_replica(plan, k, j - 1),
-					       sizeof(struct sl_replica));
-			if (same && sl_plan_pipeline_microbatches(plan, j, global_batch) ==
-					    sl_plan_pipeline_microbatches(plan, j - 1, global_batch))
-				continue;
-		}
+		int same = j > 0;
+		for (int k = 0; k < P && same; k++)
+			same = !memcmp(sl_plan_replica(plan, k, j), sl_plan_replica(plan, k, j - 1),
+				       sizeof(struct sl_replica));
+		if (same && sl_plan_pipeline_microbatches(plan, j, global_batch) ==
+				    sl_plan_pipeline_microbatches(plan, j - 1, global_batch))
+			continue;
+		if (!same && pipeline_terms(env, cm, plan, j, cache, terms))
+			return 0;
 		double M = sl_plan_pipeline_microbatches(plan, j, global_batch);
 		/* with the previous stage, per micro-batch: held, and the NIC's send / receive sides */
 		double held_before = 0, sent_before = 0, received_before = 0;
 		for (int k = 0; k < P; k++) {
-			const struct sl_replica *r = sl_plan_replica(plan, k, j);
-			int last = plan->stages[k].last_layer;
-			double f, bw;
-			struct sl_sim_replica_query query = sl_sim_replica_query_of(plan, k, j, 0);
-			if (sl_sim_stage_fwd_bwd(env, cm, &query, &f, &bw))
-				return 0;
-			double held_after = 0, sent_after = 0, received_after = 0, held_next = 0;
-			if (k + 1 < P) {
-				const struct sl_replica *n = sl_plan_replica(plan, k + 1, j);
-				double bytes = sz->act_output_bytes[1][last] * b;
-				struct sl_sim_transfer act, grad;
-				sl_sim_p2p_transfer(env, r, n, bytes, &act);
-				sl_sim_p2p_transfer(env, n, r, bytes, &grad);
-				/* this stage sends the activation and receives the gradient */
-				held_after = (act.eager ? 0 : act.net_s) + (grad.eager ? 0 : grad.net_s) +
-					     grad.gather_s;
-				held_next = (grad.eager ? 0 : grad.net_s) + (act.eager ? 0 : act.net_s) +
-					    act.gather_s;
-				sent_after = act.net_s;
-				received_after = grad.net_s;
-			}
-			double busy = M * (f + bw + held_before + held_after);
-			double nic = M * (sent_before + sent_after > received_before + received_after
-						  ? sent_before + sent_after
-						  : received_before + received_after);
+			const struct stage_terms *t = &terms[k];
+			double busy = M * (t->compute_s + held_before + t->held_after);
+			double nic = M * (sent_before + t->sent_after > received_before + t->received_after
+						  ? sent_before + t->sent_after
+						  : received_before + t->received_after);
 			if (busy > bound)
 				bound = busy;
 			if (nic > bound)
 				bound = nic;
 			if (k == 0 && busy > busiest_first)
 				busiest_first = busy;
-			held_before = held_next;
+			held_before = t->held_next;
 			/* the next stage receives the activation and sends the gradient */
-			sent_before = received_after;
-			received_before = sent_after;
+			sent_before = t->received_after;
+			received_before = t->sent_after;
 		}
 	}
 	return busiest_first + sync > bound ? busiest_first + sync : bound;

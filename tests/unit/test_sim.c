@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
+#include "sim/transfer_cache.h"
 #include "sim/internal.h"
 #include "sim/validate.h"
 
@@ -428,6 +429,9 @@ static void lower_bound_holds_on_the_measured_plans(void **state)
 	struct sl_err err = {0};
 	struct sl_sim_result *sim = malloc(sizeof(*sim));
 	assert_non_null(sim);
+	/* one cache over all the plans, as a search thread keeps one over its plans */
+	struct sl_sim_transfer_cache *cache = sl_sim_transfer_cache_new();
+	assert_non_null(cache);
 	int checked = 0;
 	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++)
 		for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
@@ -442,13 +446,20 @@ static void lower_bound_holds_on_the_measured_plans(void **state)
 			assert_int_equal(sl_simulate(env, &plan, SL_COST_SAILOR, sim, &err), 0);
 			double sync = sl_sim_plan_sync_lower_bound_s(env, SL_COST_SAILOR, &plan);
 			double bound = sl_sim_plan_time_lower_bound_sync_s(env, SL_COST_SAILOR, &plan,
-									   sim->global_batch, sync);
+									   sim->global_batch, sync, NULL);
 			assert_true(bound > 0);
+			/* the same bound with the transfer times from a cache, asked twice (the
+			 * second time every transfer is a hit) */
+			for (int pass = 0; pass < 2; pass++)
+				assert_true(sl_sim_plan_time_lower_bound_sync_s(
+						    env, SL_COST_SAILOR, &plan, sim->global_batch, sync,
+						    cache) == bound);
 			assert_true(bound <= sim->iteration_time_s * (1 + 1e-12));
 			sl_plan_free(&plan);
 			checked++;
 		}
 	assert_true(checked >= 15);
+	sl_sim_transfer_cache_free(cache);
 	free(sim);
 }
 
