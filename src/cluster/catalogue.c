@@ -24,6 +24,20 @@ int sl_catalogue_gpu_index(const struct sl_catalogue *cat, const char *name)
 
 int sl_catalogue_zone_index(const struct sl_catalogue *cat, const char *name)
 {
+	/* sl_catalogue_load sorts the zones by name: a binary search, not a scan of the world's
+	 * few hundred zones for each of the thousands of names the network fits give. A catalogue
+	 * built otherwise may not be sorted, so a name the search misses is looked for in order. */
+	int lo = 0, hi = cat->zone_count;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		int c = strcmp(cat->zones[mid].name, name);
+		if (!c)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	for (int i = 0; i < cat->zone_count; i++)
 		if (!strcmp(cat->zones[i].name, name))
 			return i;
