@@ -50,8 +50,11 @@ int sl_search_kind_level(struct search_state *st, int options, int k, int g, int
 	struct kind_memory *m = st->kind_mem[k][g][t];
 	if (st->kind_mem_stamp[k][g][t] != st->partition_stamp) {
 		st->kind_mem_stamp[k][g][t] = st->partition_stamp;
-		int levels = sl_sim_effective_recompute(env, first, last, SL_RECOMPUTE_FULL) !=
-					     SL_RECOMPUTE_NONE
+		/* the levels beyond none only where recomputation changes the stage, and only in a
+		 * search with options (a search without them asks for level 0 alone) */
+		int levels = st->options_on && sl_sim_effective_recompute(env, first, last,
+									 SL_RECOMPUTE_FULL) !=
+							SL_RECOMPUTE_NONE
 				     ? SL_SEARCH_RECOMPUTE_LEVELS
 				     : 1;
 		st->kind_mem_levels[k][g][t] = (signed char)levels;
