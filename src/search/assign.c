@@ -26,7 +26,40 @@ static int prefer(const struct sl_assign_input *in, int k, int a, int b)
 	return a < b;
 }
 
-int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *res)
+void sl_assign_order_of(const struct sl_assign_input *in, struct sl_assign_order *order)
+{
+	int P = in->num_stages;
+	/* stages by fewest eligible types first (stable by index) */
+	int eligible[SL_PLAN_MAX_STAGES];
+	for (int i = 0; i < P; i++) {
+		eligible[i] = eligible_types(in, i);
+		int j = i;
+		while (j > 0 && eligible[order->stages[j - 1]] > eligible[i]) {
+			order->stages[j] = order->stages[j - 1];
+			j--;
+		}
+		order->stages[j] = (short)i;
+	}
+	/* per stage, its eligible types (positions in in->types), preferred first */
+	for (int k = 0; k < P; k++) {
+		int n = 0;
+		for (int ti = 0; ti < in->type_count; ti++) {
+			int g = in->types[ti];
+			if (in->tp_for[k][g] <= 0)
+				continue;
+			int j = n++;
+			while (j > 0 && prefer(in, k, g, in->types[order->types[k][j - 1]])) {
+				order->types[k][j] = order->types[k][j - 1];
+				j--;
+			}
+			order->types[k][j] = (unsigned char)ti;
+		}
+		order->type_count[k] = (unsigned char)n;
+	}
+}
+
+int sl_assign_count_ordered(const struct sl_assign_input *in, const struct sl_assign_order *order,
+			    struct sl_assign_result *res)
 {
 	int P = in->num_stages, D = in->num_pipelines;
 	int type_count = in->type_count, zone_count = in->zone_order_count;
@@ -39,32 +72,9 @@ int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *r
 	/* stage k's groups at k * stride, whatever order the stages choose in */
 	int stride = zone_count * type_count;
 
-	/* stages by fewest eligible types first (stable by index) */
-	int order[SL_PLAN_MAX_STAGES], eligible[SL_PLAN_MAX_STAGES];
-	for (int i = 0; i < P; i++) {
-		eligible[i] = eligible_types(in, i);
-		int j = i;
-		while (j > 0 && eligible[order[j - 1]] > eligible[i]) {
-			order[j] = order[j - 1];
-			j--;
-		}
-		order[j] = i;
-	}
-
 	for (int oi = 0; oi < P; oi++) {
-		int k = order[oi];
-		int types[SL_MAX_GPU_TYPES], n = 0; /* positions in in->types, preferred first */
-		for (int ti = 0; ti < type_count; ti++) {
-			int g = in->types[ti];
-			if (in->tp_for[k][g] <= 0)
-				continue;
-			int j = n++;
-			while (j > 0 && prefer(in, k, g, in->types[types[j - 1]])) {
-				types[j] = types[j - 1];
-				j--;
-			}
-			types[j] = ti;
-		}
+		int k = order->stages[oi];
+		int n = order->type_count[k];
 		/* whole replicas only: a replica's tp GPUs live in one zone. The groups taken, in
 		 * the canonical (zone rank, gpu) order (the zone rank being the fill order): kept
 		 * sorted as they come, there are rarely more than two or three */
@@ -73,7 +83,7 @@ int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *r
 		} cells[SL_MAX_GPU_TYPES * SL_MAX_SEARCH_ZONES];
 		int cell_count = 0, placed = 0;
 		for (int i = 0; i < n && placed < D; i++) {
-			int ti = types[i], tp = in->tp_for[k][in->types[ti]];
+			int ti = order->types[k][i], tp = in->tp_for[k][in->types[ti]];
 			for (int zi = 0; zi < zone_count && placed < D; zi++) {
 				int can = zone_left[ti][zi] / tp;
 				int got = can < D - placed ? can : D - placed;
@@ -102,6 +112,13 @@ int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *r
 		res->end[k] = used;
 	}
 	return 0;
+}
+
+int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *res)
+{
+	struct sl_assign_order order;
+	sl_assign_order_of(in, &order);
+	return sl_assign_count_ordered(in, &order, res);
 }
 
 void sl_assign_write(const struct sl_assign_input *in, const struct sl_assign_result *res,

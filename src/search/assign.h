@@ -51,6 +51,21 @@ struct sl_assign_result {
  * stage. */
 int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *res);
 
+/* The order sl_assign_count takes the stages in and, per stage, its eligible types in: it
+ * depends on the eligible TP degrees and prices, not on the zones, so the threshold search
+ * computes it once per threshold and fills every fill order with it. */
+struct sl_assign_order {
+	short stages[SL_PLAN_MAX_STAGES];                     /* fewest eligible types first */
+	unsigned char types[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES]; /* positions in in->types */
+	unsigned char type_count[SL_PLAN_MAX_STAGES];
+};
+
+void sl_assign_order_of(const struct sl_assign_input *in, struct sl_assign_order *order);
+
+/* sl_assign_count with the order sl_assign_order_of gave for in's eligible replicas. */
+int sl_assign_count_ordered(const struct sl_assign_input *in, const struct sl_assign_order *order,
+			    struct sl_assign_result *res);
+
 /* Writes res's replicas into plan (reserved for num_stages x num_pipelines). */
 void sl_assign_write(const struct sl_assign_input *in, const struct sl_assign_result *res,
 		     struct sl_plan *plan);

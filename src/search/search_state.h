@@ -58,6 +58,7 @@ struct eligible_memo {
 	double rent_usd_per_s;
 	double fastest_eligible_s[SL_PLAN_MAX_STAGES];
 	int tp_for[SL_PLAN_MAX_STAGES][SL_MAX_GPU_TYPES];
+	struct sl_assign_order order;        /* sl_assign_order_of these eligible replicas */
 };
 
 struct shape_records {
@@ -92,6 +93,8 @@ struct search_state {
 	struct sl_plan uneven_plan;          /* scratch: plan with uneven micro-batch counts */
 	struct sl_sim_result result;         /* scratch result */
 	struct sl_assign_input assign;       /* set per work item, fill order and threshold */
+	/* the order of the eligible replicas in assign (eligible_at, in its memo) */
+	const struct sl_assign_order *assign_order;
 	long long type_gpus[SL_MAX_GPU_TYPES]; /* GPUs of each type in the zones searched */
 	struct sl_assign_result *assigned;   /* scratch for sl_assign_count */
 	long long enumerate_max;             /* shapes with at most this many assignments: all */

@@ -111,7 +111,9 @@ static int eligible_at_tau(struct search_state *st, int P, int D, double tau,
 }
 
 /* eligible_at_tau at threshold taus[i] of the current shape, memoised: every fill order of the
- * shape asks for the same few thresholds (search_thresholds stamps each shape anew). */
+ * shape asks for the same few thresholds (search_thresholds stamps each shape anew). With it
+ * the order the assignment takes stages and types in (st->assign_order), which depends on the
+ * eligible replicas alone. */
 static int eligible_at(struct search_state *st, int P, int D, int i, double *fastest_eligible_s,
 		       double *rent_usd_per_s)
 {
@@ -124,6 +126,7 @@ static int eligible_at(struct search_state *st, int P, int D, int i, double *fas
 			memcpy(st->assign.tp_for, m->tp_for, rows);
 			memcpy(fastest_eligible_s, m->fastest_eligible_s, times);
 			*rent_usd_per_s = m->rent_usd_per_s;
+			st->assign_order = &m->order;
 			return 1;
 		}
 	} else {
@@ -135,6 +138,8 @@ static int eligible_at(struct search_state *st, int P, int D, int i, double *fas
 			memcpy(m->tp_for, st->assign.tp_for, rows);
 			memcpy(m->fastest_eligible_s, fastest_eligible_s, times);
 			m->rent_usd_per_s = *rent_usd_per_s;
+			sl_assign_order_of(&st->assign, &m->order);
+			st->assign_order = &m->order;
 			return 1;
 		}
 	}
@@ -398,7 +403,7 @@ static int feasible_probe(struct search_state *st, int P, int D, int i,
 	struct sl_assign_input *in = &st->assign;
 	*held = -1;
 	if (eligible_at(st, P, D, i, fastest_eligible_s, rent_usd_per_s) &&
-	    enough_gpus(in) && !sl_assign_count(in, st->assigned))
+	    enough_gpus(in) && !sl_assign_count_ordered(in, st->assign_order, st->assigned))
 		*held = i;
 	return *held == i;
 }
@@ -489,7 +494,8 @@ static int rank_thresholds(struct search_state *st, int P, int mbs, int D, int n
 				   st->sync_lb_s;
 		if (sl_search_prunable(st, time_lb_s, *rent_usd_per_s * time_lb_s))
 			continue;
-		if ((i != held && sl_assign_count(in, st->assigned)) || sl_search_counted_prunable(st, nmb))
+		if ((i != held && sl_assign_count_ordered(in, st->assign_order, st->assigned)) ||
+		    sl_search_counted_prunable(st, nmb))
 			continue;
 		if ((rc = sl_search_simulate_and_rank(st, err)))
 			return rc;
