@@ -5,6 +5,7 @@
  * internal.h. */
 #include <dirent.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +315,10 @@ int sl_sim_env_load_overlaid(const char *model, const char *data_dir,
 	if (!rc)
 		rc = load_network_and_times(env, data_dir, err);
 	if (!rc) sosp25_tables(env);
+	if (!rc) {
+		static _Atomic unsigned long long loads;
+		env->serial = ++loads;
+	}
 	if (rc) {
 		sl_sim_env_free(env);
 		return rc;

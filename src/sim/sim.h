@@ -87,6 +87,8 @@ struct sl_sim_env {
 	double reserve_param_copies;   /* memory kept free on every rank for this many more copies
 					* of its parameters (the island search's room for the outer
 					* step: search/islands_search.h); 0 for a plan as it is */
+	unsigned long long serial;     /* one per load, kept by copies of the struct: what caches of
+					* its times are keyed by (an address may be reused) */
 };
 
 /* Gives the environment the cluster file whose hosts our runtime's ranks would run on (the

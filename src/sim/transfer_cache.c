@@ -18,7 +18,7 @@ struct transfer_slot {
 };
 
 struct sl_sim_transfer_cache {
-	const struct sl_sim_env *env; /* whose times the slots hold */
+	unsigned long long env_serial; /* whose times the slots hold (sl_sim_env.serial; 0: none) */
 	int clean;                    /* no slot used yet: nothing to empty */
 	struct transfer_slot slots[TRANSFER_CACHE_SLOTS];
 };
@@ -53,14 +53,14 @@ void sl_sim_p2p_transfer_cached(const struct sl_sim_env *env, struct sl_sim_tran
 				const struct sl_replica *src, const struct sl_replica *dst,
 				double bytes, struct sl_sim_transfer *out)
 {
-	if (!cache) {
+	if (!cache || !env->serial) { /* no cache, or an environment not loaded (no serial) */
 		sl_sim_p2p_transfer(env, src, dst, bytes, out);
 		return;
 	}
-	if (cache->env != env) {
+	if (cache->env_serial != env->serial) {
 		if (!cache->clean)
 			memset(cache->slots, 0, sizeof(cache->slots));
-		cache->env = env;
+		cache->env_serial = env->serial;
 	}
 	cache->clean = 0;
 	struct transfer_slot *s = &cache->slots[slot_of(src, dst, bytes)];

@@ -2,7 +2,8 @@
  * whose pipelines repeat the same few (sender, receiver, bytes) triples, and timing each anew
  * (two network-fit lookups and a logarithm) was a third of its work on a 640-GPU pool of five
  * zones (Fig. 10). Values are exactly sl_sim_p2p_transfer's; a cache belongs to one thread and
- * holds the times of one environment (it empties itself when asked about another). */
+ * holds the times of one environment load (sl_sim_env.serial: a copy of the struct shares them,
+ * a new load at a reused address does not); it empties itself when asked about another. */
 #ifndef SL_SIM_TRANSFER_CACHE_H
 #define SL_SIM_TRANSFER_CACHE_H
 

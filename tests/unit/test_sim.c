@@ -459,6 +459,20 @@ static void lower_bound_holds_on_the_measured_plans(void **state)
 			checked++;
 		}
 	assert_true(checked >= 15);
+	/* a cache keeps one environment load's times: another load (its own serial, though it may
+	 * sit at a freed one's address) is timed anew, a copy of the struct shares them */
+	struct sl_sim_env *other = NULL;
+	assert_int_equal(sl_sim_env_load("OPT-350", "data", &other, &err), 0);
+	assert_true(other->serial != 0 && other->serial != env->serial);
+	struct sl_replica a = {.gpu = 0, .zone = 0, .tp = 1}, b = {.gpu = 0, .zone = 1, .tp = 1};
+	struct sl_sim_transfer direct, cached;
+	sl_sim_p2p_transfer(env, &a, &b, 1e7, &direct);
+	sl_sim_p2p_transfer_cached(env, cache, &a, &b, 1e7, &cached);
+	assert_true(cached.net_s == direct.net_s && cached.gather_s == direct.gather_s);
+	sl_sim_p2p_transfer_cached(other, cache, &a, &b, 1e7, &cached);
+	sl_sim_p2p_transfer(other, &a, &b, 1e7, &direct);
+	assert_true(cached.net_s == direct.net_s);
+	sl_sim_env_free(other);
 	sl_sim_transfer_cache_free(cache);
 	free(sim);
 }
