@@ -17,6 +17,7 @@
 #include "util/limits.h"
 #include "util/nearest_names.h"
 #include "util/paths.h"
+#include "util/sorted_names.h"
 
 static const char *const continents[] = {"africa", "asia", "europe", "middle-east",
 					 "north-america", "oceania", "south-america"};
@@ -464,61 +465,23 @@ static int complete_regions(struct merge *m, struct sl_err *err)
 	return 0;
 }
 
-/* The zone and region names of a load, sorted, for check_names: a binary search per name, not
- * a scan of the world's few hundred zones (the scans were a fifth of loading the catalogue). */
-struct sorted_names {
-	const char **zones, **regions;
-	int zone_count, region_count;
-};
-
-static int compare_names(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static int sorted_names_init(const struct sl_zone_files *zf, struct sorted_names *names)
-{
-	names->zone_count = zf->zone_count;
-	names->region_count = zf->region_count;
-	names->zones = malloc(sizeof(*names->zones) * (size_t)(zf->zone_count + 1));
-	names->regions = malloc(sizeof(*names->regions) * (size_t)(zf->region_count + 1));
-	if (!names->zones || !names->regions)
-		return -1;
-	for (int i = 0; i < zf->zone_count; i++)
-		names->zones[i] = zf->zones[i].name;
-	for (int i = 0; i < zf->region_count; i++)
-		names->regions[i] = zf->regions[i].name;
-	qsort(names->zones, (size_t)names->zone_count, sizeof(*names->zones), compare_names);
-	qsort(names->regions, (size_t)names->region_count, sizeof(*names->regions), compare_names);
-	return 0;
-}
-
-static void sorted_names_free(struct sorted_names *names)
-{
-	free(names->zones);
-	free(names->regions);
-}
-
-static int named(const char **sorted, int n, const char *name)
-{
-	return bsearch(&name, sorted, (size_t)n, sizeof(*sorted), compare_names) != NULL;
-}
-
-static int check_names(const struct sl_zone_files *zf, const struct sorted_names *names,
+/* Every pair of list names zones or regions of the load (zones, regions: their names sorted). */
+static int check_names(const struct sl_zone_files *zf, const struct sl_sorted_names *zones_by_name,
+		       const struct sl_sorted_names *regions_by_name,
 		       const struct sl_zone_files_pair *list, int n, const char *key,
 		       struct sl_err *err)
 {
 	for (int i = 0; i < n; i++) {
 		const char *ends[2] = {list[i].from, list[i].to};
-		int zones = named(names->zones, names->zone_count, ends[0]) +
-			    named(names->zones, names->zone_count, ends[1]);
+		int zones = sl_sorted_names_has(zones_by_name, ends[0]) +
+			    sl_sorted_names_has(zones_by_name, ends[1]);
 		if (!strcmp(key, "egress_pairs") && zones == 1)
 			return sl_err_set(err, SL_EINPUT, "%s: %s[%d]: name two zones or two regions "
 					  "(a price between regions holds for all their zones)",
 					  zf->files[list[i].file], key, list[i].index);
 		for (int e = 0; e < 2; e++) {
-			if (named(names->zones, names->zone_count, ends[e]) ||
-			    named(names->regions, names->region_count, ends[e]))
+			if (sl_sorted_names_has(zones_by_name, ends[e]) ||
+			    sl_sorted_names_has(regions_by_name, ends[e]))
 				continue;
 			char near[256];
 			return sl_err_set(err, SL_ENOTFOUND, "%s: %s[%d].%s: '%s' is no zone or region "
@@ -694,14 +657,18 @@ int sl_zone_files_load(const char *data_dir, struct sl_zone_files **out, struct 
 		rc = add_file(m, overlays[i].root, overlays[i].origin, 0, err);
 	if (!rc)
 		rc = complete_regions(m, err);
-	struct sorted_names names = {0};
-	if (!rc && sorted_names_init(zf, &names))
+	/* the pairs' names looked up by binary search, not among all the world's zones each */
+	struct sl_sorted_names zones = {0}, regions = {0};
+	if (!rc && (sl_sorted_names_init(&zones, zf->zones, zf->zone_count, sizeof(*zf->zones)) ||
+		    sl_sorted_names_init(&regions, zf->regions, zf->region_count,
+					 sizeof(*zf->regions))))
 		rc = sl_err_set(err, SL_ENOMEM, "out of memory");
 	if (!rc)
-		rc = check_names(zf, &names, zf->pairs, zf->pair_count, "egress_pairs", err);
+		rc = check_names(zf, &zones, &regions, zf->pairs, zf->pair_count, "egress_pairs", err);
 	if (!rc)
-		rc = check_names(zf, &names, zf->links, zf->link_count, "links", err);
-	sorted_names_free(&names);
+		rc = check_names(zf, &zones, &regions, zf->links, zf->link_count, "links", err);
+	sl_sorted_names_free(&zones);
+	sl_sorted_names_free(&regions);
 	free(m);
 	if (rc) {
 		sl_zone_files_free(zf);
