@@ -58,8 +58,8 @@ void sl_assign_order_of(const struct sl_assign_input *in, struct sl_assign_order
 	}
 }
 
-int sl_assign_count_ordered(const struct sl_assign_input *in, const struct sl_assign_order *order,
-			    struct sl_assign_result *res)
+int sl_assign_count(const struct sl_assign_input *in, const struct sl_assign_order *order,
+		    struct sl_assign_result *res)
 {
 	int P = in->num_stages, D = in->num_pipelines;
 	int type_count = in->type_count, zone_count = in->zone_order_count;
@@ -114,13 +114,6 @@ int sl_assign_count_ordered(const struct sl_assign_input *in, const struct sl_as
 	return 0;
 }
 
-int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *res)
-{
-	struct sl_assign_order order;
-	sl_assign_order_of(in, &order);
-	return sl_assign_count_ordered(in, &order, res);
-}
-
 void sl_assign_write(const struct sl_assign_input *in, const struct sl_assign_result *res,
 		     struct sl_plan *plan)
 {
@@ -137,13 +130,4 @@ void sl_assign_write(const struct sl_assign_input *in, const struct sl_assign_re
 			}
 		}
 	}
-}
-
-int sl_assign_replicas(const struct sl_assign_input *in, struct sl_assign_result *res,
-		       struct sl_plan *plan)
-{
-	if (sl_assign_count(in, res))
-		return -1;
-	sl_assign_write(in, res, plan);
-	return 0;
 }

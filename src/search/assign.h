@@ -47,10 +47,6 @@ struct sl_assign_result {
 	struct sl_assign_group groups[SL_PLAN_MAX_STAGES * SL_MAX_GPU_TYPES * SL_MAX_SEARCH_ZONES];
 };
 
-/* Fills res and returns 0, or -1 when the pool cannot supply D eligible replicas to every
- * stage. */
-int sl_assign_count(const struct sl_assign_input *in, struct sl_assign_result *res);
-
 /* The order sl_assign_count takes the stages in and, per stage, its eligible types in: it
  * depends on the eligible TP degrees and prices, not on the zones, so the threshold search
  * computes it once per threshold and fills every fill order with it. */
@@ -62,17 +58,14 @@ struct sl_assign_order {
 
 void sl_assign_order_of(const struct sl_assign_input *in, struct sl_assign_order *order);
 
-/* sl_assign_count with the order sl_assign_order_of gave for in's eligible replicas. */
-int sl_assign_count_ordered(const struct sl_assign_input *in, const struct sl_assign_order *order,
-			    struct sl_assign_result *res);
+/* Fills res (in's replicas taken in order, which sl_assign_order_of gave for in's eligible
+ * replicas) and returns 0, or -1 when the pool cannot supply D eligible replicas to every
+ * stage. */
+int sl_assign_count(const struct sl_assign_input *in, const struct sl_assign_order *order,
+		    struct sl_assign_result *res);
 
 /* Writes res's replicas into plan (reserved for num_stages x num_pipelines). */
 void sl_assign_write(const struct sl_assign_input *in, const struct sl_assign_result *res,
 		     struct sl_plan *plan);
-
-/* Both: fills plan->replicas (plan already reserved for num_stages x num_pipelines) and returns
- * 0, or -1 when the pool cannot supply D eligible replicas to every stage. res is scratch. */
-int sl_assign_replicas(const struct sl_assign_input *in, struct sl_assign_result *res,
-		       struct sl_plan *plan);
 
 #endif

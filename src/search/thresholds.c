@@ -146,7 +146,7 @@ static int eligible_at(struct search_state *st, int P, int D, int i, double *fas
 	return 0;
 }
 
-/* A necessary condition for sl_assign_replicas to succeed, much cheaper: the pool holds at least
+/* A necessary condition for sl_assign_count to succeed, much cheaper: the pool holds at least
  * D replicas' worth of GPUs for every stage at its least GPU-hungry eligible type. */
 static int enough_gpus(const struct sl_assign_input *in)
 {
@@ -403,7 +403,7 @@ static int feasible_probe(struct search_state *st, int P, int D, int i,
 	struct sl_assign_input *in = &st->assign;
 	*held = -1;
 	if (eligible_at(st, P, D, i, fastest_eligible_s, rent_usd_per_s) &&
-	    enough_gpus(in) && !sl_assign_count_ordered(in, st->assign_order, st->assigned))
+	    enough_gpus(in) && !sl_assign_count(in, st->assign_order, st->assigned))
 		*held = i;
 	return *held == i;
 }
@@ -494,7 +494,7 @@ static int rank_thresholds(struct search_state *st, int P, int mbs, int D, int n
 				   st->sync_lb_s;
 		if (sl_search_prunable(st, time_lb_s, *rent_usd_per_s * time_lb_s))
 			continue;
-		if ((i != held && sl_assign_count_ordered(in, st->assign_order, st->assigned)) ||
+		if ((i != held && sl_assign_count(in, st->assign_order, st->assigned)) ||
 		    sl_search_counted_prunable(st, nmb))
 			continue;
 		if ((rc = sl_search_simulate_and_rank(st, err)))
