@@ -29,6 +29,10 @@ else
     tests+=("$(basename "$s" .sh)")
   done
 fi
+for t in "${tests[@]}"; do
+  [ -x "$BUILD/tests/$t" ] || [ -f "tests/integration/$t.sh" ] ||
+    { echo "stress_tests.sh: no test '$t': neither $BUILD/tests/$t (make $BUILD/tests/$t, or make test) nor tests/integration/$t.sh"; exit 2; }
+done
 logs=${STRESS_LOGS:-$(mktemp -d /tmp/sailor-stress-XXXXXX)}
 mkdir -p "$logs"
 # two CPU-bound processes beside the tests, ended by their pids at exit
