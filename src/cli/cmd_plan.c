@@ -14,6 +14,7 @@
 #include "search/islands_search.h"
 #include "search/search.h"
 #include "sim/sim.h"
+#include "util/heap_pages.h"
 #include "util/json.h"
 #include "util/limits.h"
 
@@ -514,6 +515,7 @@ static int run_plan(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	sl_heap_prefer_huge_pages(SL_HEAP_PLANNER_RESERVE_BYTES); /* before any thread */
 	struct sl_err err = {0};
 	struct sl_sim_env *env = NULL;
 	/* static: the environment borrows it until the process ends */

@@ -9,6 +9,7 @@
 #include "cluster/cluster_file.h"
 #include "sim/sim.h"
 #include "util/atomic_file.h"
+#include "util/heap_pages.h"
 #include "util/json.h"
 #include "util/limits.h"
 
@@ -195,6 +196,7 @@ static int run_simulate(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	sl_heap_prefer_huge_pages(SL_HEAP_PLANNER_RESERVE_BYTES); /* before any thread */
 	struct sl_err err = {0};
 	struct sl_cluster cluster;
 	int have_cluster = 0;
