@@ -35,13 +35,11 @@ static void uniform_sosp25(int num_layers, int num_stages, struct sl_partition *
 /* Min-max split by dynamic programming: best[k][i] = the smallest possible slowest stage when the
  * first i layers form k stages. O(P·L²) with L <= a few hundred. */
 static void balanced(int num_layers, int num_stages, const double *layer_time_s,
-		     struct sl_partition *part)
+		     struct sl_partition_scratch *scratch, struct sl_partition *part)
 {
-	enum { MAXL = 512 };
-	/* per thread: the planner runs searches on several threads at once */
-	static _Thread_local double prefix[MAXL + 1];
-	static _Thread_local double best[SL_PLAN_MAX_STAGES + 1][MAXL + 1];
-	static _Thread_local int cut[SL_PLAN_MAX_STAGES + 1][MAXL + 1];
+	double *prefix = scratch->prefix;
+	double (*best)[SL_PARTITION_MAX_LAYERS + 1] = scratch->best;
+	int (*cut)[SL_PARTITION_MAX_LAYERS + 1] = scratch->cut;
 	prefix[0] = 0;
 	for (int l = 0; l < num_layers; l++)
 		prefix[l + 1] = prefix[l] + layer_time_s[l];
@@ -105,10 +103,11 @@ static int collect(const struct sl_partition *part, void *ctx)
 }
 
 int sl_partition_candidates(int num_layers, int num_stages, const double *const *layer_time_s,
-			    int gpu_count, struct sl_partition *out, int max_out)
+			    int gpu_count, struct sl_partition_scratch *scratch,
+			    struct sl_partition *out, int max_out)
 {
 	if (num_stages < 1 || num_stages > num_layers || num_stages > SL_PLAN_MAX_STAGES ||
-	    num_layers > 512)
+	    num_layers > SL_PARTITION_MAX_LAYERS)
 		return 0;
 	struct sl_partition part;
 	uniform_sosp25(num_layers, num_stages, &part);
@@ -116,7 +115,7 @@ int sl_partition_candidates(int num_layers, int num_stages, const double *const 
 	for (int g = 0; g < gpu_count; g++) {
 		if (!layer_time_s[g])
 			continue;
-		balanced(num_layers, num_stages, layer_time_s[g], &part);
+		balanced(num_layers, num_stages, layer_time_s[g], scratch, &part);
 		count = add_unique(out, count, max_out, &part);
 	}
 	if (sl_partition_count(num_layers, num_stages, SL_PARTITION_ENUMERATE_MAX) <=

@@ -23,10 +23,23 @@ struct sl_partition {
 	int first[SL_PLAN_MAX_STAGES + 1]; /* first[num_stages] = num_layers */
 };
 
+#define SL_PARTITION_MAX_LAYERS 512
+
+/* The tables of the balanced split's dynamic programme, with room for any model and depth: the
+ * caller's (a search keeps one per thread), not static per thread, because every thread's copy
+ * of a static thread-local table is zeroed in full when the thread starts (0.4 MB, ~100 page
+ * faults each), though a split touches only its rows. */
+struct sl_partition_scratch {
+	double prefix[SL_PARTITION_MAX_LAYERS + 1];
+	double best[SL_PLAN_MAX_STAGES + 1][SL_PARTITION_MAX_LAYERS + 1];
+	int cut[SL_PLAN_MAX_STAGES + 1][SL_PARTITION_MAX_LAYERS + 1];
+};
+
 /* layer_time_s[g] (NULL entries skipped) holds per-layer times of GPU type g, num_layers long.
- * Writes up to max_out partitions into out and returns their count. */
+ * Writes up to max_out partitions into out and returns their count. scratch: any contents. */
 int sl_partition_candidates(int num_layers, int num_stages, const double *const *layer_time_s,
-			    int gpu_count, struct sl_partition *out, int max_out);
+			    int gpu_count, struct sl_partition_scratch *scratch,
+			    struct sl_partition *out, int max_out);
 
 /* Number of contiguous splits of n layers into p stages, C(n-1, p-1), saturating at limit. */
 long long sl_partition_count(int num_layers, int num_stages, long long limit);

@@ -29,6 +29,7 @@ static void state_destroy(struct search_state *st)
 	free(st->enumeration);
 	free(st->layer_time_storage);
 	free(st->partitions);
+	free(st->partition_scratch);
 	free(st->assigned);
 	free(st->sync_memo);
 	sl_sim_transfer_cache_free(st->transfer_cache);
@@ -77,6 +78,7 @@ static struct search_state *spare_state(int num_layers)
 	st->layer_time_storage = kept.layer_time_storage;
 	st->layer_time_capacity = kept.layer_time_capacity;
 	st->partitions = kept.partitions;
+	st->partition_scratch = kept.partition_scratch;
 	st->assigned = kept.assigned;
 	st->sync_memo = kept.sync_memo;
 	st->transfer_cache = kept.transfer_cache; /* it empties itself for another environment */
@@ -96,11 +98,13 @@ static struct search_state *fresh_state(int num_layers)
 	st->enumeration = sl_search_enumeration_new();
 	st->layer_time_storage = malloc(sizeof(double) * st->layer_time_capacity);
 	st->partitions = malloc(sizeof(*st->partitions) * SL_PARTITION_MAX_CANDIDATES);
+	st->partition_scratch = malloc(sizeof(*st->partition_scratch));
 	st->assigned = malloc(sizeof(*st->assigned));
 	st->sync_memo = calloc(SYNC_MEMO_SLOTS, sizeof(*st->sync_memo));
 	st->kind_mem = malloc(sizeof(*st->kind_mem) * SL_PLAN_MAX_STAGES);
 	st->transfer_cache = sl_sim_transfer_cache_new(); /* optional: NULL only slows bounds */
-	if (!st->enumeration || !st->layer_time_storage || !st->partitions || !st->assigned ||
+	if (!st->enumeration || !st->layer_time_storage || !st->partitions ||
+	    !st->partition_scratch || !st->assigned ||
 	    !st->sync_memo || !st->kind_mem) {
 		state_destroy(st);
 		return NULL;

@@ -105,6 +105,7 @@ struct search_state {
 	double sync_lb_s;                    /* the current shape's sync lower bound (search_partition) */
 	int tau_count;
 	struct sl_partition *partitions;     /* scratch: SL_PARTITION_MAX_CANDIDATES */
+	struct sl_partition_scratch *partition_scratch; /* scratch for sl_partition_candidates */
 	long long simulated;
 	int options_on;                      /* sl_search_options_on(req) */
 	/* the simulator may model plans as our runtime, whose times the bounds do not bound

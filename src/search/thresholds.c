@@ -774,7 +774,8 @@ int sl_search_micro_batch(struct search_state *st, int mbs, struct sl_err *err)
 			continue;
 		int n = only ? pinned_partition(only, st->partitions)
 			     : sl_partition_candidates(L, P, per_gpu, env->catalogue.gpu_count,
-						       st->partitions, SL_PARTITION_MAX_CANDIDATES);
+						       st->partition_scratch, st->partitions,
+						       SL_PARTITION_MAX_CANDIDATES);
 		for (int i = 0; i < n && !rc; i++) {
 			st->partition_index = i;
 			rc = search_partition(st, &st->partitions[i], mbs, gpus, err);

@@ -31,7 +31,9 @@ static void first_candidate_is_sosp25_uniform(void **state)
 	/* SIMULATOR.md section 3: OPT-350 with P=7 is [3,3,4,4,4,4,4]. */
 	struct sl_partition parts[SL_PARTITION_MAX_CANDIDATES];
 	const double *none[1] = {NULL};
-	int n = sl_partition_candidates(26, 7, none, 1, parts, SL_PARTITION_MAX_CANDIDATES);
+	static struct sl_partition_scratch scratch;
+	int n = sl_partition_candidates(26, 7, none, 1, &scratch, parts,
+					SL_PARTITION_MAX_CANDIDATES);
 	assert_int_equal(n, 1);
 	int sizes[7] = {3, 3, 4, 4, 4, 4, 4};
 	for (int k = 0; k < 7; k++)
@@ -45,7 +47,9 @@ static void balanced_candidate_minimises_slowest_stage(void **state)
 	double times[6] = {1, 1, 1, 1, 1, 4};
 	const double *per_gpu[1] = {times};
 	struct sl_partition parts[SL_PARTITION_MAX_CANDIDATES];
-	int n = sl_partition_candidates(6, 2, per_gpu, 1, parts, SL_PARTITION_MAX_CANDIDATES);
+	static struct sl_partition_scratch scratch;
+	int n = sl_partition_candidates(6, 2, per_gpu, 1, &scratch, parts,
+					SL_PARTITION_MAX_CANDIDATES);
 	assert_true(n >= 2);
 	int found = 0;
 	for (int i = 0; i < n; i++)
