@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #define HUGE_PAGE_BYTES ((uintptr_t)2 << 20)
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux 6.1: <asm-generic/mman-common.h>; glibc 2.36 lacks it */
+#endif
 
 size_t sl_heap_prefer_huge_pages(size_t reserve_bytes)
 {
@@ -38,5 +41,9 @@ size_t sl_heap_prefer_huge_pages(size_t reserve_bytes)
 	uintptr_t end = brk_after & ~(HUGE_PAGE_BYTES - 1);
 	if (madvise((void *)start, end - start, MADV_HUGEPAGE))
 		return 0; /* no THP in this kernel, or "never" */
+	/* malloc wrote its headers into the first 2 MiB while growing, before the advice, so
+	 * that one is mapped in 4 KiB pages, and it is what malloc serves first: made one huge
+	 * page now (an older kernel refuses; then only it stays in small pages) */
+	madvise((void *)start, HUGE_PAGE_BYTES, MADV_COLLAPSE);
 	return end - start;
 }
