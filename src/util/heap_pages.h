@@ -2,9 +2,9 @@
  *
  * Why: a planner process touches 8-10 MB of fresh heap (the parsed profiles, network and
  * catalogue, the search's tables), and each first touch of a 4 KiB page is a page fault. On a
- * virtual machine a fault can cost far more than on bare metal: 12-16 us on the build machines
+ * virtual machine a fault can cost far more than on bare metal: 14-19 us on the build machines
  * (Firecracker guests), against 0.3 us per 4 KiB for a 2 MiB huge page, so ~2,000 faults were
- * 20-30 ms of a 110 ms `sailor plan`. docs/design/planner.md ("Start-up") has the measurements. */
+ * 25-35 ms of a 110 ms `sailor plan`. docs/design/planner.md ("Start-up") has the measurements. */
 #ifndef SL_UTIL_HEAP_PAGES_H
 #define SL_UTIL_HEAP_PAGES_H
 

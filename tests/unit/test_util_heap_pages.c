@@ -71,18 +71,21 @@ static void heap_growth_is_advised_and_used(void **state)
 	assert_true(advised <= SL_HEAP_PLANNER_RESERVE_BYTES + ((size_t)2 << 20));
 	/* a large block, which malloc would otherwise map on its own, then small ones past what
 	 * was left of the old heap: all in the advised heap, not in mappings of their own */
-	size_t sizes[] = {(size_t)8 << 20, 4096};
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		char *block = NULL;
-		for (size_t taken = 0; taken < ((size_t)1 << 20); taken += sizes[i])
-			block = malloc(sizes[i]); /* the small ones kept: test memory */
-		assert_non_null(block);
-		memset(block, 1, sizes[i]);
+	enum { SMALL_BLOCKS = 256 }; /* 1 MiB of 4 KiB blocks */
+	char *large = malloc((size_t)8 << 20), *small[SMALL_BLOCKS];
+	for (int i = 0; i < SMALL_BLOCKS; i++)
+		small[i] = malloc(4096);
+	char *blocks[] = {large, small[SMALL_BLOCKS - 1]};
+	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+		assert_non_null(blocks[i]);
+		blocks[i][0] = 1;
 		char flags[512];
-		vm_flags_of((uintptr_t)block + sizes[i] / 2, flags, sizeof(flags));
+		vm_flags_of((uintptr_t)blocks[i], flags, sizeof(flags));
 		assert_non_null(strstr(flags, " hg"));
-		free(block);
 	}
+	free(large);
+	for (int i = 0; i < SMALL_BLOCKS; i++)
+		free(small[i]);
 }
 
 int main(void)
