@@ -28,8 +28,14 @@ struct refine {
 /* Whether the plan uses no more GPUs of a type in a zone than the pool has. */
 static int within_pool(const struct sl_pool *pool, const struct sl_plan *plan)
 {
+	/* only the entries of the plan's replicas are read: they are zeroed first, not the whole
+	 * table (32 KB for a plan of a few replicas, on every move tried) */
 	int used[SL_MAX_GPU_TYPES][SL_MAX_ZONES];
-	memset(used, 0, sizeof(used));
+	for (int k = 0; k < plan->num_stages; k++)
+		for (int j = 0; j < plan->num_pipelines; j++) {
+			const struct sl_replica *r = sl_plan_replica(plan, k, j);
+			used[r->gpu][r->zone] = 0;
+		}
 	for (int k = 0; k < plan->num_stages; k++)
 		for (int j = 0; j < plan->num_pipelines; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
