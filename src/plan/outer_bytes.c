@@ -202,6 +202,17 @@ int sl_outer_bytes_count(const struct sl_plan *plan, const struct sl_model_confi
 	return sl_outer_bytes_visit(plan, model, global_batch, seq_len, cat, NULL, NULL, out, err);
 }
 
+double sl_outer_tokens_per_round(const struct sl_plan *plan, long long global_batch, int seq_len)
+{
+	const struct sl_plan_islands *isl = plan->islands;
+	double tokens = 0;
+	for (int j = 0; isl && isl->count >= 2 && j < plan->num_pipelines; j++)
+		tokens += (double)isl->inner_steps[isl->island_of[j]] *
+			  sl_plan_pipeline_microbatches(plan, j, global_batch) * plan->micro_batch *
+			  seq_len;
+	return tokens;
+}
+
 int sl_outer_bytes_visit(const struct sl_plan *plan, const struct sl_model_config *model,
 			 long long global_batch, int seq_len, const struct sl_catalogue *cat,
 			 sl_outer_bytes_visit_fn visit, void *ctx, struct sl_outer_bytes *out,
@@ -227,10 +238,7 @@ int sl_outer_bytes_visit(const struct sl_plan *plan, const struct sl_model_confi
 	if (!rc) {
 		c.Q = out->pieces = island_members(isl, c.member);
 		count_stages(&c, out);
-		for (int j = 0; j < plan->num_pipelines; j++)
-			out->tokens_per_round += (double)isl->inner_steps[isl->island_of[j]] *
-						 sl_plan_pipeline_microbatches(plan, j, global_batch) *
-						 plan->micro_batch * seq_len;
+		out->tokens_per_round = sl_outer_tokens_per_round(plan, global_batch, seq_len);
 		if (out->tokens_per_round > 0)
 			out->bytes_per_1k_tokens = 1e3 * (double)out->total_bytes /
 						   out->tokens_per_round;

@@ -69,6 +69,11 @@ int sl_outer_bytes_count(const struct sl_plan *plan, const struct sl_model_confi
 			 long long global_batch, int seq_len, const struct sl_catalogue *cat,
 			 struct sl_outer_bytes *out, struct sl_err *err);
 
+/* The tokens a round of the plan trains: over its pipelines, the inner steps of its island times
+ * its micro-batches (of global_batch), the micro-batch size and seq_len (struct sl_outer_bytes'
+ * tokens_per_round; 0 without islands). */
+double sl_outer_tokens_per_round(const struct sl_plan *plan, long long global_batch, int seq_len);
+
 /* The same count, calling visit(ctx, t) for every transfer (the simulator times and prices
  * them link by link). */
 int sl_outer_bytes_visit(const struct sl_plan *plan, const struct sl_model_config *model,

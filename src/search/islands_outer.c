@@ -61,6 +61,7 @@ struct chooser {
 	int tensors;
 	long long *simulated;
 	const struct sl_sim_result *parts;      /* each island's own plan, simulated once */
+	struct sl_sim_exchange_cache *exchanges; /* the plan's outer exchanges, each worked out once */
 };
 
 /* plan->islands set to c: island i gets H0 x (island 0's step / its step) inner steps, at
@@ -90,7 +91,7 @@ static int evaluate(const struct chooser *ch, struct outer_choice c, struct sl_s
 	struct sl_sim_result raw;
 	struct sl_err err = {0};
 	(*ch->simulated)++;
-	if (sl_sim_islands_from_parts(ch->env, ch->plan, ch->parts, &raw, NULL, &err))
+	if (sl_sim_islands_from_parts(ch->env, ch->plan, ch->parts, ch->exchanges, &raw, NULL, &err))
 		return 0;
 	double value = sl_search_plan_token_value(ch->tv, ch->plan, NULL);
 	sl_search_effective_result(&raw, ch->global_batch, value, eff);
@@ -148,7 +149,7 @@ int sl_search_choose_outer(const struct sl_sim_env *env, const struct sl_search_
 			   struct sl_err *err)
 {
 	struct sl_plan_islands *isl = plan->islands;
-	struct chooser ch = {env, req, tv, global_batch, plan, {0}, 0, simulated, NULL};
+	struct chooser ch = {env, req, tv, global_batch, plan, {0}, 0, simulated, NULL, NULL};
 	ch.tensors = sl_islands_model_tensors(&env->model);
 	int h_max = req->max_inner_steps > 0 ? req->max_inner_steps : SL_SEARCH_DEFAULT_MAX_INNER_STEPS;
 	/* the islands' own plans do not depend on the outer step: simulated once (the step times
@@ -163,6 +164,9 @@ int sl_search_choose_outer(const struct sl_sim_env *env, const struct sl_search_
 	for (int i = 0; !rc && i < isl->count; i++)
 		ch.step_s[i] = parts[i].iteration_time_s;
 	ch.parts = parts;
+	/* the replicas stay as they are while the outer step varies: one cache for the descent */
+	struct sl_sim_exchange_cache exchanges = {0};
+	ch.exchanges = &exchanges;
 	memset(best, 0, sizeof(*best));
 	if (rc) {
 		free(parts);

@@ -228,12 +228,11 @@ static void aggregate(const struct sl_plan *plan, const struct sl_sim_islands *d
 	out->cost_usd_per_iter = out->gpu_cost_usd_per_iter + out->egress_cost_usd_per_iter;
 }
 
-/* Per round: the exchange (bytes, time, egress) and each island's wait on it. */
-static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
-		       struct sl_sim_islands *d, struct sl_err *err)
+/* A round's exchange (bytes, time, egress): every transfer of it timed and priced. */
+static int exchange_of(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
+		       int seq_len, struct sl_sim_exchange *e, struct sl_err *err)
 {
-	const struct sl_plan_islands *isl = plan->islands;
-	struct exchange x = {.env = env, .n = isl->count};
+	struct exchange x = {.env = env, .n = plan->islands->count};
 	struct sl_role_table roles;
 	memset(&roles, 0, sizeof(roles));
 	int rc = 0;
@@ -251,10 +250,10 @@ static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan,
 	}
 	struct sl_outer_bytes b;
 	if (!rc && x.roles)
-		rc = sl_outer_bytes_visit(plan, &env->model, G, d->seq_len, &env->catalogue,
+		rc = sl_outer_bytes_visit(plan, &env->model, G, seq_len, &env->catalogue,
 					  count_host_bytes, &x, &b, err);
 	if (!rc)
-		rc = sl_outer_bytes_visit(plan, &env->model, G, d->seq_len, &env->catalogue,
+		rc = sl_outer_bytes_visit(plan, &env->model, G, seq_len, &env->catalogue,
 					  on_transfer, &x, &b, err);
 	if (!rc) {
 		close_group(&x);
@@ -265,15 +264,48 @@ static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan,
 	free(x.host_phase_s);
 	if (rc)
 		return rc;
+	e->wire = plan->islands->wire;
+	e->fragments = plan->islands->fragments;
 	for (int c = 0; c < SL_LINK_CLASSES; c++)
-		d->class_bytes[c] = (double)b.class_bytes[c];
-	d->bytes_per_round = (double)b.total_bytes;
-	d->tokens_per_round = b.tokens_per_round;
-	d->bytes_per_1k_tokens = b.bytes_per_1k_tokens;
-	d->outer_egress_usd_per_round = x.egress_usd;
-	double F = isl->fragments, lat = x.latency_s;
-	d->exchange_s = x.slowest_s;
-	d->fragment_exchange_s = x.slowest_s / F + 2 * lat;
+		e->class_bytes[c] = (double)b.class_bytes[c];
+	e->total_bytes = b.total_bytes;
+	e->exchange_s = x.slowest_s;
+	e->latency_s = x.latency_s;
+	e->egress_usd = x.egress_usd;
+	return 0;
+}
+
+/* Per round: the exchange (from cache when it has this wire and fragments) and each island's
+ * wait on it. */
+static int outer_round(const struct sl_sim_env *env, const struct sl_plan *plan, long long G,
+		       struct sl_sim_exchange_cache *cache, struct sl_sim_islands *d,
+		       struct sl_err *err)
+{
+	const struct sl_plan_islands *isl = plan->islands;
+	struct sl_sim_exchange own, *e = NULL;
+	for (int i = 0; cache && i < cache->count && !e; i++)
+		if (cache->entries[i].wire == (int)isl->wire &&
+		    cache->entries[i].fragments == isl->fragments)
+			e = &cache->entries[i];
+	if (!e) {
+		e = cache && cache->count < SL_SIM_EXCHANGE_CACHE ? &cache->entries[cache->count]
+								   : &own;
+		int rc = exchange_of(env, plan, G, d->seq_len, e, err);
+		if (rc)
+			return rc;
+		if (e != &own)
+			cache->count++;
+	}
+	for (int c = 0; c < SL_LINK_CLASSES; c++)
+		d->class_bytes[c] = e->class_bytes[c];
+	d->bytes_per_round = (double)e->total_bytes;
+	d->tokens_per_round = sl_outer_tokens_per_round(plan, G, d->seq_len);
+	d->bytes_per_1k_tokens = d->tokens_per_round > 0
+				 ? 1e3 * (double)e->total_bytes / d->tokens_per_round : 0;
+	d->outer_egress_usd_per_round = e->egress_usd;
+	double F = isl->fragments, lat = e->latency_s;
+	d->exchange_s = e->exchange_s;
+	d->fragment_exchange_s = e->exchange_s / F + 2 * lat;
 	d->round_s = 0;
 	for (int i = 0; i < d->count; i++) {
 		struct sl_sim_island *s = &d->island[i];
@@ -339,7 +371,8 @@ int sl_sim_islands_parts(const struct sl_sim_env *env, const struct sl_plan *pla
 }
 
 int sl_sim_islands_from_parts(const struct sl_sim_env *env, const struct sl_plan *plan,
-			      const struct sl_sim_result *per_island, struct sl_sim_result *out,
+			      const struct sl_sim_result *per_island,
+			      struct sl_sim_exchange_cache *cache, struct sl_sim_result *out,
 			      struct sl_sim_islands *detail, struct sl_err *err)
 {
 	const struct sl_plan_islands *isl = plan->islands;
@@ -372,7 +405,7 @@ int sl_sim_islands_from_parts(const struct sl_sim_env *env, const struct sl_plan
 	}
 	if (!rc) {
 		d->outer_memory_bytes = extra;
-		rc = outer_round(env, plan, G, d, err);
+		rc = outer_round(env, plan, G, cache, d, err);
 	}
 	if (!rc)
 		aggregate(plan, d, first, out);
@@ -392,7 +425,7 @@ int sl_sim_islands(const struct sl_sim_env *env, const struct sl_plan *plan, enu
 	if (!rc)
 		rc = sl_sim_islands_parts(env, plan, cm, per_island, err);
 	if (!rc)
-		rc = sl_sim_islands_from_parts(env, plan, per_island, out, detail, err);
+		rc = sl_sim_islands_from_parts(env, plan, per_island, NULL, out, detail, err);
 	free(per_island);
 	return rc;
 }

@@ -252,8 +252,26 @@ int sl_sim_islands_zone_bytes(const struct sl_sim_env *env, const struct sl_plan
  * refuses), then the whole from them. The two give exactly sl_sim_islands' result. */
 int sl_sim_islands_parts(const struct sl_sim_env *env, const struct sl_plan *plan,
 			 enum sl_cost_model cm, struct sl_sim_result *per_island, struct sl_err *err);
+/* A round's outer exchange depends on the wire and the fragments, not on the inner steps or the
+ * overlap: a caller that tries outer steps on one plan keeps each exchange here, so that it is
+ * worked out once per (wire, fragments). Valid for one plan's replicas, islands and batch; a
+ * zeroed cache is empty. */
+#define SL_SIM_EXCHANGE_CACHE 16
+struct sl_sim_exchange {
+	int wire, fragments;
+	double class_bytes[SL_LINK_CLASSES];
+	long long total_bytes;
+	double exchange_s, latency_s, egress_usd;
+};
+struct sl_sim_exchange_cache {
+	int count;
+	struct sl_sim_exchange entries[SL_SIM_EXCHANGE_CACHE];
+};
+
+/* cache: NULL, or the plan's exchanges so far (see above). */
 int sl_sim_islands_from_parts(const struct sl_sim_env *env, const struct sl_plan *plan,
-			      const struct sl_sim_result *per_island, struct sl_sim_result *out,
+			      const struct sl_sim_result *per_island,
+			      struct sl_sim_exchange_cache *cache, struct sl_sim_result *out,
 			      struct sl_sim_islands *detail, struct sl_err *err);
 
 /* The islands' part of `sailor simulate`'s text (after the breakdown) and its JSON ("islands"

@@ -164,11 +164,64 @@ static void wire_and_overlap_change_what_they_should(void **state)
 	sl_plan_free(&sync);
 }
 
+/* An outer step varied on one plan, as the planner varies it (H, wire, fragments, overlap): with
+ * the exchange cache the figures are exactly those without it, an exchange is worked out once
+ * per (wire, fragments), and a plan whose exchange the cache holds is not worked out again. */
+static void exchange_cache_changes_nothing(void **state)
+{
+	(void)state;
+	struct sl_plan plan;
+	load(&plan, "{\"pipelines\": [[0], [1]], \"inner_steps\": 10}", 2);
+	struct sl_sim_result parts[2];
+	struct sl_err err = {0};
+	assert_int_equal(sl_sim_islands_parts(env, &plan, SL_COST_SAILOR, parts, &err), 0);
+	struct sl_sim_exchange_cache cache = {0};
+	const int hs[] = {1, 10, 50}, fo[][2] = {{1, 0}, {2, 1}, {4, 2}};
+	for (int pass = 0; pass < 2; pass++)
+		for (int w = 0; w < 3; w++)
+			for (int f = 0; f < 3; f++)
+				for (int h = 0; h < 3; h++) {
+					plan.islands->wire = (enum sl_islands_wire)w;
+					plan.islands->fragments = fo[f][0];
+					plan.islands->overlap_steps = hs[h] > fo[f][1] ? fo[f][1] : 0;
+					plan.islands->inner_steps[0] = plan.islands->inner_steps[1] = hs[h];
+					struct sl_sim_result with, without;
+					struct sl_sim_islands dw, dn;
+					assert_int_equal(sl_sim_islands_from_parts(env, &plan, parts, &cache,
+										   &with, &dw, &err), 0);
+					assert_int_equal(sl_sim_islands_from_parts(env, &plan, parts, NULL,
+										   &without, &dn, &err), 0);
+					assert_true(with.iteration_time_s == without.iteration_time_s);
+					assert_true(with.cost_usd_per_iter == without.cost_usd_per_iter);
+					assert_true(with.tokens_per_s == without.tokens_per_s);
+					assert_true(dw.round_s == dn.round_s);
+					assert_true(dw.exchange_s == dn.exchange_s);
+					assert_true(dw.bytes_per_1k_tokens == dn.bytes_per_1k_tokens);
+					assert_true(dw.outer_egress_usd_per_round ==
+						    dn.outer_egress_usd_per_round);
+					/* one entry per (wire, fragments) met so far, on both passes */
+					assert_int_equal(cache.count, (pass ? 9 : w * 3 + f + 1));
+				}
+	/* the cache is what it says: a doctored entry is used as it stands */
+	plan.islands->wire = SL_ISLANDS_WIRE_FP32;
+	plan.islands->fragments = 1;
+	plan.islands->overlap_steps = 0;
+	struct sl_sim_result res;
+	struct sl_sim_islands d;
+	for (int i = 0; i < cache.count; i++)
+		if (cache.entries[i].wire == SL_ISLANDS_WIRE_FP32 && cache.entries[i].fragments == 1)
+			cache.entries[i].exchange_s = 1234.0;
+	assert_int_equal(sl_sim_islands_from_parts(env, &plan, parts, &cache, &res, &d, &err), 0);
+	assert_true(d.exchange_s == 1234.0);
+	sl_plan_free(&plan);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(round_matches_closed_form),
 		cmocka_unit_test(wire_and_overlap_change_what_they_should),
+		cmocka_unit_test(exchange_cache_changes_nothing),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
