@@ -252,6 +252,9 @@ static void set_search_figures(json_t *s, const struct sl_search_outcome *out)
 	json_object_set_new(s, "shapes", json_integer(out->stats.shapes));
 	json_object_set_new(s, "shapes_skipped", json_integer(out->stats.skipped_shapes));
 	json_object_set_new(s, "shapes_pruned_by_gpus", json_integer(out->stats.gpu_pruned_shapes));
+	json_object_set_new(s, "island_searches", json_integer(out->stats.island_searches));
+	json_object_set_new(s, "island_searches_reused",
+			    json_integer(out->stats.island_searches_reused));
 }
 
 /* A searched step's --json entry: its pool, the search's figures, the best plan with its

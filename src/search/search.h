@@ -111,6 +111,9 @@ struct sl_search_stats {
 				 * replica choice (once for all the set's fill orders) */
 	long long skipped_shapes; /* of those, skipped by the search with options (unchanged fit) */
 	long long gpu_pruned_shapes; /* of those, pruned by the bound from the pool's GPU count */
+	/* the island phase's searches of one island each: made, and not made because an earlier
+	 * one stands for them (islands_search.c) */
+	long long island_searches, island_searches_reused;
 };
 
 struct sl_search_outcome {
