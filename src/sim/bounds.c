@@ -156,6 +156,11 @@ static int pipeline_terms(const struct sl_sim_env *env, enum sl_cost_model cm,
 		if (!kept[k]) {
 			double f, bw;
 			struct sl_sim_replica_query query = sl_sim_replica_query_of(plan, k, j, 0);
+			/* without recomputation, which only adds time: the planner bounds an
+			 * assignment before it chooses its options, when the stage still holds those
+			 * of the plan simulated before it (a bound with them pruned plans that run
+			 * without, and which ones depended on the order the threads took) */
+			query.recompute = SL_RECOMPUTE_NONE;
 			if (sl_sim_stage_fwd_bwd(env, cm, &query, &f, &bw))
 				return -1;
 			t->compute_s = f + bw;

@@ -390,7 +390,8 @@ double sl_sim_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_mode
 double sl_sim_plan_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost_model cm,
 				      const struct sl_plan *plan);
 
-/* A lower bound on the iteration time sl_simulate gives the plan, without running the pipeline
+/* A lower bound on the iteration time sl_simulate gives the plan, whatever recomputation its
+ * stages take, without running the pipeline
  * schedule: with the sailor model, the busiest stage of any pipeline (its compute and what the
  * transfers at its boundaries hold it for) or NIC, and stage 0's busy time
  * plus its all-reduce; with the sosp25 model the slowest stage's sync. 0 when the plan has no
