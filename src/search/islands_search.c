@@ -285,10 +285,11 @@ static int copy_from(const struct sl_sim_env *reserved, const struct searched *d
 
 /* tasks[0..n-1] searched side by side, each on one thread (a search inside a parallel region
  * runs on its caller's: search.c), so each one's work is what it would be alone: on one thread
- * (SAILOR_THREADS=1) the counts are the same however the tasks fall into batches. A task that an earlier search stands for (struct searched) takes
- * that one's plans instead, unless the memo is off (the oracle searches every island). Adds
- * their plans simulated to *simulated; returns the first failed task's error, in task order.
- * Every task's outcome is initialised, for the caller to free. */
+ * (SAILOR_THREADS=1) the counts are the same however the tasks fall into batches. A task that an
+ * earlier search stands for (struct searched) takes that one's plans instead, unless the memo is
+ * off (the oracle searches every island). Adds their plans simulated to *simulated; returns the
+ * first failed task's error, in task order. Every task's outcome is initialised, for the caller
+ * to free. */
 static int run_tasks(const struct sl_sim_env *reserved, struct island_memo *memo,
 		     struct island_task *tasks, int n, int exhaustive, long long *simulated,
 		     struct sl_err *err)
