@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "plan/microbatch_share.h"
+#include "search/island_memo.h"
 #include "search/partition.h"
 #include "search/ranking.h"
 #include "search/search_state.h"
-#include "search/zone_equivalence.h"
 #include "util/clock.h"
 
 const char *sl_sync_mode_name(enum sl_sync_mode mode)
@@ -117,184 +117,18 @@ struct island_task {
 	struct sl_err err;
 };
 
-/* The GPUs of an island's pool, compactly: its zones with GPUs (in index order) and the count
- * of each GPU type in each. */
-struct pool_key {
-	int zone_count;
-	int zones[SL_MAX_SEARCH_ZONES];
-	int counts[SL_MAX_SEARCH_ZONES][SL_MAX_GPU_TYPES];
-};
-
-static void key_of(const struct sl_pool *pool, int types, struct pool_key *key)
-{
-	memset(key, 0, sizeof(*key));
-	key->zone_count = sl_pool_zones(pool, key->zones, SL_MAX_SEARCH_ZONES);
-	if (key->zone_count > SL_MAX_SEARCH_ZONES)
-		key->zone_count = -1; /* too many to compare: never stands for another */
-	for (int i = 0; i < key->zone_count; i++)
-		for (int g = 0; g < types; g++)
-			key->counts[i][g] = pool->counts[g][key->zones[i]];
-}
-
-/* What one island's search is asked: the fields its request can differ in (the requests all
- * derive from the planner's own and differ at most in max_stages, survey_bounded's), the batch,
- * the plans kept, the shape, and the pool's GPUs. */
-struct task_key {
-	int max_stages;
-	long long global_batch;
-	int top_k;
-	int has_shape;
-	struct sl_search_shape shape;
-	struct pool_key pool;
-};
-
-/* An island search made earlier in this planning, kept so that an island it stands for is not
- * searched again: one asked the same on the same GPUs, or on the same GPUs of one zone in
- * another zone the simulator cannot tell apart from it (search/zone_equivalence.h). */
-struct searched {
-	struct task_key task;
-	struct sl_search_outcome out;  /* owned */
-};
-
-struct island_memo {
-	const struct sl_sim_env *env;
-	int enabled;                   /* 0 for the oracle: it searches every island itself */
-	struct searched *done;
-	int count, capacity;
-	long long made, reused;        /* island searches made, and not made (stood for) */
-};
-
-static void memo_free(struct island_memo *memo)
-{
-	for (int i = 0; i < memo->count; i++)
-		sl_search_outcome_free(&memo->done[i].out);
-	free(memo->done);
-	memo->done = NULL;
-	memo->count = memo->capacity = 0;
-}
-
-static int same_task(const struct task_key *a, const struct task_key *b)
-{
-	return a->max_stages == b->max_stages && a->global_batch == b->global_batch &&
-	       a->top_k == b->top_k && a->has_shape == b->has_shape &&
-	       (!a->has_shape || !memcmp(&a->shape, &b->shape, sizeof(a->shape)));
-}
-
-/* Whether done stands for want: -1 no; else the zone of want's pool that done's one zone is
- * renamed to (done's own zone when the pools are the same). */
-static int stands_for(const struct island_memo *memo, enum sl_cost_model cm,
-		      const struct task_key *done, const struct task_key *want)
-{
-	const struct pool_key *a = &done->pool, *b = &want->pool;
-	if (a->zone_count < 1 || a->zone_count != b->zone_count || !same_task(done, want) ||
-	    memcmp(a->counts, b->counts, sizeof(a->counts)))
-		return -1;
-	if (!memcmp(a->zones, b->zones, sizeof(a->zones)))
-		return a->zones[0];
-	if (a->zone_count == 1 && sl_zones_interchangeable(memo->env, cm, a->zones[0], b->zones[0]))
-		return b->zones[0];
-	return -1;
-}
-
-static void describe(const struct island_task *t, int types, struct task_key *key)
-{
-	memset(key, 0, sizeof(*key));
-	key->max_stages = t->req->max_stages;
-	key->global_batch = t->global_batch;
-	key->top_k = t->top_k;
-	key->has_shape = t->shape != NULL;
-	if (t->shape)
-		key->shape = *t->shape;
-	key_of(t->pool, types, &key->pool);
-}
-
-/* Keeps a copy of task t's outcome (its search as key describes it) in the memo. */
-static int memo_add(struct island_memo *memo, const struct task_key *key,
-		    const struct island_task *t, struct sl_err *err)
-{
-	if (memo->count == memo->capacity) {
-		int capacity = memo->capacity ? 2 * memo->capacity : 32;
-		struct searched *grown = realloc(memo->done, (size_t)capacity * sizeof(*grown));
-		if (!grown)
-			return sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
-		memo->done = grown;
-		memo->capacity = capacity;
-	}
-	struct searched *d = &memo->done[memo->count];
-	d->task = *key;
-	sl_search_outcome_init(&d->out);
-	struct sl_search_request sub = island_request(t->req, t->global_batch, t->top_k, t->shape);
-	struct sl_ranking rank;
-	int rc = sl_ranking_init(&rank, &sub, &d->out, err);
-	for (int i = 0; i < t->out.count && !rc; i++)
-		rc = sl_ranking_consider(&rank, &t->out.best[i].plan, &t->out.best[i].result, err);
-	if (rc) {
-		sl_search_outcome_free(&d->out);
-		return rc;
-	}
-	memo->count++;
-	return 0;
-}
-
-static int same_figures(const struct sl_sim_result *a, const struct sl_sim_result *b)
-{
-	return a->iteration_time_s == b->iteration_time_s &&
-	       a->cost_usd_per_iter == b->cost_usd_per_iter &&
-	       a->peak_memory_bytes == b->peak_memory_bytes && a->fits_memory == b->fits_memory;
-}
-
-/* Task t's outcome from done's: the same plans, their zone renamed to zone, each simulated
- * again in its own zone. *equal is 0 (and t's outcome empty) when some plan's figures there
- * differ from done's: the zones were not interchangeable after all, and t must be searched. */
-static int copy_from(const struct sl_sim_env *reserved, const struct searched *done, int zone,
-		     struct island_task *t, int *equal, struct sl_err *err)
-{
-	struct sl_search_request sub = island_request(t->req, t->global_batch, t->top_k, t->shape);
-	struct sl_ranking rank;
-	struct sl_plan plan;
-	sl_plan_init(&plan);
-	*equal = 1;
-	int rc = sl_ranking_init(&rank, &sub, &t->out, err);
-	int renamed = zone != done->task.pool.zones[0];
-	for (int i = 0; i < done->out.count && !rc && *equal; i++) {
-		const struct sl_search_candidate *c = &done->out.best[i];
-		if (!renamed) {
-			rc = sl_ranking_consider(&rank, &c->plan, &c->result, err);
-			continue;
-		}
-		if ((rc = sl_plan_copy(&plan, &c->plan, err)))
-			break;
-		for (int k = 0; k < plan.num_stages; k++)
-			for (int j = 0; j < plan.num_pipelines; j++)
-				sl_plan_replica(&plan, k, j)->zone = (short)zone;
-		struct sl_sim_result res;
-		struct sl_err sim_err = {0};
-		t->simulated++;
-		*equal = !sl_simulate(reserved, &plan, sub.cost_model, &res, &sim_err) &&
-			 same_figures(&res, &c->result);
-		if (*equal)
-			rc = sl_ranking_consider(&rank, &plan, &res, err);
-	}
-	sl_plan_free(&plan);
-	if (!rc && !*equal) {
-		sl_search_outcome_free(&t->out);
-		sl_search_outcome_init(&t->out);
-	}
-	return rc;
-}
-
 /* tasks[0..n-1] searched side by side, each on one thread (a search inside a parallel region
  * runs on its caller's: search.c), so each one's work is what it would be alone: on one thread
  * (SAILOR_THREADS=1) the counts are the same however the tasks fall into batches. A task that an
- * earlier search stands for (struct searched) takes that one's plans instead, unless the memo is
- * off (the oracle searches every island). Adds their plans simulated to *simulated; returns the
+ * earlier search stands for takes that one's plans instead, unless the memo is off (the oracle
+ * searches every island; island_memo.h). Adds their plans simulated to *simulated; returns the
  * first failed task's error, in task order. Every task's outcome is initialised, for the caller
  * to free. */
-static int run_tasks(const struct sl_sim_env *reserved, struct island_memo *memo,
+static int run_tasks(const struct sl_sim_env *reserved, struct sl_island_memo *memo,
 		     struct island_task *tasks, int n, int exhaustive, long long *simulated,
 		     struct sl_err *err)
 {
-	struct task_key *wanted = n ? malloc((size_t)n * sizeof(*wanted)) : NULL;
+	struct sl_island_task_key *wanted = n ? malloc((size_t)n * sizeof(*wanted)) : NULL;
 	int *source = n ? malloc((size_t)n * sizeof(int)) : NULL; /* -1: searched here */
 	int *zone = n ? malloc((size_t)n * sizeof(int)) : NULL;
 	int *to_search = n ? malloc((size_t)n * sizeof(int)) : NULL;
@@ -308,10 +142,11 @@ static int run_tasks(const struct sl_sim_env *reserved, struct island_memo *memo
 	int search_count = 0, types = reserved->catalogue.gpu_count;
 	enum sl_cost_model cm = n ? tasks[0].req->cost_model : SL_COST_SAILOR;
 	for (int i = 0; i < n; i++) {
-		sl_search_outcome_init(&tasks[i].out);
-		tasks[i].simulated = 0;
-		tasks[i].rc = 0;
-		tasks[i].err = (struct sl_err){0};
+		struct island_task *t = &tasks[i];
+		sl_search_outcome_init(&t->out);
+		t->simulated = 0;
+		t->rc = 0;
+		t->err = (struct sl_err){0};
 		source[i] = -1;
 		if (!memo->enabled) {
 			to_search[search_count++] = i;
@@ -319,13 +154,16 @@ static int run_tasks(const struct sl_sim_env *reserved, struct island_memo *memo
 		}
 		/* a search of the memo's, else one of this batch's (its k-th search goes into
 		 * the memo after memo->count's others) */
-		describe(&tasks[i], types, &wanted[i]);
+		sl_island_memo_key(t->pool, t->req, t->global_batch, t->top_k, t->shape, types,
+				   &wanted[i]);
 		for (int d = 0; d < memo->count && source[i] < 0; d++)
-			if ((zone[i] = stands_for(memo, cm, &memo->done[d].task, &wanted[i])) >= 0)
+			if ((zone[i] = sl_island_memo_stands_for(memo, cm, &memo->done[d].task,
+								 &wanted[i])) >= 0)
 				source[i] = d;
 		for (int k = 0; k < search_count && source[i] < 0; k++)
-			if ((zone[i] = stands_for(memo, cm, &wanted[to_search[k]], &wanted[i])) >= 0)
-				source[i] = memo->count + k; /* memo_add puts it there */
+			if ((zone[i] = sl_island_memo_stands_for(memo, cm, &wanted[to_search[k]],
+								 &wanted[i])) >= 0)
+				source[i] = memo->count + k; /* sl_island_memo_add puts it there */
 		if (source[i] < 0)
 			to_search[search_count++] = i;
 	}
@@ -345,14 +183,19 @@ static int run_tasks(const struct sl_sim_env *reserved, struct island_memo *memo
 		struct island_task *t = &tasks[to_search[k]];
 		if (t->rc) /* failed: stands for nothing (its error is returned below) */
 			wanted[to_search[k]].pool.zone_count = -1;
-		rc = memo_add(memo, &wanted[to_search[k]], t, err);
+		struct sl_search_request sub =
+			island_request(t->req, t->global_batch, t->top_k, t->shape);
+		rc = sl_island_memo_add(memo, &wanted[to_search[k]], &sub, &t->out, err);
 	}
 	for (int i = 0; i < n && !rc; i++) {
 		if (source[i] < 0)
 			continue;
-		int equal = 0;
-		rc = copy_from(reserved, &memo->done[source[i]], zone[i], &tasks[i], &equal, err);
 		struct island_task *t = &tasks[i];
+		struct sl_search_request sub =
+			island_request(t->req, t->global_batch, t->top_k, t->shape);
+		int equal = 0;
+		rc = sl_island_memo_copy(memo, &memo->done[source[i]], zone[i], &sub, &t->out,
+					 &t->simulated, &equal, err);
 		if (!rc && !equal) {
 			t->rc = island_search(reserved, t->pool, t->req, t->global_batch, t->top_k,
 					      t->shape, exhaustive, &t->out, &t->simulated, &t->err);
@@ -412,7 +255,7 @@ struct layout_search {
 	 * the outer momentum and one fragment in flight, the most any choice of fragments and
 	 * overlap holds (sim/islands.c) */
 	struct sl_sim_env *reserved;
-	struct island_memo *memo;
+	struct sl_island_memo *memo;
 };
 
 /* The surveys of tasks[0..n-1] (island i has gpus[i] GPUs). A shape every island can hold has at
@@ -683,7 +526,7 @@ static int search_islands(const struct sl_sim_env *env, const struct sl_pool *po
 	ls->global_batch = req->global_batch > 0 ? req->global_batch
 						 : env->model.default_global_batch;
 	ls->exhaustive = exhaustive;
-	struct island_memo memo = {.env = reserved, .enabled = !exhaustive};
+	struct sl_island_memo memo = {.env = reserved, .enabled = !exhaustive};
 	ls->memo = &memo;
 	int rc = 0;
 	for (int l = 0; l < layout_count && !rc; l++) {
@@ -696,7 +539,7 @@ static int search_islands(const struct sl_sim_env *env, const struct sl_pool *po
 	}
 	stats->island_searches += memo.made;
 	stats->island_searches_reused += memo.reused;
-	memo_free(&memo);
+	sl_island_memo_free(&memo);
 	sl_plan_free(&scratch);
 	free(ls);
 	free(reserved);

@@ -85,7 +85,7 @@ static const struct record records[] = {
 	 * synchronous search's. On one zone (fig7, fig8b) auto is the synchronous search. fig10
 	 * and fig12 lowered at 62b3959 (the island model's outer step: its choice simulates fewer
 	 * candidates); fig10 on 2026-11-30 (an island's search that an earlier one stands for is
-	 * not made again: islands_search.c, struct searched). */
+	 * not made again: search/island_memo.h). */
 	{"fig10_geo_5zones_A100 --sync auto", SL_COST_SAILOR, 8081, 16303},
 	{"fig11_min_cost_minthr0.2 --sync auto", SL_COST_SAILOR, 640, 19947},
 	{"fig12_max_thr_budget1.2 --sync auto", SL_COST_SAILOR, 1469, 14856},
