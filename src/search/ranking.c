@@ -207,11 +207,13 @@ int sl_ranking_consider(struct sl_ranking *rank, const struct sl_plan *plan,
 	struct sl_search_outcome *out = rank->out;
 	if (!res->fits_memory)
 		return 0;
+	/* the frontier too holds only plans that meet the constraints: the search prunes by them,
+	 * so one that misses them would be there or not by how tight a bound happened to be */
+	if (!sl_search_meets(req, res))
+		return 0;
 	int rc = 0;
 	if (req->pareto && (rc = consider_pareto(rank, plan, res, err)))
 		return rc;
-	if (!sl_search_meets(req, res))
-		return 0;
 	if (out->count == rank->top_capacity &&
 	    !candidate_better(req, plan, res, &out->best[out->count - 1]))
 		return 0;
