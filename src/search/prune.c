@@ -8,6 +8,7 @@
  * plan could not have entered the result; equal bounds are not pruned (tie-breaks); nothing is
  * pruned by a bound where the simulator may model plans as our runtime (bounds_unsound).
  */
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 
@@ -104,6 +105,32 @@ int sl_search_prunable(const struct search_state *st, double time_lb_s, double c
 	if (req->objective == SL_OBJECTIVE_THROUGHPUT)
 		return time_lb_s > kth->iteration_time_s;
 	return cost_lb > kth->cost_usd_per_iter;
+}
+
+/* The least iteration time above which sl_search_prunable(st, t, rent_usd_per_s * t) holds
+ * (DBL_MAX: none is known, as in a Pareto search), for a bound that may stop once past it. */
+static double prunable_above_s(const struct search_state *st, double rent_usd_per_s)
+{
+	const struct sl_search_request *req = st->req;
+	if (st->bounds_unsound || req->pareto)
+		return DBL_MAX;
+	double above = DBL_MAX, best = DBL_MAX;
+	if (req->min_throughput_it_s > 0)
+		above = fmin(above, 1.0 / req->min_throughput_it_s);
+	if (req->max_cost_usd_per_iter > 0 && rent_usd_per_s > 0)
+		above = fmin(above, req->max_cost_usd_per_iter / rent_usd_per_s);
+	const struct sl_search_outcome *out = st->rank.out;
+	if (st->shared_bound)
+		best = atomic_load_explicit(st->shared_bound, memory_order_relaxed);
+	else if (out->count >= st->rank.top_capacity)
+		best = req->objective == SL_OBJECTIVE_THROUGHPUT
+			       ? out->best[out->count - 1].result.iteration_time_s
+			       : out->best[out->count - 1].result.cost_usd_per_iter;
+	if (req->objective == SL_OBJECTIVE_THROUGHPUT)
+		above = fmin(above, best);
+	else if (rent_usd_per_s > 0 && best < DBL_MAX)
+		above = fmin(above, best / rent_usd_per_s);
+	return above;
 }
 
 /* The gradient synchronisation any plan of this shape pays after its pipeline (sim.h,
@@ -284,9 +311,9 @@ static int plan_prunable(const struct search_state *st, double time_lb_s, double
 	if (sync_s > st->sync_lb_s && !st->req->uneven_microbatches &&
 	    sl_search_prunable(st, bottleneck_s + sync_s, rent_usd_per_s * (bottleneck_s + sync_s)))
 		return 1;
-	double plan_lb_s = sl_sim_plan_time_lower_bound_sync_s(st->env, st->cm, plan,
-								st->global_batch, sync_s,
-								st->transfer_cache);
+	double plan_lb_s = sl_sim_plan_time_lower_bound_sync_s(
+		st->env, st->cm, plan, st->global_batch, sync_s, st->transfer_cache,
+		prunable_above_s(st, rent_usd_per_s));
 	if (st->cm == SL_COST_SOSP25)
 		plan_lb_s += pipeline_lb_s; /* its bound is the sync alone */
 	if (plan_lb_s > time_lb_s)

@@ -391,17 +391,20 @@ double sl_sim_plan_sync_lower_bound_s(const struct sl_sim_env *env, enum sl_cost
 				      const struct sl_plan *plan);
 
 /* A lower bound on the iteration time sl_simulate gives the plan, whatever recomputation its
- * stages take, without running the pipeline
- * schedule: with the sailor model, the busiest stage of any pipeline (its compute and what the
- * transfers at its boundaries hold it for) or NIC, and stage 0's busy time
- * plus its all-reduce; with the sosp25 model the slowest stage's sync. 0 when the plan has no
+ * stages take, without running the pipeline schedule: with the sailor model, the busiest stage
+ * of any pipeline (its compute and what the transfers at its boundaries hold it for) or NIC, and
+ * stage 0's busy time or the pipeline's fill and drain, whichever is longer, plus stage 0's
+ * all-reduce; with the sosp25 model the slowest stage's sync. 0 when the plan has no
  * layer times. For the planner's pruning, which passes the plan's sl_sim_plan_sync_lower_bound_s
- * as sync_s (it asks that first: it alone prunes most plans, without the transfers), and its
- * thread's transfer cache (sim/transfer_cache.h; NULL: none). */
+ * as sync_s (it asks that first: it alone prunes most plans, without the transfers), its
+ * thread's transfer cache (sim/transfer_cache.h; NULL: none) and enough_s, the time above which
+ * it prunes the plan whatever the bound: the bound may stop as soon as it is past enough_s
+ * (DBL_MAX: the whole bound). */
 struct sl_sim_transfer_cache;
 double sl_sim_plan_time_lower_bound_sync_s(const struct sl_sim_env *env, enum sl_cost_model cm,
 					   const struct sl_plan *plan, long long global_batch,
-					   double sync_s, struct sl_sim_transfer_cache *cache);
+					   double sync_s, struct sl_sim_transfer_cache *cache,
+					   double enough_s);
 
 /* Bytes of the unsharded fp32 parameters of layers [first, last] (TP 1). */
 double sl_sim_stage_params_bytes(const struct sl_sim_env *env, int first, int last);

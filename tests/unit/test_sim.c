@@ -1,6 +1,7 @@
 /* Unit tests for the sailor cost model: the 1F1B schedule, stragglers and uneven micro-batches,
  * memory, estimated times, the planner's queries, JSON output, and accuracy on the measured
  * GH200 runs (a regression bound, the figures are in the README). */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -414,6 +415,112 @@ static void accuracy_on_the_gh200_runs(void **state)
 	sl_validation_free(&v);
 }
 
+/* A deterministic generator for the random plans below. */
+static unsigned long long lcg_state = 0x5eed;
+static int lcg_below(int n)
+{
+	lcg_state = lcg_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (int)((lcg_state >> 33) % (unsigned long long)n);
+}
+
+/* The lower bound on random plans: 1-8 stages, 1-5 pipelines of mixed GPU types, TP degrees and
+ * zones (cross-zone transfers are rendezvous, TP slices add all-gathers), as few micro-batches
+ * as pipelines or many, even and uneven splits, any recomputation. It never exceeds the
+ * simulation; and for one pipeline of one micro-batch without recomputation, where the schedule is
+ * one chain of dependencies, it is the iteration but for the stages' own sync and optimizer
+ * step: the fill and drain and the tied embedding's exchange, not just a stage's own work. */
+static void lower_bound_holds_on_random_plans(void **state)
+{
+	(void)state;
+	static const char *const zone_names[] = {"us-central1-a", "us-central1-b", "us-west1-b"};
+	int zones[3], types[SL_MAX_GPU_TYPES], type_count = 0;
+	for (int z = 0; z < 3; z++)
+		assert_true((zones[z] = sl_catalogue_zone_index(&env->catalogue, zone_names[z])) >= 0);
+	for (int g = 0; g < env->catalogue.gpu_count; g++)
+		if (env->profiles[g])
+			types[type_count++] = g;
+	assert_true(type_count >= 2);
+	static const int tps[] = {1, 2, 4}, mbss[] = {1, 2, 4, 8};
+	struct sl_err err = {0};
+	struct sl_sim_result *sim = malloc(sizeof(*sim));
+	assert_non_null(sim);
+	struct sl_plan plan;
+	sl_plan_init(&plan);
+	int checked = 0, chains = 0, L = env->num_layers;
+	for (int trial = 0; trial < 1500; trial++) {
+		int P = 1 + lcg_below(L < 8 ? L : 8), D = 1 + lcg_below(5);
+		assert_int_equal(sl_plan_reserve(&plan, P, D, &err), 0);
+		plan.micro_batch = mbss[lcg_below(4)];
+		/* micro-batches, at least one per pipeline; an even split takes a multiple of D */
+		plan.uneven_microbatches = D > 1 && lcg_below(3) == 0;
+		long long total = plan.uneven_microbatches ? D + lcg_below(3 * P * D)
+							   : D * (1 + lcg_below(3 * P));
+		plan.global_batch = total * plan.micro_batch;
+		/* P-1 distinct cut points among the L-1 layer boundaries */
+		int first = 0;
+		for (int k = 0; k < P; k++) {
+			int room = L - first - (P - k); /* layers this stage may take beyond one */
+			int extra = k + 1 < P && room > 0 ? lcg_below(room / 2 + 1) : 0;
+			plan.stages[k] = (struct sl_plan_stage){0};
+			plan.stages[k].first_layer = first;
+			plan.stages[k].last_layer = k + 1 < P ? first + extra : L - 1;
+			plan.stages[k].recompute = lcg_below(3) ? SL_RECOMPUTE_NONE : SL_RECOMPUTE_FULL;
+			first = plan.stages[k].last_layer + 1;
+		}
+		for (int k = 0; k < P; k++)
+			for (int j = 0; j < D; j++) {
+				struct sl_replica *r = sl_plan_replica(&plan, k, j);
+				*r = (struct sl_replica){0};
+				r->gpu = (short)types[lcg_below(type_count)];
+				r->zone = (short)zones[lcg_below(3)];
+				int tp = tps[lcg_below(3)];
+				r->tp = (short)(tp <= sl_sim_gpus_per_node(env, r->gpu) ? tp : 1);
+			}
+		if (plan.uneven_microbatches) {
+			long long left = total;
+			for (int j = 0; j < D; j++) {
+				int m = j + 1 < D ? 1 + lcg_below((int)(left - (D - j - 1))) : (int)left;
+				plan.microbatches[j] = m;
+				left -= m;
+			}
+		}
+		if (sl_simulate(env, &plan, SL_COST_SAILOR, sim, &err)) {
+			err = (struct sl_err){0}; /* a kind without layer times: not a plan */
+			continue;
+		}
+		double sync = sl_sim_plan_sync_lower_bound_s(env, SL_COST_SAILOR, &plan);
+		double bound = sl_sim_plan_time_lower_bound_sync_s(env, SL_COST_SAILOR, &plan,
+								   plan.global_batch, sync, NULL, DBL_MAX);
+		assert_true(bound > 0);
+		assert_true(bound <= sim->iteration_time_s * (1 + 1e-12));
+		/* told where the caller prunes, it may stop early: never above the whole bound, and
+		 * past that time whenever the whole bound is */
+		double enough = bound * (0.25 + 0.01 * lcg_below(100));
+		double early = sl_sim_plan_time_lower_bound_sync_s(env, SL_COST_SAILOR, &plan,
+								   plan.global_batch, sync, NULL, enough);
+		assert_true(early <= bound && (bound <= enough || early > enough));
+		checked++;
+		int recomputes = 0;
+		for (int k = 0; k < P; k++)
+			recomputes |= plan.stages[k].recompute != SL_RECOMPUTE_NONE;
+		if (D == 1 && total == 1 && !recomputes) {
+			/* stage 0 ends the chain and exchanges the tied embedding with the last
+			 * stage; then each stage's sync (no other replica: it is the TP group's,
+			 * which the bound does not count) and optimizer step */
+			double longest_after_s = 0;
+			for (int k = 0; k < P; k++)
+				longest_after_s = fmax(longest_after_s, sim->stages[k].dp_sync_s +
+									sim->stages[k].optimizer_s);
+			assert_true(bound >= (sim->iteration_time_s - longest_after_s) * (1 - 1e-12));
+			chains += P > 1;
+		}
+	}
+	assert_true(checked >= 1000);
+	assert_true(chains >= 3);
+	sl_plan_free(&plan);
+	free(sim);
+}
+
 /* The planner prunes with the lower bound: it must never exceed what sl_simulate gives, for plans
  * with eager and rendezvous transfers, one or several stages and pipelines, whatever
  * recomputation the stages hold when it is asked. */
@@ -447,14 +554,14 @@ static void lower_bound_holds_on_the_measured_plans(void **state)
 			assert_int_equal(sl_simulate(env, &plan, SL_COST_SAILOR, sim, &err), 0);
 			double sync = sl_sim_plan_sync_lower_bound_s(env, SL_COST_SAILOR, &plan);
 			double bound = sl_sim_plan_time_lower_bound_sync_s(env, SL_COST_SAILOR, &plan,
-									   sim->global_batch, sync, NULL);
+									   sim->global_batch, sync, NULL, DBL_MAX);
 			assert_true(bound > 0);
 			/* the same bound with the transfer times from a cache, asked twice (the
 			 * second time every transfer is a hit) */
 			for (int pass = 0; pass < 2; pass++)
 				assert_true(sl_sim_plan_time_lower_bound_sync_s(
 						    env, SL_COST_SAILOR, &plan, sim->global_batch, sync,
-						    cache) == bound);
+						    cache, DBL_MAX) == bound);
 			assert_true(bound <= sim->iteration_time_s * (1 + 1e-12));
 			/* the planner bounds an assignment while its stages still hold the options of
 			 * the plan simulated before it: the bound holds whatever recomputation they
@@ -465,7 +572,7 @@ static void lower_bound_holds_on_the_measured_plans(void **state)
 			}
 			assert_true(sl_sim_plan_time_lower_bound_sync_s(env, SL_COST_SAILOR, &plan,
 									sim->global_batch, sync,
-									NULL) <=
+									NULL, DBL_MAX) <=
 				    sim->iteration_time_s * (1 + 1e-12));
 			sl_plan_free(&plan);
 			checked++;
@@ -502,6 +609,7 @@ int main(void)
 		cmocka_unit_test(json_has_the_documented_fields),
 		cmocka_unit_test(accuracy_on_the_gh200_runs),
 		cmocka_unit_test(lower_bound_holds_on_the_measured_plans),
+		cmocka_unit_test(lower_bound_holds_on_random_plans),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
