@@ -30,6 +30,7 @@ static void state_destroy(struct search_state *st)
 	free(st->layer_time_storage);
 	free(st->partitions);
 	free(st->partition_scratch);
+	sl_partition_cache_free(st->partition_cache);
 	free(st->assigned);
 	free(st->sync_memo);
 	sl_sim_transfer_cache_free(st->transfer_cache);
@@ -79,6 +80,7 @@ static struct search_state *spare_state(int num_layers)
 	st->layer_time_capacity = kept.layer_time_capacity;
 	st->partitions = kept.partitions;
 	st->partition_scratch = kept.partition_scratch;
+	st->partition_cache = kept.partition_cache; /* keyed by the environment's serial */
 	st->assigned = kept.assigned;
 	st->sync_memo = kept.sync_memo;
 	st->transfer_cache = kept.transfer_cache; /* it empties itself for another environment */
@@ -103,6 +105,7 @@ static struct search_state *fresh_state(int num_layers)
 	st->sync_memo = calloc(SYNC_MEMO_SLOTS, sizeof(*st->sync_memo));
 	st->kind_mem = malloc(sizeof(*st->kind_mem) * SL_PLAN_MAX_STAGES);
 	st->transfer_cache = sl_sim_transfer_cache_new(); /* optional: NULL only slows bounds */
+	st->partition_cache = sl_partition_cache_new();   /* optional too */
 	if (!st->enumeration || !st->layer_time_storage || !st->partitions ||
 	    !st->partition_scratch || !st->assigned ||
 	    !st->sync_memo || !st->kind_mem) {

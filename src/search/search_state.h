@@ -22,6 +22,7 @@
 #include "search/assign.h"
 #include "search/memory_dimensions.h"
 #include "search/partition.h"
+#include "search/partition_cache.h"
 #include "search/ranking.h"
 #include "search/search.h"
 #include "search/zones.h"
@@ -106,6 +107,8 @@ struct search_state {
 	int tau_count;
 	struct sl_partition *partitions;     /* scratch: SL_PARTITION_MAX_CANDIDATES */
 	struct sl_partition_scratch *partition_scratch; /* scratch for sl_partition_candidates */
+	/* the partitions computed before, by this state's searches too (NULL: none kept) */
+	struct sl_partition_cache *partition_cache;
 	long long simulated;
 	int options_on;                      /* sl_search_options_on(req) */
 	/* the simulator may model plans as our runtime, whose times the bounds do not bound

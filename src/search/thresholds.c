@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "search/search_state.h"
+#include "util/sort_unique.h"
 
 /* Without a budget or throughput floor, the smallest feasible threshold gives the fastest plan
  * of a shape; slower thresholds only use fewer GPUs (the local search afterwards still tries
@@ -28,53 +29,6 @@
  * seen on the SOSP'25 scenarios (2, 4 and 8 gave the same plans there at 1x, 1.8x and 2.8x the
  * simulations), and small shapes are enumerated completely anyway. */
 #define THRESHOLDS_CONSTRAINED 2
-
-/* Insertion sort of values[0..n), ascending. */
-static void insertion_sort(double *values, int n)
-{
-	for (int i = 1; i < n; i++) {
-		double v = values[i];
-		int j = i;
-		for (; j > 0 && values[j - 1] > v; j--)
-			values[j] = values[j - 1];
-		values[j] = v;
-	}
-}
-
-/* Sorts values[0..n) ascending and drops repeats; returns how many remain; scratch holds n values.
- * Runs of 16 by insertion sort, then merged bottom-up: the arrays hold up to P x types x 4 values
- * (hundreds for deep pipelines, where a plain insertion sort was a tenth of the whole search),
- * and qsort's call overhead showed in profiles for the short ones. */
-static int sort_unique(double *values, int n, double *scratch)
-{
-	enum { RUN = 16 };
-	for (int i = 0; i < n; i += RUN)
-		insertion_sort(values + i, n - i < RUN ? n - i : RUN);
-	double *from = values, *to = scratch;
-	for (int width = RUN; width < n; width *= 2) {
-		for (int lo = 0; lo < n; lo += 2 * width) {
-			int mid = lo + width < n ? lo + width : n;
-			int hi = lo + 2 * width < n ? lo + 2 * width : n;
-			int a = lo, b = mid, o = lo;
-			while (a < mid && b < hi)
-				to[o++] = from[b] < from[a] ? from[b++] : from[a++];
-			while (a < mid)
-				to[o++] = from[a++];
-			while (b < hi)
-				to[o++] = from[b++];
-		}
-		double *swap = from;
-		from = to;
-		to = swap;
-	}
-	if (from != values)
-		memcpy(values, from, sizeof(*values) * (size_t)n);
-	int unique = 0;
-	for (int i = 0; i < n; i++)
-		if (!unique || values[i] != values[unique - 1])
-			values[unique++] = values[i];
-	return unique;
-}
 
 /* Sets the assignment's eligible TP per (stage, type) for threshold tau, and the bounds of any
  * plan built from it. Returns 0 when some stage has no eligible replica. */
@@ -282,7 +236,7 @@ static int fit_kinds(struct search_state *st, const struct sl_partition *part, i
 			for (int t = 0; t < TP_SLOTS; t++)
 				if (fits[k][in->types[ti]][t])
 					st->taus[n++] = st->fit_time_s[k][in->types[ti]][t];
-	n = st->tau_count = sort_unique(st->taus, n, st->taus_scratch);
+	n = st->tau_count = sl_sort_unique(st->taus, n, st->taus_scratch);
 	count_needed_gpus(st, P, n);
 	return 1;
 }
@@ -592,17 +546,20 @@ static int time_stage_kinds(struct search_state *st, const struct sl_partition *
 	double least_gpu_s = DBL_MAX, least_usd = DBL_MAX;
 	int min_tp = 0;
 	for (int g = 0; g < env->catalogue.gpu_count; g++) {
+		/* a type the zones searched lack (most of the catalogue, in most pools) has no
+		 * kind: no query is built for it */
+		int per_node = st->type_gpus[g] ? sl_sim_gpus_per_node(env, g) : 0;
 		for (int t = 0; t < TP_SLOTS; t++) {
+			st->stage_time_s[k][g][t] = -1;
+			if (tp_values[t] > per_node || st->type_gpus[g] < tp_values[t])
+				continue;
 			/* the replica kind, with one micro-batch in flight and one pipeline (for
 			 * the work bounds below) */
 			struct sl_sim_replica_query q = {
 				.gpu = g, .mbs = mbs, .tp = tp_values[t], .first_layer = first,
 				.last_layer = last, .stage = k, .num_stages = P,
 				.microbatches = 1, .num_pipelines = 1};
-			double c = -1;
-			if (tp_values[t] <= sl_sim_gpus_per_node(env, g) &&
-			    st->type_gpus[g] >= tp_values[t])
-				c = sl_sim_stage_compute_s(env, st->cm, &q);
+			double c = sl_sim_stage_compute_s(env, st->cm, &q);
 			st->stage_time_s[k][g][t] = c;
 			if (c < 0)
 				continue;
@@ -709,30 +666,46 @@ static int search_partition(struct search_state *st, const struct sl_partition *
 	return 0;
 }
 
-/* Per-layer times of each GPU type at this micro-batch (smallest TP with a time), for the
- * balanced partitions. */
-static void layer_times(const struct search_state *st, int mbs, double *storage,
+/* For each GPU type of the zones searched, the smallest TP slot at which it has a time at this
+ * micro-batch (-1: none, or not searched); returns the types that have one as bits. */
+static unsigned layer_time_slots(const struct search_state *st, int mbs, int *slot)
+{
+	const struct sl_sim_env *env = st->env;
+	unsigned types = 0;
+	for (int g = 0; g < env->catalogue.gpu_count; g++) {
+		slot[g] = -1;
+		if (sl_search_subset_gpus(&st->assign, g) == 0)
+			continue;
+		for (int t = 0; t < TP_SLOTS && slot[g] < 0; t++) {
+			struct sl_sim_replica_query q = {.gpu = g, .mbs = mbs, .tp = tp_values[t]};
+			if (tp_values[t] <= sl_sim_gpus_per_node(env, g) &&
+			    sl_sim_stage_compute_s(env, st->cm, &q) >= 0)
+				slot[g] = t;
+		}
+		if (slot[g] >= 0)
+			types |= 1u << g;
+	}
+	return types;
+}
+
+/* Per-layer times of each GPU type at this micro-batch (at its slot's TP), for the balanced
+ * partitions. */
+static void layer_times(const struct search_state *st, int mbs, const int *slot, double *storage,
 			const double **per_gpu)
 {
 	const struct sl_sim_env *env = st->env;
 	int L = env->num_layers;
 	for (int g = 0; g < env->catalogue.gpu_count; g++) {
 		per_gpu[g] = NULL;
-		if (sl_search_subset_gpus(&st->assign, g) == 0)
+		if (slot[g] < 0)
 			continue;
-		for (int t = 0; t < TP_SLOTS && !per_gpu[g]; t++) {
-			/* layer 0 alone, then each layer alone */
-			struct sl_sim_replica_query q = {.gpu = g, .mbs = mbs, .tp = tp_values[t]};
-			if (tp_values[t] > sl_sim_gpus_per_node(env, g) ||
-			    sl_sim_stage_compute_s(env, st->cm, &q) < 0)
-				continue;
-			double *row = storage + (size_t)g * (size_t)L;
-			for (int l = 0; l < L; l++) {
-				q.first_layer = q.last_layer = l;
-				row[l] = sl_sim_stage_compute_s(env, st->cm, &q);
-			}
-			per_gpu[g] = row;
+		struct sl_sim_replica_query q = {.gpu = g, .mbs = mbs, .tp = tp_values[slot[g]]};
+		double *row = storage + (size_t)g * (size_t)L;
+		for (int l = 0; l < L; l++) {
+			q.first_layer = q.last_layer = l;
+			row[l] = sl_sim_stage_compute_s(env, st->cm, &q);
 		}
+		per_gpu[g] = row;
 	}
 }
 
@@ -762,20 +735,29 @@ int sl_search_micro_batch(struct search_state *st, int mbs, struct sl_err *err)
 		max_stages = SL_PLAN_MAX_STAGES;
 	if (max_stages > gpus)
 		max_stages = (int)gpus;
+	int slot[SL_MAX_GPU_TYPES];
+	unsigned types = layer_time_slots(st, mbs, slot);
 	const double *per_gpu[SL_MAX_GPU_TYPES];
-	layer_times(st, mbs, st->layer_time_storage, per_gpu);
-	int any = 0;
-	for (int g = 0; g < env->catalogue.gpu_count; g++)
-		any |= per_gpu[g] != NULL;
+	int timed = 0; /* per_gpu holds the layer times (only when a partition is computed) */
 	int rc = 0;
 	const struct sl_search_shape *only = st->req->only_shape;
-	for (int P = 1; any && P <= max_stages && !rc; P++) {
+	for (int P = 1; types && P <= max_stages && !rc; P++) {
 		if (only && only->num_stages != P)
 			continue;
+		struct sl_partition_key key = {.env_serial = env->serial, .cost_model = st->cm,
+					       .micro_batch = mbs, .num_stages = P, .types = types};
 		int n = only ? pinned_partition(only, st->partitions)
-			     : sl_partition_candidates(L, P, per_gpu, env->catalogue.gpu_count,
-						       st->partition_scratch, st->partitions,
-						       SL_PARTITION_MAX_CANDIDATES);
+			     : sl_partition_cache_get(st->partition_cache, &key, st->partitions,
+						      SL_PARTITION_MAX_CANDIDATES);
+		if (n < 0) {
+			if (!timed)
+				layer_times(st, mbs, slot, st->layer_time_storage, per_gpu);
+			timed = 1;
+			n = sl_partition_candidates(L, P, per_gpu, env->catalogue.gpu_count,
+						    st->partition_scratch, st->partitions,
+						    SL_PARTITION_MAX_CANDIDATES);
+			sl_partition_cache_put(st->partition_cache, &key, st->partitions, n);
+		}
 		for (int i = 0; i < n && !rc; i++) {
 			st->partition_index = i;
 			rc = search_partition(st, &st->partitions[i], mbs, gpus, err);

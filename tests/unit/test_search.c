@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "search/partition.h"
+#include "search/partition_cache.h"
 #include "search/search.h"
 #include "search/uneven.h"
 
@@ -23,6 +24,54 @@ static void partition_count_is_binomial(void **state)
 	assert_int_equal(sl_partition_count(26, 3, 1000), 300);
 	assert_int_equal(sl_partition_count(26, 27, 1000), 0);
 	assert_int_equal(sl_partition_count(50, 10, 1000), 1001); /* saturates at limit + 1 */
+}
+
+/* The partition cache returns what it was given under exactly its key, truncated to what the
+ * caller has room for, and stops taking keys when full (keeping those it has). */
+static void partition_cache_keeps_answers_by_key(void **state)
+{
+	(void)state;
+	struct sl_partition_cache *cache = sl_partition_cache_new();
+	assert_non_null(cache);
+	static struct sl_partition_scratch scratch;
+	double times[26];
+	for (int l = 0; l < 26; l++)
+		times[l] = l == 0 || l == 25 ? 3.0 : 1.0 + 0.01 * l;
+	const double *per_gpu[2] = {times, NULL};
+	struct sl_partition made[SL_PARTITION_MAX_CANDIDATES], got[SL_PARTITION_MAX_CANDIDATES];
+	int n = sl_partition_candidates(26, 5, per_gpu, 2, &scratch, made,
+					SL_PARTITION_MAX_CANDIDATES);
+	assert_true(n >= 2);
+	struct sl_partition_key key = {.env_serial = 7, .cost_model = 0, .micro_batch = 4,
+				       .num_stages = 5, .types = 1};
+	assert_int_equal(sl_partition_cache_get(cache, &key, got, SL_PARTITION_MAX_CANDIDATES), -1);
+	sl_partition_cache_put(cache, &key, made, n);
+	assert_int_equal(sl_partition_cache_get(cache, &key, got, SL_PARTITION_MAX_CANDIDATES), n);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(got[i].num_stages, 5);
+		assert_memory_equal(got[i].first, made[i].first, sizeof(int) * 6);
+	}
+	assert_int_equal(sl_partition_cache_get(cache, &key, got, 1), 1);
+	/* any other key: another environment, cost model, micro-batch, depth or set of types */
+	struct sl_partition_key other[5] = {key, key, key, key, key};
+	other[0].env_serial = 8;
+	other[1].cost_model = 1;
+	other[2].micro_batch = 8;
+	other[3].num_stages = 4;
+	other[4].types = 3;
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(sl_partition_cache_get(cache, &other[i], got, 4), -1);
+	/* full: the keys it has stay, a new one is not kept */
+	for (int k = 1; k < SL_PARTITION_CACHE_SLOTS; k++) {
+		struct sl_partition_key more = key;
+		more.env_serial = 1000 + (unsigned long long)k;
+		sl_partition_cache_put(cache, &more, made, 1);
+	}
+	struct sl_partition_key last = key;
+	last.env_serial = 1000 + SL_PARTITION_CACHE_SLOTS - 1;
+	assert_int_equal(sl_partition_cache_get(cache, &last, got, 4), -1);
+	assert_int_equal(sl_partition_cache_get(cache, &key, got, SL_PARTITION_MAX_CANDIDATES), n);
+	sl_partition_cache_free(cache);
 }
 
 static void first_candidate_is_sosp25_uniform(void **state)
@@ -339,6 +388,7 @@ int main(void)
 	const struct CMUnitTest pure[] = {
 		cmocka_unit_test(partition_count_is_binomial),
 		cmocka_unit_test(first_candidate_is_sosp25_uniform),
+		cmocka_unit_test(partition_cache_keeps_answers_by_key),
 		cmocka_unit_test(balanced_candidate_minimises_slowest_stage),
 		cmocka_unit_test(every_partition_is_visited),
 		cmocka_unit_test(uneven_counts_follow_speed),
