@@ -417,11 +417,20 @@ static int compose(const struct layout_search *ls, struct sl_search_candidate *c
 	return rc;
 }
 
+/* One shape's island plan, composed and its outer step chosen (try_shapes). */
+struct composed {
+	struct sl_plan plan;
+	struct sl_sim_result best;
+	long long simulated;
+	int rc;
+	struct sl_err err;
+};
+
 /* Step 3-4 for shapes[0..count-1]: every island's plan of each shape searched side by side; then
  * shape by shape, in order, the islands' plans composed, the outer step chosen, the plan offered
  * (a shape that some island cannot run is dropped). */
 static int try_shapes(struct layout_search *ls, const struct sl_search_shape *shapes, int count,
-		      struct sl_plan *scratch, struct sl_err *err)
+		      struct sl_err *err)
 {
 	int n = ls->n, task_count = 0;
 	long long (*batch)[SL_ISLANDS_MAX_ISLANDS] = calloc((size_t)count, sizeof(*batch));
@@ -445,26 +454,49 @@ static int try_shapes(struct layout_search *ls, const struct sl_search_shape *sh
 	}
 	int rc = run_tasks(ls->reserved, ls->memo, tasks, task_count, ls->exhaustive,
 			   ls->simulated, err);
+	/* the shapes every island holds a plan of, composed and their outer steps chosen side by
+	 * side (each is on its own), then offered in shape order */
+	int *whole = rc ? NULL : malloc((size_t)count * sizeof(int));
+	int whole_count = 0;
+	if (!rc && !whole)
+		rc = sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
 	for (int s = 0; s < count && !rc; s++) {
-		if (first_task[s] < 0)
-			continue;
-		struct sl_search_candidate *parts[SL_ISLANDS_MAX_ISLANDS];
-		int complete = 1;
-		for (int i = 0; i < n; i++) {
-			struct sl_search_outcome *out = &tasks[first_task[s] + i].out;
-			complete = complete && out->count > 0;
-			parts[i] = out->count > 0 ? &out->best[0] : NULL;
-		}
-		if (!complete)
-			continue;
-		rc = compose(ls, parts, batch[s], scratch, err);
-		struct sl_sim_result best;
-		if (!rc)
-			rc = sl_search_choose_outer(ls->env, ls->req, ls->tv, ls->global_batch, scratch,
-						    &best, ls->simulated, err);
-		for (int r = 0; !rc && best.fits_memory && r < ls->rank_count; r++)
-			rc = sl_ranking_consider(ls->ranks[r], scratch, &best, err);
+		int complete = first_task[s] >= 0;
+		for (int i = 0; i < n && complete; i++)
+			complete = tasks[first_task[s] + i].out.count > 0;
+		if (complete)
+			whole[whole_count++] = s;
 	}
+	struct composed *done = whole_count ? calloc((size_t)whole_count, sizeof(*done)) : NULL;
+	if (!rc && whole_count && !done)
+		rc = sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
+	int threads = !rc && whole_count > 1 ? sl_search_threads() : 1;
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 1)
+	for (int w = 0; w < (rc ? 0 : whole_count); w++) {
+		int s = whole[w];
+		struct composed *c = &done[w];
+		struct sl_search_candidate *parts[SL_ISLANDS_MAX_ISLANDS];
+		for (int i = 0; i < n; i++)
+			parts[i] = &tasks[first_task[s] + i].out.best[0];
+		sl_plan_init(&c->plan);
+		c->rc = compose(ls, parts, batch[s], &c->plan, &c->err);
+		if (!c->rc)
+			c->rc = sl_search_choose_outer(ls->env, ls->req, ls->tv, ls->global_batch,
+						       &c->plan, &c->best, &c->simulated, &c->err);
+	}
+	for (int w = 0; w < whole_count && done; w++) {
+		struct composed *c = &done[w];
+		*ls->simulated += c->simulated;
+		if (!rc && c->rc) {
+			rc = c->rc;
+			*err = c->err;
+		}
+		for (int r = 0; !rc && c->best.fits_memory && r < ls->rank_count; r++)
+			rc = sl_ranking_consider(ls->ranks[r], &c->plan, &c->best, err);
+		sl_plan_free(&c->plan);
+	}
+	free(done);
+	free(whole);
 	free_tasks(tasks, task_count);
 	free(batch);
 	free(first_task);
@@ -475,7 +507,6 @@ static int try_shapes(struct layout_search *ls, const struct sl_search_shape *sh
  * contiguous partition (as sl_search_exhaustive's). */
 struct every_shape_ctx {
 	struct layout_search *ls;
-	struct sl_plan *scratch;
 	int mbs;
 	struct sl_err *err;
 };
@@ -485,16 +516,16 @@ static int visit_shape(const struct sl_partition *part, void *vctx)
 	struct every_shape_ctx *c = vctx;
 	struct sl_search_shape s = {.micro_batch = c->mbs, .num_stages = part->num_stages};
 	memcpy(s.first, part->first, sizeof(int) * (size_t)(part->num_stages + 1));
-	return try_shapes(c->ls, &s, 1, c->scratch, c->err);
+	return try_shapes(c->ls, &s, 1, c->err);
 }
 
-static int every_shape(struct layout_search *ls, struct sl_plan *scratch, struct sl_err *err)
+static int every_shape(struct layout_search *ls, struct sl_err *err)
 {
 	int L = ls->env->num_layers, rc = 0;
 	int max_stages = ls->req->max_stages > 0 && ls->req->max_stages < L ? ls->req->max_stages : L;
 	for (int mbs = 1; !rc && mbs <= ls->global_batch && mbs <= 1024 &&
 			  ls->global_batch % mbs == 0; mbs *= 2) {
-		struct every_shape_ctx c = {ls, scratch, mbs, err};
+		struct every_shape_ctx c = {ls, mbs, err};
 		for (int P = 1; P <= max_stages && !rc; P++)
 			rc = sl_partition_each(L, P, visit_shape, &c);
 	}
@@ -510,8 +541,6 @@ static int search_islands(const struct sl_sim_env *env, const struct sl_pool *po
 {
 	struct layout_search *ls = calloc(1, sizeof(*ls));
 	struct sl_sim_env *reserved = malloc(sizeof(*reserved));
-	struct sl_plan scratch;
-	sl_plan_init(&scratch);
 	if (!ls || !reserved) {
 		free(ls);
 		free(reserved);
@@ -533,14 +562,13 @@ static int search_islands(const struct sl_sim_env *env, const struct sl_pool *po
 		rc = survey(ls, pool, &layouts[l], err);
 		*most_islands = ls->n > *most_islands ? ls->n : *most_islands;
 		if (!rc && ls->n >= 2 && exhaustive)
-			rc = every_shape(ls, &scratch, err);
+			rc = every_shape(ls, err);
 		if (!rc && ls->n >= 2 && !exhaustive)
-			rc = try_shapes(ls, ls->shapes, ls->shape_count, &scratch, err);
+			rc = try_shapes(ls, ls->shapes, ls->shape_count, err);
 	}
 	stats->island_searches += memo.made;
 	stats->island_searches_reused += memo.reused;
 	sl_island_memo_free(&memo);
-	sl_plan_free(&scratch);
 	free(ls);
 	free(reserved);
 	return rc;
