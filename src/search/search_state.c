@@ -31,6 +31,7 @@ static void state_destroy(struct search_state *st)
 	free(st->partitions);
 	free(st->partition_scratch);
 	sl_partition_cache_free(st->partition_cache);
+	sl_options_memo_free(st->options_memo);
 	free(st->assigned);
 	free(st->sync_memo);
 	sl_sim_transfer_cache_free(st->transfer_cache);
@@ -81,6 +82,7 @@ static struct search_state *spare_state(int num_layers)
 	st->partitions = kept.partitions;
 	st->partition_scratch = kept.partition_scratch;
 	st->partition_cache = kept.partition_cache; /* keyed by the environment's serial */
+	st->options_memo = kept.options_memo;       /* likewise */
 	st->assigned = kept.assigned;
 	st->sync_memo = kept.sync_memo;
 	st->transfer_cache = kept.transfer_cache; /* it empties itself for another environment */
@@ -106,6 +108,7 @@ static struct search_state *fresh_state(int num_layers)
 	st->kind_mem = malloc(sizeof(*st->kind_mem) * SL_PLAN_MAX_STAGES);
 	st->transfer_cache = sl_sim_transfer_cache_new(); /* optional: NULL only slows bounds */
 	st->partition_cache = sl_partition_cache_new();   /* optional too */
+	st->options_memo = sl_options_memo_new();         /* and this */
 	if (!st->enumeration || !st->layer_time_storage || !st->partitions ||
 	    !st->partition_scratch || !st->assigned ||
 	    !st->sync_memo || !st->kind_mem) {

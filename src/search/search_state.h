@@ -21,6 +21,7 @@
 
 #include "search/assign.h"
 #include "search/memory_dimensions.h"
+#include "search/options_memo.h"
 #include "search/partition.h"
 #include "search/partition_cache.h"
 #include "search/ranking.h"
@@ -109,6 +110,10 @@ struct search_state {
 	struct sl_partition_scratch *partition_scratch; /* scratch for sl_partition_candidates */
 	/* the partitions computed before, by this state's searches too (NULL: none kept) */
 	struct sl_partition_cache *partition_cache;
+	/* which partitions the memory options change nothing at, likewise (NULL: none kept) */
+	struct sl_options_memo *options_memo;
+	unsigned partition_types;            /* the current depth's candidates' types (partition_cache.h) */
+	unsigned long long offered_kinds;    /* the work item's kinds (options_memo.h) */
 	long long simulated;
 	int options_on;                      /* sl_search_options_on(req) */
 	/* the simulator may model plans as our runtime, whose times the bounds do not bound

@@ -595,12 +595,33 @@ static int time_stage_kinds(struct search_state *st, const struct sl_partition *
 	return min_tp;
 }
 
+/* sl_search_options_change_no_shape, kept for the state's later items and searches
+ * (options_memo.h; a pinned shape's partition is not among the candidates it names). */
+static int options_change_nothing(struct search_state *st, const struct sl_partition *part,
+				  int mbs)
+{
+	if (st->req->only_shape)
+		return sl_search_options_change_no_shape(st, part, mbs);
+	struct sl_options_key key = {.env_serial = st->env->serial,
+				     .reserve_param_copies = st->env->reserve_param_copies,
+				     .kinds = st->offered_kinds, .cost_model = st->cm,
+				     .micro_batch = mbs, .num_stages = part->num_stages,
+				     .partition_index = st->partition_index,
+				     .types = st->partition_types};
+	int nothing = sl_options_memo_get(st->options_memo, &key);
+	if (nothing < 0) {
+		nothing = sl_search_options_change_no_shape(st, part, mbs);
+		sl_options_memo_put(st->options_memo, &key, nothing);
+	}
+	return nothing;
+}
+
 static int search_partition(struct search_state *st, const struct sl_partition *part, int mbs,
 			    long long max_gpus, struct sl_err *err)
 {
 	int P = part->num_stages;
 	st->partition_stamp++; /* sl_search_kind_level's memo holds this partition's kinds from here */
-	if (st->skip_unchanged_shapes && sl_search_options_change_no_shape(st, part, mbs))
+	if (st->skip_unchanged_shapes && options_change_nothing(st, part, mbs))
 		return 0;
 	double fastest_s[SL_PLAN_MAX_STAGES];
 	double cheapest_usd_per_s[SL_PLAN_MAX_STAGES];
@@ -737,6 +758,15 @@ int sl_search_micro_batch(struct search_state *st, int mbs, struct sl_err *err)
 		max_stages = (int)gpus;
 	int slot[SL_MAX_GPU_TYPES];
 	unsigned types = layer_time_slots(st, mbs, slot);
+	st->partition_types = types;
+	st->offered_kinds = 0;
+	for (int g = 0; g < env->catalogue.gpu_count; g++) {
+		unsigned long long offered = 0; /* TP degrees ascend: those offered are the first */
+		for (int t = 0; t < TP_SLOTS && st->type_gpus[g] > 0; t++)
+			offered += tp_values[t] <= sl_sim_gpus_per_node(env, g) &&
+				   st->type_gpus[g] >= tp_values[t];
+		st->offered_kinds |= offered << (3 * g);
+	}
 	const double *per_gpu[SL_MAX_GPU_TYPES];
 	int timed = 0; /* per_gpu holds the layer times (only when a partition is computed) */
 	int rc = 0;

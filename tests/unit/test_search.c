@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "search/partition.h"
+#include "search/options_memo.h"
 #include "search/partition_cache.h"
 #include "search/search.h"
 #include "search/uneven.h"
@@ -72,6 +73,44 @@ static void partition_cache_keeps_answers_by_key(void **state)
 	assert_int_equal(sl_partition_cache_get(cache, &last, got, 4), -1);
 	assert_int_equal(sl_partition_cache_get(cache, &key, got, SL_PARTITION_MAX_CANDIDATES), n);
 	sl_partition_cache_free(cache);
+}
+
+/* The options memo answers only under exactly its key, and keeps every answer as it grows. */
+static void options_memo_keeps_answers_by_key(void **state)
+{
+	(void)state;
+	struct sl_options_memo *memo = sl_options_memo_new();
+	assert_non_null(memo);
+	struct sl_options_key key = {.env_serial = 3, .reserve_param_copies = 3.0,
+				     .kinds = 044, .cost_model = 0, .micro_batch = 2,
+				     .num_stages = 4, .partition_index = 1, .types = 3};
+	assert_int_equal(sl_options_memo_get(memo, &key), -1);
+	sl_options_memo_put(memo, &key, 1);
+	assert_int_equal(sl_options_memo_get(memo, &key), 1);
+	struct sl_options_key other[8] = {key, key, key, key, key, key, key, key};
+	other[0].env_serial = 4;
+	other[1].reserve_param_copies = 0;
+	other[2].kinds = 043;
+	other[3].cost_model = 1;
+	other[4].micro_batch = 4;
+	other[5].num_stages = 5;
+	other[6].partition_index = 0;
+	other[7].types = 1;
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(sl_options_memo_get(memo, &other[i]), -1);
+	/* thousands more: the table grows, every answer stays */
+	for (int i = 0; i < 5000; i++) {
+		struct sl_options_key more = key;
+		more.partition_index = 100 + i;
+		sl_options_memo_put(memo, &more, i % 3 == 0);
+	}
+	for (int i = 0; i < 5000; i++) {
+		struct sl_options_key more = key;
+		more.partition_index = 100 + i;
+		assert_int_equal(sl_options_memo_get(memo, &more), i % 3 == 0);
+	}
+	assert_int_equal(sl_options_memo_get(memo, &key), 1);
+	sl_options_memo_free(memo);
 }
 
 static void first_candidate_is_sosp25_uniform(void **state)
@@ -389,6 +428,7 @@ int main(void)
 		cmocka_unit_test(partition_count_is_binomial),
 		cmocka_unit_test(first_candidate_is_sosp25_uniform),
 		cmocka_unit_test(partition_cache_keeps_answers_by_key),
+		cmocka_unit_test(options_memo_keeps_answers_by_key),
 		cmocka_unit_test(balanced_candidate_minimises_slowest_stage),
 		cmocka_unit_test(every_partition_is_visited),
 		cmocka_unit_test(uneven_counts_follow_speed),
