@@ -42,7 +42,7 @@ static void enumerate_from(struct enumeration *en, int stage, int slot, int min_
 	if (slot == plan->num_pipelines) {
 		if (stage + 1 < plan->num_stages) {
 			enumerate_from(en, stage + 1, 0, 0);
-		} else if (!sl_search_share_microbatches(st->env, st->cm, plan, st->global_batch) &&
+		} else if (!sl_search_share_shape_microbatches(st) &&
 			   !sl_search_assigned_prunable(st, en->nmb)) {
 			en->rc = sl_search_simulate_and_rank(st, en->err);
 		}

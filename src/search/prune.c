@@ -197,6 +197,19 @@ static int tp_slot(int tp)
 	return tp >= 8 ? 3 : tp >= 4 ? 2 : tp >= 2 ? 1 : 0;
 }
 
+static double shape_kind_time_s(const void *ctx, int k, const struct sl_replica *r)
+{
+	const struct search_state *st = ctx;
+	return st->stage_time_s[k][r->gpu][tp_slot(r->tp)];
+}
+
+int sl_search_share_shape_microbatches(struct search_state *st)
+{
+	struct sl_stage_kind_times kinds = {shape_kind_time_s, st};
+	return sl_search_share_microbatches_timed(st->env, st->cm, &st->plan, st->global_batch,
+						  &kinds);
+}
+
 /* The bounds again, now from the replicas actually assigned: each stage is as slow as its slowest
  * replica, and the rent is exact. Tighter than the bounds before assignment, and cheap next to a
  * simulation. */
@@ -289,7 +302,7 @@ int sl_search_counted_prunable(struct search_state *st, long long nmb)
 		return 1;
 	sl_assign_write(in, res, &st->plan);
 	/* the plan's micro-batch split, before the bounds that read its pipelines' counts */
-	if (sl_search_share_microbatches(st->env, st->cm, &st->plan, st->global_batch))
+	if (sl_search_share_shape_microbatches(st))
 		return 1;
 	return plan_prunable(st, time_lb_s, bottleneck_s, rent_usd_per_s);
 }

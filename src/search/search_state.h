@@ -227,6 +227,9 @@ double sl_search_fewest_microbatches(const struct search_state *st, int mbs, lon
 double sl_search_sync_lower_bound(struct search_state *st, const struct sl_partition *part,
 				  int D);
 int sl_search_assigned_prunable(const struct search_state *st, long long nmb);
+/* sl_search_share_microbatches for st->plan, a plan of the current shape, its stage times taken
+ * from st->stage_time_s (the simulator's, already asked for every kind of the shape). */
+int sl_search_share_shape_microbatches(struct search_state *st);
 int sl_search_counted_prunable(struct search_state *st, long long nmb);
 
 /* enumerate.c: the scratch of an enumeration (malloc'd, free() releases it), and every

@@ -35,9 +35,22 @@ int sl_uneven_counts(const double *pipeline_s, int D, long long total, int *n)
 	return 0;
 }
 
-/* Pipeline j's slowest stage per micro-batch; 0 when all are equal or one has no time. */
+/* Stage k's compute per micro-batch on replica r, without the stage's options (< 0: none). */
+static double stage_compute_s(const struct sl_sim_env *env, enum sl_cost_model cm,
+			      const struct sl_plan *plan, int k, const struct sl_replica *r)
+{
+	struct sl_sim_replica_query q = {.gpu = r->gpu, .mbs = plan->micro_batch, .tp = r->tp,
+					.first_layer = plan->stages[k].first_layer,
+					.last_layer = plan->stages[k].last_layer};
+	return sl_sim_stage_compute_s(env, cm, &q);
+}
+
+/* Pipeline j's slowest stage per micro-batch, from kind_s(k, replica) (a search passes its table
+ * of the shape's kinds) or, with none, the simulator's time; 0 when all are equal or one has no
+ * time. */
 static int pipeline_times(const struct sl_sim_env *env, enum sl_cost_model cm,
-			  const struct sl_plan *plan, double *pipeline_s)
+			  const struct sl_plan *plan, const struct sl_stage_kind_times *kinds,
+			  double *pipeline_s)
 {
 	const int D = plan->num_pipelines;
 	for (int j = 0; j < D; j++)
@@ -50,12 +63,8 @@ static int pipeline_times(const struct sl_sim_env *env, enum sl_cost_model cm,
 		for (int j = 0; j < D; j++) {
 			const struct sl_replica *r = sl_plan_replica(plan, k, j);
 			if (r->gpu != prev_gpu || r->tp != prev_tp) {
-				/* without the stage's options */
-				struct sl_sim_replica_query q = {
-					.gpu = r->gpu, .mbs = plan->micro_batch, .tp = r->tp,
-					.first_layer = plan->stages[k].first_layer,
-					.last_layer = plan->stages[k].last_layer};
-				c = sl_sim_stage_compute_s(env, cm, &q);
+				c = kinds ? kinds->time_s(kinds->ctx, k, r)
+					  : stage_compute_s(env, cm, plan, k, r);
 				prev_gpu = r->gpu;
 				prev_tp = r->tp;
 			}
@@ -72,8 +81,9 @@ static int pipeline_times(const struct sl_sim_env *env, enum sl_cost_model cm,
 	return differ;
 }
 
-int sl_search_share_microbatches(const struct sl_sim_env *env, enum sl_cost_model cm,
-				 struct sl_plan *plan, long long global_batch)
+int sl_search_share_microbatches_timed(const struct sl_sim_env *env, enum sl_cost_model cm,
+				       struct sl_plan *plan, long long global_batch,
+				       const struct sl_stage_kind_times *kinds)
 {
 	plan->uneven_microbatches = 0;
 	int D = plan->num_pipelines, b = plan->micro_batch;
@@ -85,8 +95,14 @@ int sl_search_share_microbatches(const struct sl_sim_env *env, enum sl_cost_mode
 	if (M % D == 0)
 		return 0;
 	double pipeline_s[SL_PLAN_MAX_PIPELINES];
-	int differ = pipeline_times(env, cm, plan, pipeline_s);
+	int differ = pipeline_times(env, cm, plan, kinds, pipeline_s);
 	return sl_plan_split_microbatches(plan, global_batch, differ ? pipeline_s : NULL);
+}
+
+int sl_search_share_microbatches(const struct sl_sim_env *env, enum sl_cost_model cm,
+				 struct sl_plan *plan, long long global_batch)
+{
+	return sl_search_share_microbatches_timed(env, cm, plan, global_batch, NULL);
 }
 
 int sl_uneven_apply(const struct sl_sim_env *env, enum sl_cost_model cm, struct sl_plan *plan,
@@ -96,7 +112,7 @@ int sl_uneven_apply(const struct sl_sim_env *env, enum sl_cost_model cm, struct 
 	if (D < 2 || global_batch % b)
 		return 0;
 	double pipeline_s[SL_PLAN_MAX_PIPELINES];
-	if (!pipeline_times(env, cm, plan, pipeline_s))
+	if (!pipeline_times(env, cm, plan, NULL, pipeline_s))
 		return 0;
 	int rc = sl_plan_reserve(plan, plan->num_stages, D, err);
 	if (rc)

@@ -30,6 +30,18 @@ int sl_uneven_apply(const struct sl_sim_env *env, enum sl_cost_model cm, struct 
 int sl_search_share_microbatches(const struct sl_sim_env *env, enum sl_cost_model cm,
 				 struct sl_plan *plan, long long global_batch);
 
+/* Stage k's compute per micro-batch on replica r without options, as sl_sim_stage_compute_s
+ * gives it (< 0: none), from where a search already has it (ctx: its state). */
+struct sl_stage_kind_times {
+	double (*time_s)(const void *ctx, int k, const struct sl_replica *r);
+	const void *ctx;
+};
+
+/* sl_search_share_microbatches with the stage times from kinds (NULL: the simulator's). */
+int sl_search_share_microbatches_timed(const struct sl_sim_env *env, enum sl_cost_model cm,
+				       struct sl_plan *plan, long long global_batch,
+				       const struct sl_stage_kind_times *kinds);
+
 /* The counts themselves: n[j] for D pipelines whose slowest stage takes pipeline_s[j] per
  * micro-batch, summing to total (>= D), each >= 1, by largest remainder (ties to the lower j).
  * Returns 0, or -1 when total < D. */
