@@ -4,8 +4,8 @@ large pools, and how search time grows with pool size and number of GPU types.
 
 Prints figures; never fails on speed (only on a broken run). Run from the repository root:
     python3 bench/bench_plan.py [--sailor ./sailor] [--repeats 3] [--baseline OLD_SAILOR]
-                                [--speed-only] [--pools-only]
-With --baseline, sections 3 and 4 time that binary too ("before"), interleaved with --sailor
+                                [--speed-only] [--pools-only] [--sync-auto]
+With --baseline, sections 3, 4 and 6 time that binary too ("before"), interleaved with --sailor
 ("after") in the same loop, so both see the same load on a shared machine: report their ratio,
 not absolute times alone. Build a baseline from a commit without touching the work tree:
     mkdir /tmp/old && git archive COMMIT | tar -x -C /tmp/old && make -C /tmp/old
@@ -227,21 +227,38 @@ def speed(sailor, scenarios, repeats, baseline=None):
     print()
 
 
-def speed_sync_auto(sailor, scenarios, repeats):
+def speed_sync_auto(sailor, scenarios, repeats, baseline=None):
     print("## 6. Whole `sailor plan` process per scenario trace with `--sync auto` (sailor model, "
-          "median of %d runs; the every-step run of the same scenario timed in the same loop)"
-          % repeats)
-    print("| scenario | SOSP'25 start-up + search (s) | every-step (s) | auto (s) | auto/every-step "
-          "| SOSP'25/every-step | SOSP'25/auto | plans simulated every-step | auto | auto: ms by phase |")
-    print("|" + "---|" * 10)
+          "median of %d runs; the every-step run of the same scenario timed in the same loop%s)"
+          % (repeats, "; the baseline interleaved with it" if baseline else ""))
+    if baseline:
+        cols = ["scenario", "SOSP'25 start-up + search (s)", "every-step before (s)",
+                "every-step after (s)", "auto before (s)", "auto after (s)", "auto after/before",
+                "SOSP'25/every-step after", "SOSP'25/auto before", "SOSP'25/auto after",
+                "plans simulated auto before", "after", "auto after: ms by phase"]
+    else:
+        cols = ["scenario", "SOSP'25 start-up + search (s)", "every-step (s)", "auto (s)",
+                "auto/every-step", "SOSP'25/every-step", "SOSP'25/auto",
+                "plans simulated every-step", "auto", "auto: ms by phase"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    binaries = [baseline, sailor] if baseline else [sailor]
     for name, s in scenarios.items():
         theirs = s["planner_startup_ms"][0] / 1000 + sum(st["search_time"] for st in s["steps"])
         args = scenario_args(s) + ["--cost-model", "sailor"]
-        got = timed([sailor], args, repeats)[sailor]
-        auto = timed([sailor], args + ["--sync", "auto"], repeats)[sailor]
-        print(f"| {name} | {theirs:.2f} | {got[0]:.3f} | {auto[0]:.3f} | {auto[0] / got[0]:.2f} "
-              f"| {theirs / got[0]:.0f}x | {theirs / auto[0]:.0f}x | {got[1]} | {auto[1]} "
-              f"| {phase_text(auto[2])} |", flush=True)
+        every = timed(binaries, args, repeats)
+        auto = timed(binaries, args + ["--sync", "auto"], repeats)
+        got, aut = every[sailor], auto[sailor]
+        if baseline:
+            was = auto[baseline]
+            print(f"| {name} | {theirs:.2f} | {every[baseline][0]:.3f} | {got[0]:.3f} "
+                  f"| {was[0]:.3f} | {aut[0]:.3f} | {aut[0] / was[0]:.2f} | {theirs / got[0]:.0f}x "
+                  f"| {theirs / was[0]:.0f}x | {theirs / aut[0]:.0f}x | {was[1]} | {aut[1]} "
+                  f"| {phase_text(aut[2])} |", flush=True)
+        else:
+            print(f"| {name} | {theirs:.2f} | {got[0]:.3f} | {aut[0]:.3f} | {aut[0] / got[0]:.2f} "
+                  f"| {theirs / got[0]:.0f}x | {theirs / aut[0]:.0f}x | {got[1]} | {aut[1]} "
+                  f"| {phase_text(aut[2])} |", flush=True)
     print()
 
 
@@ -334,7 +351,7 @@ def main():
         pool_set(args.sailor, args.repeats, args.baseline)
         return
     if args.sync_auto:
-        speed_sync_auto(args.sailor, scenarios, args.repeats)
+        speed_sync_auto(args.sailor, scenarios, args.repeats, args.baseline)
         return
     if not args.speed_only:
         quality(args.sailor, scenarios)
