@@ -71,7 +71,9 @@ double sl_search_fewest_microbatches(const struct search_state *st, int mbs, lon
 /* Whether no plan whose iteration takes at least time_lb_s and costs at least cost_lb_usd can
  * enter the result: it misses a constraint, or it cannot beat the K-th best plan kept so far.
  * Nothing is, where the bounds do not hold (bounds_unsound). Equal bounds are not pruned: such
- * a plan may still win a tie-break. With --pareto only constraints prune. */
+ * a plan may still win a tie-break. With --pareto only constraints prune. prunable_above_s below
+ * states the same rules as a time to stop at: a rule added here goes there too (or the plan bound
+ * only stops later, never wrongly). */
 int sl_search_prunable(const struct search_state *st, double time_lb_s, double cost_lb)
 {
 	const struct sl_search_request *req = st->req;
