@@ -6,7 +6,7 @@
  * sl_search_options_change_no_shape). The answer depends on the environment and the room it
  * keeps (the island search's reserve), the cost model, the micro-batch size, the partition and
  * which kinds (GPU type, TP degree) the zones searched offer; every zone set of a search and
- * every island search asked it again, an eighth of a Fig. 10 `--sync auto` plan's
+ * every island search asked it again, a tenth of a Fig. 10 `--sync auto` plan's
  * instructions. A partition is named by its depth and index among that depth's candidates for
  * the types with layer times (partition_cache.h): the candidates are a function of the rest of
  * the key.
