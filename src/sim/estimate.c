@@ -139,6 +139,33 @@ static void free_ref(struct ref *r)
 	sl_layer_sizes_free(r->sizes);
 }
 
+/* ref_time of one layer kind at (b, t) on g, and on m (the E1 source; m < 0: none), forward
+ * and backward. The times depend on the kind, not the layer: computed once per kind (each one
+ * scans the reference profile's entries), for every layer of that kind. */
+struct ref_times {
+	double g_fwd, g_bwd, m_fwd, m_bwd;
+};
+
+struct kind_times {
+	int known[SL_LAYER_HEAD + 1];
+	struct ref_times of[SL_LAYER_HEAD + 1];
+};
+
+static const struct ref_times *kind_times_of(const struct sl_sim_env *env, const struct ref *r,
+					     int g, int m, int b, int t, enum sl_layer_kind k,
+					     struct kind_times *kt)
+{
+	struct ref_times *rt = &kt->of[k];
+	if (!kt->known[k]) {
+		kt->known[k] = 1;
+		rt->g_fwd = ref_time(env, r, g, b, t, k, 0);
+		rt->g_bwd = ref_time(env, r, g, b, t, k, 1);
+		rt->m_fwd = m >= 0 ? ref_time(env, r, m, b, t, k, 0) : 0;
+		rt->m_bwd = m >= 0 ? ref_time(env, r, m, b, t, k, 1) : 0;
+	}
+	return rt;
+}
+
 /* The GPU type whose profile of the model carries over to g at (b, t) (E1), or -1. */
 static int own_source(const struct sl_sim_env *env, int g, int b, int t)
 {
@@ -210,17 +237,17 @@ int sl_sim_estimate_times(struct sl_sim_env *env, const char *data_dir, const ch
 				int m = own_source(env, g, b, t), ok = 1;
 				const struct sl_profile_entry *e = m >= 0 ? sl_profile_find(env->profiles[m], b, t) : NULL;
 				double per_param = 0;
+				struct kind_times kt = {0};
 				for (int l = 0; l < L && ok; l++) {
 					enum sl_layer_kind k = env->sizes->kind[l];
-					double rf = ref_time(env, &r, g, b, t, k, 0);
-					double rb = ref_time(env, &r, g, b, t, k, 1);
+					const struct ref_times *rt = kind_times_of(env, &r, g, m, b, t, k, &kt);
+					double rf = rt->g_fwd, rb = rt->g_bwd;
 					if (rf < 0 || rb < 0) {
 						ok = 0;
 						break;
 					}
 					if (e) { /* E1 */
-						double mf = ref_time(env, &r, m, b, t, k, 0);
-						double mb = ref_time(env, &r, m, b, t, k, 1);
+						double mf = rt->m_fwd, mb = rt->m_bwd;
 						fwd[l] = mf > 0 ? e->fwd_s[l] * rf / mf : rf;
 						bwd[l] = mb > 0 ? e->bwd_s[l] * rb / mb : rb;
 					} else { /* E2 */
