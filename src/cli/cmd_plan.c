@@ -180,7 +180,7 @@ static json_t *candidate_json(const struct sl_sim_env *env, const struct sl_sear
 static void describe_failure(const struct plan_args *a, const struct sl_search_outcome *out)
 {
 	const struct sl_search_request *req = &a->req;
-	if (!out->has_cheapest && !out->has_fastest) {
+	if (!out->cheapest && !out->fastest) {
 		fprintf(stderr, "sailor plan: no plan fits in memory on this pool%s: add GPUs with more "
 				"memory, or more GPUs per zone for a higher TP degree%s\n",
 			req->memory_options && req->cost_model == SL_COST_SAILOR
@@ -191,16 +191,16 @@ static void describe_failure(const struct plan_args *a, const struct sl_search_o
 				: "");
 		return;
 	}
-	if (req->max_cost_usd_per_iter > 0 && out->has_cheapest) {
-		const struct sl_sim_result *c = &out->cheapest.result;
+	if (req->max_cost_usd_per_iter > 0 && out->cheapest) {
+		const struct sl_sim_result *c = &out->cheapest->result;
 		fprintf(stderr, "sailor plan: no plan within %.4g $/iter%s; the cheapest is %.4g $/iter "
 				"at %.4g it/s (raise --max-cost, or add cheaper GPUs)\n",
 			req->max_cost_usd_per_iter,
 			req->min_throughput_it_s > 0 ? " at the throughput asked" : "",
 			c->cost_usd_per_iter, c->throughput_it_s);
 	}
-	if (req->min_throughput_it_s > 0 && out->has_fastest) {
-		const struct sl_sim_result *f = &out->fastest.result;
+	if (req->min_throughput_it_s > 0 && out->fastest) {
+		const struct sl_sim_result *f = &out->fastest->result;
 		fprintf(stderr, "sailor plan: no plan reaches %.4g it/s%s; the fastest is %.4g it/s at "
 				"%.4g $/iter (lower --min-throughput, or add GPUs)\n",
 			req->min_throughput_it_s,
@@ -232,8 +232,10 @@ static void name_model(const struct plan_args *a, const struct sl_sim_env *env,
 		sl_plan_set_model(&out->best[i].plan, model_ref);
 	for (int i = 0; i < out->pareto_count; i++)
 		sl_plan_set_model(&out->pareto[i].plan, model_ref);
-	sl_plan_set_model(&out->cheapest.plan, model_ref);
-	sl_plan_set_model(&out->fastest.plan, model_ref);
+	if (out->cheapest)
+		sl_plan_set_model(&out->cheapest->plan, model_ref);
+	if (out->fastest)
+		sl_plan_set_model(&out->fastest->plan, model_ref);
 }
 
 /* The search's own figures in a step's --json entry: time, plans simulated per phase, shapes. */
@@ -278,10 +280,10 @@ static json_t *step_json(const struct plan_args *a, const struct sl_sim_env *env
 	} else {
 		json_object_set_new(s, "plan", json_null());
 		json_object_set_new(s, "estimate", json_null());
-		if (out->has_cheapest)
-			json_object_set_new(s, "cheapest", candidate_json(env, &out->cheapest));
-		if (out->has_fastest)
-			json_object_set_new(s, "fastest", candidate_json(env, &out->fastest));
+		if (out->cheapest)
+			json_object_set_new(s, "cheapest", candidate_json(env, out->cheapest));
+		if (out->fastest)
+			json_object_set_new(s, "fastest", candidate_json(env, out->fastest));
 	}
 	if (a->req.top_k > 1) {
 		json_t *top = json_array();

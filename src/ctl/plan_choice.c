@@ -159,7 +159,7 @@ int sl_ctl_plan_now(struct ctl *c, struct candidate *cand, char *why, size_t why
 	}
 	if (out.count == 0)
 		snprintf(why, why_size, "no plan on this pool meets the constraints (--max-cost, "
-			 "--min-throughput)%s", out.has_fastest || out.has_cheapest ? "" :
+			 "--min-throughput)%s", out.fastest || out.cheapest ? "" :
 			 ": none fits in memory");
 	char first_refusal[SL_ERR_MSG_MAX] = "";
 	for (int i = 0; i < out.count; i++) {

@@ -246,7 +246,7 @@ struct layout_search {
 	int rank_count;
 	long long *simulated;
 	int n;                                    /* islands with a plan */
-	struct sl_pool pools[SL_ISLANDS_MAX_ISLANDS];
+	struct sl_pool *pools;                    /* [n] (room for the layout's islands) */
 	double samples_per_s[SL_ISLANDS_MAX_ISLANDS]; /* each one's best plan's, whole batch */
 	struct sl_search_shape shapes[MAX_SHAPES];
 	int shape_count;
@@ -309,10 +309,18 @@ static int survey(struct layout_search *ls, const struct sl_pool *pool, const st
 {
 	ls->n = 0;
 	ls->shape_count = 0;
-	struct sl_pool pools[SL_ISLANDS_MAX_ISLANDS];
+	/* on the heap: a pool is 32 KB (every zone of the catalogue), and stack pages touched
+	 * for the first time are page faults, dear on a virtual machine (util/heap_pages.h) */
+	struct sl_pool *pools = malloc((size_t)l->count * sizeof(*pools));
+	struct sl_pool *kept = realloc(ls->pools, (size_t)l->count * sizeof(*kept));
+	if (kept)
+		ls->pools = kept;
 	struct island_task *tasks = calloc((size_t)l->count, sizeof(*tasks));
-	if (!tasks)
+	if (!tasks || !pools || !kept) {
+		free(pools);
+		free(tasks);
 		return sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
+	}
 	long long gpus[SL_ISLANDS_MAX_ISLANDS];
 	for (int i = 0; i < l->count; i++) {
 		island_pool(pool, l, i, &pools[i]);
@@ -339,6 +347,7 @@ static int survey(struct layout_search *ls, const struct sl_pool *pool, const st
 		ls->samples_per_s[ls->n++] = out->best[0].result.samples_per_s;
 	}
 	free_tasks(tasks, l->count);
+	free(pools);
 	return rc;
 }
 
@@ -569,6 +578,7 @@ static int search_islands(const struct sl_sim_env *env, const struct sl_pool *po
 	stats->island_searches += memo.made;
 	stats->island_searches_reused += memo.reused;
 	sl_island_memo_free(&memo);
+	free(ls->pools);
 	free(ls);
 	free(reserved);
 	return rc;
@@ -586,16 +596,11 @@ static int offer_outcome(struct sl_ranking *rank, const struct sl_search_outcome
 	return rc;
 }
 
-/* from (when there is one) as what is possible (slot, *has). */
-static int keep_possible(const struct sl_search_candidate *from, struct sl_search_candidate *slot,
-			 int *has, struct sl_err *err)
+/* from (when there is one) as what is possible (*slot). */
+static int keep_possible(const struct sl_search_candidate *from, struct sl_search_candidate **slot,
+			 struct sl_err *err)
 {
-	if (!from)
-		return 0;
-	int rc = sl_plan_copy(&slot->plan, &from->plan, err);
-	slot->result = from->result;
-	*has = !rc;
-	return rc;
+	return from ? sl_search_outcome_keep(slot, from, err) : 0;
 }
 
 /* The synchronous outcome's figures, the island phase's, what is possible. */
@@ -613,17 +618,16 @@ static int finish(const struct sl_search_request *req, struct sl_search_outcome 
 	for (int ph = 0; ph < SL_SEARCH_PHASES; ph++)
 		out->plans_simulated += out->stats.simulated[ph];
 	int rc = 0;
-	if (out->count == 0 && sync_out->has_cheapest)
-		rc = keep_possible(&sync_out->cheapest, &out->cheapest, &out->has_cheapest, err);
-	if (out->count == 0 && !rc && sync_out->has_fastest)
-		rc = keep_possible(&sync_out->fastest, &out->fastest, &out->has_fastest, err);
+	if (out->count == 0)
+		rc = keep_possible(sync_out->cheapest, &out->cheapest, err);
+	if (out->count == 0 && !rc)
+		rc = keep_possible(sync_out->fastest, &out->fastest, err);
 	/* an island plan is possible where no synchronous one was */
-	if (out->count == 0 && !rc && req->max_cost_usd_per_iter > 0 && !out->has_cheapest)
+	if (out->count == 0 && !rc && req->max_cost_usd_per_iter > 0 && !out->cheapest)
 		rc = keep_possible(relaxed[0].count ? &relaxed[0].best[0] : NULL, &out->cheapest,
-				   &out->has_cheapest, err);
-	if (out->count == 0 && !rc && req->min_throughput_it_s > 0 && !out->has_fastest)
-		rc = keep_possible(relaxed[1].count ? &relaxed[1].best[0] : NULL, &out->fastest,
-				   &out->has_fastest, err);
+				   err);
+	if (out->count == 0 && !rc && req->min_throughput_it_s > 0 && !out->fastest)
+		rc = keep_possible(relaxed[1].count ? &relaxed[1].best[0] : NULL, &out->fastest, err);
 	return rc;
 }
 

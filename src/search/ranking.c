@@ -265,8 +265,31 @@ void sl_ranking_finish(struct sl_ranking *rank)
 void sl_search_outcome_init(struct sl_search_outcome *outcome)
 {
 	memset(outcome, 0, sizeof(*outcome));
-	sl_plan_init(&outcome->cheapest.plan);
-	sl_plan_init(&outcome->fastest.plan);
+}
+
+static void free_candidate(struct sl_search_candidate *c)
+{
+	if (c)
+		sl_plan_free(&c->plan);
+	free(c);
+}
+
+int sl_search_outcome_keep(struct sl_search_candidate **slot, const struct sl_search_candidate *from,
+			   struct sl_err *err)
+{
+	struct sl_search_candidate *c = malloc(sizeof(*c));
+	if (!c)
+		return sl_err_set(err, SL_ENOMEM, "out of memory for a plan");
+	sl_plan_init(&c->plan);
+	int rc = sl_plan_copy(&c->plan, &from->plan, err);
+	if (rc) {
+		free_candidate(c);
+		return rc;
+	}
+	c->result = from->result;
+	free_candidate(*slot);
+	*slot = c;
+	return 0;
 }
 
 void sl_search_outcome_free(struct sl_search_outcome *outcome)
@@ -280,7 +303,7 @@ void sl_search_outcome_free(struct sl_search_outcome *outcome)
 	for (int i = 0; i < outcome->pareto_count; i++)
 		sl_plan_free(&outcome->pareto[i].plan);
 	free(outcome->pareto);
-	sl_plan_free(&outcome->cheapest.plan);
-	sl_plan_free(&outcome->fastest.plan);
+	free_candidate(outcome->cheapest);
+	free_candidate(outcome->fastest);
 	memset(outcome, 0, sizeof(*outcome));
 }

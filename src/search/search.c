@@ -589,16 +589,9 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 		relaxed.objective = want_cheapest ? SL_OBJECTIVE_COST : SL_OBJECTIVE_THROUGHPUT;
 		struct sl_search_outcome other;
 		rc = search_with_options(env, pool, &relaxed, &other, err);
-		if (!rc && other.count) {
-			struct sl_search_candidate *slot = want_cheapest ? &outcome->cheapest
-									 : &outcome->fastest;
-			rc = sl_plan_copy(&slot->plan, &other.best[0].plan, err);
-			slot->result = other.best[0].result;
-			if (want_cheapest)
-				outcome->has_cheapest = !rc;
-			else
-				outcome->has_fastest = !rc;
-		}
+		if (!rc && other.count)
+			rc = sl_search_outcome_keep(want_cheapest ? &outcome->cheapest : &outcome->fastest,
+						    &other.best[0], err);
 		for (int ph = 0; ph < SL_SEARCH_PHASES; ph++) {
 			outcome->stats.simulated[SL_PHASE_RELAXED] += other.stats.simulated[ph];
 			if (ph != SL_PHASE_RELAXED)
@@ -612,7 +605,7 @@ int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 		sl_search_outcome_free(&other);
 	}
 	outcome->search_time_s = sl_now_s() - start_s;
-	int nothing = !rc && outcome->count == 0 && !outcome->has_cheapest && !outcome->has_fastest;
+	int nothing = !rc && outcome->count == 0 && !outcome->cheapest && !outcome->fastest;
 	long long global_batch = req->global_batch > 0 ? req->global_batch
 						       : env->model.default_global_batch;
 	if (nothing)

@@ -120,10 +120,11 @@ struct sl_search_outcome {
 	int count;                              /* plans meeting the constraints, best first */
 	struct sl_search_candidate *best;       /* [count], at most top_k */
 	int best_capacity;                      /* slots allocated in best */
-	/* When count == 0 under constraints, what is possible: the cheapest plan that fits (when a
-	 * budget was given) and the fastest (when a throughput floor was given). */
-	int has_cheapest, has_fastest;
-	struct sl_search_candidate cheapest, fastest;
+	/* When count == 0 under constraints, what is possible (owned; NULL: none): the cheapest
+	 * plan that fits (when a budget was given) and the fastest (when a throughput floor was
+	 * given). Pointers, not slots: an outcome is made and freed for every search and every
+	 * thread of one, and a candidate is 13 KB to clear. */
+	struct sl_search_candidate *cheapest, *fastest;
 	int pareto_count;                       /* frontier, by throughput descending */
 	struct sl_search_candidate *pareto;
 	long long plans_simulated;              /* the sum of stats.simulated */
@@ -134,8 +135,12 @@ struct sl_search_outcome {
 void sl_search_outcome_init(struct sl_search_outcome *outcome);
 void sl_search_outcome_free(struct sl_search_outcome *outcome);
 
+/* *slot (cheapest or fastest of an outcome, NULL) made a copy of from's plan and figures. */
+int sl_search_outcome_keep(struct sl_search_candidate **slot, const struct sl_search_candidate *from,
+			   struct sl_err *err);
+
 /* Searches pool for req. Returns 0 with outcome->count >= 0 (0: nothing meets the constraints,
- * see has_cheapest / has_fastest), or an error: SL_EINPUT for an empty pool, SL_EINFEASIBLE when no plan
+ * see cheapest / fastest), or an error: SL_EINPUT for an empty pool, SL_EINFEASIBLE when no plan
  * fits in memory anywhere in the pool ("model X fits on none of the pool's GPUs ..."). */
 int sl_search_run(const struct sl_sim_env *env, const struct sl_pool *pool,
 		  const struct sl_search_request *req, struct sl_search_outcome *outcome,
