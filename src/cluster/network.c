@@ -702,18 +702,27 @@ const char *sl_network_source_name(const struct sl_link_fit *fit)
 	return "?";
 }
 
+static double fit_at(const struct sl_link_fit *fit, double x)
+{
+	return fit->a2 * x * x + fit->a1 * x + fit->a0;
+}
+
 double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes)
 {
-	double x = log2(bytes / 1e6);
-	return fit->a2 * x * x + fit->a1 * x + fit->a0;
+	return fit_at(fit, log2(bytes / 1e6));
+}
+
+double sl_link_fit_gbps_positive_at(const struct sl_link_fit *fit, double log2_mb)
+{
+	double gbps = fit_at(fit, log2_mb);
+	if (!(gbps > 0))
+		gbps = fit->a0 > 0 ? fit->a0 : 1.0;
+	return gbps;
 }
 
 double sl_link_fit_gbps_positive(const struct sl_link_fit *fit, double bytes)
 {
-	double gbps = sl_link_fit_gbps(fit, bytes);
-	if (!(gbps > 0))
-		gbps = fit->a0 > 0 ? fit->a0 : 1.0;
-	return gbps;
+	return sl_link_fit_gbps_positive_at(fit, log2(bytes / 1e6));
 }
 
 double sl_link_send_time_s(const struct sl_link_fit *fit, double bytes)

@@ -105,6 +105,10 @@ double sl_link_fit_gbps(const struct sl_link_fit *fit, double bytes);
  * measured), the fit's constant term (its value at 1 MB), else 1 GB/s: a rate to divide by. */
 double sl_link_fit_gbps_positive(const struct sl_link_fit *fit, double bytes);
 
+/* The same at x = log2(bytes / 1e6) already taken: several fits read at one message size (a
+ * ring step's wire and both nodes) take the logarithm once. */
+double sl_link_fit_gbps_positive_at(const struct sl_link_fit *fit, double log2_mb);
+
 /* Seconds to send bytes over a fit: latency_s + (bytes/1e9) / gbps; 0 for bytes <= 0. A
  * non-positive fit value (tiny messages) is clamped to the fit's value at 1 MB so the result
  * stays finite. */

@@ -113,12 +113,16 @@ static double ring_step(const struct sl_sim_env *env, const struct sl_replica *a
 	int c = a->tp < b->tp ? a->tp : b->tp;
 	const struct sl_link_fit *fit = sl_network_fit(env->network, a->zone, a->gpu, c, b->zone,
 						      b->gpu, c);
-	double wire_s = fit->latency_s + (chunk / 1e9) / sl_link_fit_gbps_positive(fit, chunk / c);
+	/* the wire and both nodes are read at one message size: its logarithm taken once, and
+	 * one node's time where both sides are of one GPU type (the same fit) */
+	double log2_mb = log2(chunk / c / 1e6);
+	double wire_s = fit->latency_s +
+			(chunk / 1e9) / sl_link_fit_gbps_positive_at(fit, log2_mb);
 	double node_s = 0.0;
-	for (int side = 0; side < 2; side++) {
+	for (int side = 0; side < (a->gpu == b->gpu ? 1 : 2); side++) {
 		const struct sl_replica *r = side ? b : a;
 		const struct sl_link_fit *intra = sl_network_intra_fit(env->network, r->gpu, c);
-		double s = (2.0 * chunk / 1e9) / sl_link_fit_gbps_positive(intra, chunk / c);
+		double s = (2.0 * chunk / 1e9) / sl_link_fit_gbps_positive_at(intra, log2_mb);
 		if (s > node_s)
 			node_s = s;
 	}
