@@ -9,7 +9,7 @@
 void sl_search_effective_result(const struct sl_sim_result *raw, long long global_batch,
 				double value, struct sl_sim_result *out)
 {
-	*out = *raw;
+	sl_sim_result_copy(out, raw);
 	double t = raw->iteration_time_s;
 	double samples_per_s = raw->samples_per_s * value;
 	out->samples_per_s = samples_per_s;
@@ -134,7 +134,7 @@ static int descend(const struct chooser *ch, int coordinate, int h_max, struct o
 		if (!evaluate(ch, c, &eff))
 			continue;
 		if (!*have || ranks_before(ch->req, &eff, best)) {
-			*best = eff;
+			sl_sim_result_copy(best, &eff);
 			*cur = c;
 			*have = 1;
 			moved = 1;

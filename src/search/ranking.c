@@ -138,8 +138,15 @@ static int store(struct sl_search_candidate *slot, const struct sl_plan *plan,
 {
 	int rc = sl_plan_copy(&slot->plan, plan, err);
 	if (!rc)
-		slot->result = *res;
+		sl_sim_result_copy(&slot->result, res);
 	return rc;
+}
+
+/* *to = *from, the result copied as far as it goes (sl_sim_result_copy). */
+static void move_candidate(struct sl_search_candidate *to, const struct sl_search_candidate *from)
+{
+	to->plan = from->plan;
+	sl_sim_result_copy(&to->result, &from->result);
 }
 
 int sl_ranking_init(struct sl_ranking *rank, const struct sl_search_request *req,
@@ -181,7 +188,9 @@ static int consider_pareto(struct sl_ranking *rank, const struct sl_plan *plan,
 			sl_plan_free(&out->pareto[i].plan);
 			continue;
 		}
-		out->pareto[kept++] = out->pareto[i];
+		if (kept != i)
+			move_candidate(&out->pareto[kept], &out->pareto[i]);
+		kept++;
 	}
 	out->pareto_count = kept;
 	if (out->pareto_count == rank->pareto_capacity) {
@@ -224,11 +233,12 @@ int sl_ranking_consider(struct sl_ranking *rank, const struct sl_plan *plan,
 			continue;
 		if (!candidate_better(req, plan, res, &out->best[i]))
 			return 0;
-		/* the newcomer replaces its twin: drop the twin, keeping its memory for reuse */
-		struct sl_search_candidate twin = out->best[i];
+		/* the newcomer replaces its twin: drop the twin, keeping its plan's memory for
+		 * reuse (its figures are overwritten) */
+		struct sl_plan twin = out->best[i].plan;
 		for (int m = i; m + 1 < out->count; m++)
-			out->best[m] = out->best[m + 1];
-		out->best[out->count - 1] = twin;
+			move_candidate(&out->best[m], &out->best[m + 1]);
+		out->best[out->count - 1].plan = twin;
 		out->count--;
 		break;
 	}
@@ -236,7 +246,7 @@ int sl_ranking_consider(struct sl_ranking *rank, const struct sl_plan *plan,
 	int pos = out->count < rank->top_capacity ? out->count : rank->top_capacity - 1;
 	struct sl_plan spare = out->best[pos].plan;
 	while (pos > 0 && candidate_better(req, plan, res, &out->best[pos - 1])) {
-		out->best[pos] = out->best[pos - 1];
+		move_candidate(&out->best[pos], &out->best[pos - 1]);
 		pos--;
 	}
 	out->best[pos].plan = spare;

@@ -203,7 +203,7 @@ static void aggregate(const struct sl_plan *plan, const struct sl_sim_islands *d
 {
 	const struct sl_plan_islands *isl = plan->islands;
 	double h0 = isl->inner_steps[0];
-	*out = *first; /* island 0's stages, for the breakdown by stage */
+	sl_sim_result_copy(out, first); /* island 0's stages, for the breakdown by stage */
 	out->num_pipelines = plan->num_pipelines;
 	out->num_gpus = 0;
 	out->gpu_usd_per_hour = 0;
@@ -387,7 +387,7 @@ int sl_sim_islands_from_parts(const struct sl_sim_env *env, const struct sl_plan
 	}
 	double extra = 0;
 	for (int i = 0; !rc && i < isl->count; i++) {
-		*r = per_island[i];
+		sl_sim_result_copy(r, &per_island[i]);
 		add_outer_memory(isl, r, &extra);
 		struct sl_sim_island *s = &d->island[i];
 		s->pipelines = r->num_pipelines;
@@ -401,7 +401,7 @@ int sl_sim_islands_from_parts(const struct sl_sim_env *env, const struct sl_plan
 		s->gpu_usd_per_hour = r->gpu_usd_per_hour;
 		s->egress_usd_per_step = r->egress_cost_usd_per_iter;
 		if (i == 0)
-			*first = *r;
+			sl_sim_result_copy(first, r);
 	}
 	if (!rc) {
 		d->outer_memory_bytes = extra;

@@ -281,6 +281,11 @@ void sl_sim_islands_print(FILE *f, const struct sl_sim_env *env, const struct sl
 json_t *sl_sim_islands_json(const struct sl_sim_env *env, const struct sl_plan *plan,
 			    const struct sl_sim_result *res);
 
+/* *dst = *src up to src's own stages: a result has room for SL_SIM_MAX_STAGES (12 KB), a plan
+ * fills num_stages of them, and no reader looks past those. The planner copies results
+ * thousands of times (rankings, island plans), so only what is there is copied. */
+void sl_sim_result_copy(struct sl_sim_result *dst, const struct sl_sim_result *src);
+
 /* Simulates plan (global batch: plan->global_batch, else the model's default). Allocates
  * nothing. Checks only what it needs to stay safe (sizes, indices, time availability); call
  * sl_sim_check_plan first for user-facing messages. */

@@ -1,5 +1,6 @@
 /* sl_simulate (dispatch to a cost model, the fields common to both) and sl_sim_check_plan (the
  * user-facing checks). Invariant: sl_simulate writes only *out and allocates nothing. */
+#include <stddef.h>
 #include <string.h>
 
 #include "sim/internal.h"
@@ -92,6 +93,15 @@ void sl_sim_timeline_free(struct sl_sim_timeline *timeline)
 	if (timeline->recorded)
 		sl_role_table_free(&timeline->roles);
 	timeline->recorded = 0;
+}
+
+void sl_sim_result_copy(struct sl_sim_result *dst, const struct sl_sim_result *src)
+{
+	int stages = src->num_stages < 0 ? 0 : src->num_stages;
+	if (stages > SL_SIM_MAX_STAGES)
+		stages = SL_SIM_MAX_STAGES;
+	memcpy(dst, src, offsetof(struct sl_sim_result, stages) +
+				 (size_t)stages * sizeof(src->stages[0]));
 }
 
 int sl_simulate(const struct sl_sim_env *env, const struct sl_plan *plan, enum sl_cost_model cm,
