@@ -10,10 +10,11 @@
 
 int sl_sim_mbs_slot(int mbs)
 {
-	for (int s = 0; s < SL_SIM_MBS_SLOTS; s++)
-		if (mbs == 1 << s)
-			return s;
-	return -1;
+	/* a power of two below 1 << SL_SIM_MBS_SLOTS: its bit's index (read on every layer-time
+	 * lookup, so not a loop over the slots) */
+	if (mbs <= 0 || (mbs & (mbs - 1)) || mbs >= 1 << SL_SIM_MBS_SLOTS)
+		return -1;
+	return __builtin_ctz((unsigned)mbs);
 }
 
 struct sl_time_slot *sl_sim_slot_mut(struct sl_sim_env *env, int gpu, int slot, int tp)
