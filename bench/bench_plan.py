@@ -122,10 +122,12 @@ PHASES = ("plain", "variants", "options", "refine", "uneven", "relaxed", "island
 
 def plan_figures(binary, args):
     """One `sailor plan --json` run: wall seconds, plans simulated, and seconds by phase
-    (start-up = wall less the searches; phases absent from older binaries are None)."""
+    (start-up = wall less the searches, whose steps overlap where the binary reports searches_s;
+    phases absent from older binaries are None; with overlapping steps the phases' sums can
+    exceed the wall)."""
     doc, wall = plan_json(binary, args)
     steps = doc["steps"]
-    search = sum(st.get("search_time_s", 0.0) for st in steps)
+    search = doc.get("searches_s", sum(st.get("search_time_s", 0.0) for st in steps))
     phases = {"start-up": wall - search}
     for ph in PHASES:
         if all(ph in st.get("search_phases", {}) for st in steps):

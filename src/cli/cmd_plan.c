@@ -14,6 +14,7 @@
 #include "search/islands_search.h"
 #include "search/search.h"
 #include "sim/sim.h"
+#include "util/clock.h"
 #include "util/heap_pages.h"
 #include "util/json.h"
 #include "util/limits.h"
@@ -331,12 +332,72 @@ static void print_step(const struct plan_args *a, const struct sl_sim_env *env,
 		a->req.sync != SL_SYNC_EVERY_STEP ? sl_sync_mode_name(a->req.sync) : "");
 }
 
-static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
-		     const struct sl_pool *pool, int step, int steps, json_t *json_steps,
-		     struct sl_plan *last_best, int *found_all)
-{
+/* One step's search, made before any step is reported (search_steps). */
+struct step_search {
 	struct sl_search_outcome out;
-	struct sl_err err = {0};
+	struct sl_err err;
+	int rc;
+};
+
+/* A trace step where every GPU is gone has nothing to search. */
+static int step_searched(const struct sl_pool_trace *trace, int s)
+{
+	return trace->step_count == 1 || sl_pool_total(&trace->steps[s]) > 0;
+}
+
+static void search_step(const struct plan_args *a, const struct sl_sim_env *env,
+			const struct sl_pool_trace *trace, int s, struct step_search *found)
+{
+	if (step_searched(trace, s))
+		found->rc = sl_search_plan(env, &trace->steps[s], &a->req, &found->out, &found->err);
+}
+
+/* Every step's search, into found[]. A trace's steps are searched side by side, one per thread
+ * (the searches inside a step then run on its thread: search.c), the largest pools first so
+ * that no thread is left with a large one at the end; one step searches on every thread.
+ * Steps do not share a search, so each step's plans are what it finds alone, as on one thread. */
+static void search_steps(const struct plan_args *a, const struct sl_sim_env *env,
+			 const struct sl_pool_trace *trace, struct step_search *found)
+{
+	int n = trace->step_count;
+	int *order = malloc((size_t)n * sizeof(int));
+	int threads = n > 1 && order ? sl_search_threads() : 1;
+	if (threads > n)
+		threads = n;
+	for (int i = 0; i < n; i++) {
+		if (order)
+			order[i] = i;
+		sl_search_outcome_init(&found[i].out);
+		found[i].err = (struct sl_err){0};
+		found[i].rc = 0;
+	}
+	for (int i = 1; order && i < n; i++) /* by GPUs, most first, ties in step order */
+		for (int k = i; k > 0 && sl_pool_total(&trace->steps[order[k]]) >
+						 sl_pool_total(&trace->steps[order[k - 1]]); k--) {
+			int t = order[k];
+			order[k] = order[k - 1];
+			order[k - 1] = t;
+		}
+	/* one step: no parallel construct at all, not even an inactive one (islands_search.c's
+	 * run_tasks says why) */
+	if (threads > 1) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+		for (int i = 0; i < n; i++)
+			search_step(a, env, trace, order[i], &found[order[i]]);
+	} else {
+		for (int i = 0; i < n; i++)
+			search_step(a, env, trace, i, &found[i]);
+	}
+	free(order);
+}
+
+static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
+		     const struct sl_pool *pool, int step, int steps, struct step_search *found,
+		     json_t *json_steps, struct sl_plan *last_best, int *found_all)
+{
+	struct sl_search_outcome out = found->out;
+	struct sl_err err = found->err;
+	sl_search_outcome_init(&found->out); /* out owns it now */
 	if (steps > 1 && sl_pool_total(pool) == 0) {
 		/* a trace step where every GPU is gone is a state of the pool, not bad input: say it
 		 * and go on with the next step */
@@ -346,7 +407,7 @@ static int plan_step(const struct plan_args *a, const struct sl_sim_env *env,
 			json_array_append_new(json_steps, no_gpus_step_json(env, pool, step));
 		return 0;
 	}
-	int rc = sl_search_plan(env, pool, &a->req, &out, &err);
+	int rc = found->rc;
 	if (rc) {
 		sl_cli_error(&sl_cmd_plan, "%s", err.msg);
 		sl_search_outcome_free(&out);
@@ -500,15 +561,17 @@ static int load_steps(const struct plan_args *a, const struct sl_sim_env *env,
 	return rc;
 }
 
-/* --json's document (schema sailor.planning/1) into the report; it takes steps. */
+/* --json's document (schema sailor.planning/1) into the report; it takes steps. searches_s: the
+ * wall time of every step's search together (they overlap: search_steps). */
 static void print_planning_json(const struct plan_args *a, const struct sl_sim_env *env,
-				json_t *steps)
+				json_t *steps, double searches_s)
 {
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string("sailor.planning/1"));
 	json_object_set_new(doc, "model", json_string(env->model.name));
 	json_object_set_new(doc, "cost_model", json_string(sl_cost_model_name(a->req.cost_model)));
 	json_object_set_new(doc, "objective", json_string(sl_objective_name(a->req.objective)));
+	json_object_set_new(doc, "searches_s", json_real(searches_s));
 	json_object_set_new(doc, "steps", steps);
 	sl_json_print(report, doc);
 	json_decref(doc);
@@ -555,18 +618,31 @@ static int run_plan(int argc, char **argv)
 	struct sl_plan best;
 	sl_plan_init(&best);
 	int found_all = 1, unplanned = 0;
+	struct step_search *searches = calloc((size_t)trace.step_count, sizeof(*searches));
+	double searches_start_s = sl_now_s();
+	if (!searches) {
+		fprintf(stderr, "sailor plan: out of memory\n");
+		rc = SL_ENOMEM;
+	} else {
+		search_steps(&a, env, &trace, searches);
+	}
+	double searches_s = sl_now_s() - searches_start_s;
+	/* reported in step order, up to the first that failed, as if searched one after another */
 	for (int s = 0; s < trace.step_count && !rc; s++) {
 		int found = 1;
-		rc = plan_step(&a, env, &trace.steps[s], s + 1, trace.step_count, steps, &best,
-			       &found);
+		rc = plan_step(&a, env, &trace.steps[s], s + 1, trace.step_count, &searches[s], steps,
+			       &best, &found);
 		unplanned += !found;
 		found_all &= found;
 	}
+	for (int s = 0; searches && s < trace.step_count; s++)
+		sl_search_outcome_free(&searches[s].out);
+	free(searches);
 	/* A step without a plan fails the command: exit 1, nothing on stdout, no -o file (the steps
 	 * that have no plan are named on stderr). Otherwise -o is written first, so that a failed
 	 * write also leaves stdout empty. */
 	if (!rc && found_all && a.json) {
-		print_planning_json(&a, env, steps);
+		print_planning_json(&a, env, steps, searches_s);
 		steps = NULL;
 	}
 	json_decref(steps);

@@ -2,11 +2,13 @@
 #include "search/islands_search.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan/microbatch_share.h"
 #include "search/island_memo.h"
+#include "search/offers.h"
 #include "search/partition.h"
 #include "search/ranking.h"
 #include "search/search_state.h"
@@ -117,6 +119,12 @@ struct island_task {
 	struct sl_err err;
 };
 
+static void run_task(const struct sl_sim_env *reserved, struct island_task *t, int exhaustive)
+{
+	t->rc = island_search(reserved, t->pool, t->req, t->global_batch, t->top_k, t->shape,
+			      exhaustive, &t->out, &t->simulated, &t->err);
+}
+
 /* tasks[0..n-1] searched side by side, each on one thread (a search inside a parallel region
  * runs on its caller's: search.c), so each one's work is what it would be alone: on one thread
  * (SAILOR_THREADS=1) the counts are the same however the tasks fall into batches. A task that an
@@ -167,14 +175,19 @@ static int run_tasks(const struct sl_sim_env *reserved, struct sl_island_memo *m
 		if (source[i] < 0)
 			to_search[search_count++] = i;
 	}
-	/* one search alone runs outside a parallel region, on every thread (search.c): the
-	 * surveys of a layout's smallest island, or of a region's, come one at a time */
+	/* one search alone runs outside any parallel construct, on every thread (search.c): the
+	 * surveys of a layout's smallest island, or of a region's, come one at a time. Not in a
+	 * region made inactive by an if clause: OpenMP counts a team started inside one as nested,
+	 * and libgomp starts fresh threads for every such team (80-120 us each here, against 8 us
+	 * for one at the top level), and a search starts several. */
 	int threads = search_count > 1 ? sl_search_threads() : 1;
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic, 1)
-	for (int k = 0; k < search_count; k++) {
-		struct island_task *t = &tasks[to_search[k]];
-		t->rc = island_search(reserved, t->pool, t->req, t->global_batch, t->top_k, t->shape,
-				      exhaustive, &t->out, &t->simulated, &t->err);
+	if (threads > 1) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+		for (int k = 0; k < search_count; k++)
+			run_task(reserved, &tasks[to_search[k]], exhaustive);
+	} else {
+		for (int k = 0; k < search_count; k++)
+			run_task(reserved, &tasks[to_search[k]], exhaustive);
 	}
 	int rc = 0;
 	memo->made += search_count;
@@ -243,6 +256,7 @@ struct layout_search {
 	long long global_batch;
 	struct sl_ranking *ranks[3];              /* the result, and what is possible without the
 						   * constraints (cheapest, fastest) */
+	struct sl_offers *offers;                 /* not NULL: the result's offers wait here */
 	int rank_count;
 	long long *simulated;
 	int n;                                    /* islands with a plan */
@@ -501,7 +515,9 @@ static int try_shapes(struct layout_search *ls, const struct sl_search_shape *sh
 			*err = c->err;
 		}
 		for (int r = 0; !rc && c->best.fits_memory && r < ls->rank_count; r++)
-			rc = sl_ranking_consider(ls->ranks[r], &c->plan, &c->best, err);
+			rc = r == 0 && ls->offers
+				     ? sl_offers_add(ls->offers, &c->plan, &c->best, err)
+				     : sl_ranking_consider(ls->ranks[r], &c->plan, &c->best, err);
 		sl_plan_free(&c->plan);
 	}
 	free(done);
@@ -541,13 +557,26 @@ static int every_shape(struct layout_search *ls, struct sl_err *err)
 	return rc;
 }
 
+/* The island phase of one planning: what it is given and what it found. */
+struct island_phase {
+	const struct layout *layouts;
+	int layout_count;
+	const struct sl_token_value *tv;
+	struct sl_ranking *ranks[3];  /* the result's, and the relaxed ones (cheapest, fastest) */
+	struct sl_offers *offers;     /* not NULL: the result's offers kept for later */
+	int exhaustive;
+	int most_islands;             /* islands with a plan of their own, in the best layout */
+	long long simulated;
+	struct sl_search_stats stats;
+	double time_s;
+};
+
 /* Steps 1-4 over every layout of the pool. */
 static int search_islands(const struct sl_sim_env *env, const struct sl_pool *pool,
-			  const struct sl_search_request *req, const struct sl_token_value *tv,
-			  const struct layout *layouts, int layout_count, struct sl_ranking *const *ranks,
-			  int rank_count, int exhaustive, int *most_islands, long long *simulated,
-			  struct sl_search_stats *stats, struct sl_err *err)
+			  const struct sl_search_request *req, struct island_phase *ip,
+			  struct sl_err *err)
 {
+	double start_s = sl_now_s();
 	struct layout_search *ls = calloc(1, sizeof(*ls));
 	struct sl_sim_env *reserved = malloc(sizeof(*reserved));
 	if (!ls || !reserved) {
@@ -557,30 +586,32 @@ static int search_islands(const struct sl_sim_env *env, const struct sl_pool *po
 	}
 	*reserved = *env;
 	reserved->reserve_param_copies = ISLAND_PARAM_COPIES;
-	*ls = (struct layout_search){.env = env, .req = req, .tv = tv, .rank_count = rank_count,
-				     .simulated = simulated, .reserved = reserved};
-	for (int r = 0; r < rank_count; r++)
-		ls->ranks[r] = ranks[r];
+	*ls = (struct layout_search){.env = env, .req = req, .tv = ip->tv, .rank_count = 3,
+				     .offers = ip->offers, .simulated = &ip->simulated,
+				     .reserved = reserved};
+	for (int r = 0; r < 3; r++)
+		ls->ranks[r] = ip->ranks[r];
 	ls->global_batch = req->global_batch > 0 ? req->global_batch
 						 : env->model.default_global_batch;
-	ls->exhaustive = exhaustive;
-	struct sl_island_memo memo = {.env = reserved, .enabled = !exhaustive};
+	ls->exhaustive = ip->exhaustive;
+	struct sl_island_memo memo = {.env = reserved, .enabled = !ip->exhaustive};
 	ls->memo = &memo;
 	int rc = 0;
-	for (int l = 0; l < layout_count && !rc; l++) {
-		rc = survey(ls, pool, &layouts[l], err);
-		*most_islands = ls->n > *most_islands ? ls->n : *most_islands;
-		if (!rc && ls->n >= 2 && exhaustive)
+	for (int l = 0; l < ip->layout_count && !rc; l++) {
+		rc = survey(ls, pool, &ip->layouts[l], err);
+		ip->most_islands = ls->n > ip->most_islands ? ls->n : ip->most_islands;
+		if (!rc && ls->n >= 2 && ip->exhaustive)
 			rc = every_shape(ls, err);
-		if (!rc && ls->n >= 2 && !exhaustive)
+		if (!rc && ls->n >= 2 && !ip->exhaustive)
 			rc = try_shapes(ls, ls->shapes, ls->shape_count, err);
 	}
-	stats->island_searches += memo.made;
-	stats->island_searches_reused += memo.reused;
+	ip->stats.island_searches += memo.made;
+	ip->stats.island_searches_reused += memo.reused;
 	sl_island_memo_free(&memo);
 	free(ls->pools);
 	free(ls);
 	free(reserved);
+	ip->time_s = sl_now_s() - start_s;
 	return rc;
 }
 
@@ -606,14 +637,13 @@ static int keep_possible(const struct sl_search_candidate *from, struct sl_searc
 /* The synchronous outcome's figures, the island phase's, what is possible. */
 static int finish(const struct sl_search_request *req, struct sl_search_outcome *sync_out,
 		  struct sl_search_outcome *relaxed, struct sl_search_outcome *out,
-		  long long island_simulated, const struct sl_search_stats *island_stats,
-		  double island_s, struct sl_err *err)
+		  const struct island_phase *ip, struct sl_err *err)
 {
 	out->stats = sync_out->stats;
-	out->stats.simulated[SL_PHASE_ISLANDS] += island_simulated;
-	out->stats.island_searches += island_stats->island_searches;
-	out->stats.island_searches_reused += island_stats->island_searches_reused;
-	out->stats.time_s[SL_PHASE_ISLANDS] += island_s;
+	out->stats.simulated[SL_PHASE_ISLANDS] += ip->simulated;
+	out->stats.island_searches += ip->stats.island_searches;
+	out->stats.island_searches_reused += ip->stats.island_searches_reused;
+	out->stats.time_s[SL_PHASE_ISLANDS] += ip->time_s;
 	out->plans_simulated = 0;
 	for (int ph = 0; ph < SL_SEARCH_PHASES; ph++)
 		out->plans_simulated += out->stats.simulated[ph];
@@ -628,6 +658,51 @@ static int finish(const struct sl_search_request *req, struct sl_search_outcome 
 				   err);
 	if (out->count == 0 && !rc && req->min_throughput_it_s > 0 && !out->fastest)
 		rc = keep_possible(relaxed[1].count ? &relaxed[1].best[0] : NULL, &out->fastest, err);
+	return rc;
+}
+
+static int plan_with(const struct sl_sim_env *env, const struct sl_pool *pool,
+		     const struct sl_search_request *req, int exhaustive,
+		     struct sl_search_outcome *outcome, struct sl_err *err);
+
+/* With --sync auto, the synchronous search (into sync_out, its plans offered to the result's
+ * ranking first), then the island phase. Inside a parallel region (a trace's steps side by
+ * side, cmd_plan.c) the two run as tasks side by side, so that a core done with its own step
+ * takes either: the island plans for the result then wait in order (offers.h) until the
+ * synchronous ones are offered, and the error reported is the one the synchronous search, then
+ * the island phase, would have stopped at. One after the other otherwise, each on every core. */
+static int sync_and_islands(const struct sl_sim_env *env, const struct sl_pool *pool,
+			    const struct sl_search_request *req, struct island_phase *ip,
+			    struct sl_search_outcome *sync_out, struct sl_err *err)
+{
+	struct sl_search_request sync = *req;
+	sync.sync = SL_SYNC_EVERY_STEP;
+	int rc = 0;
+	if (req->sync != SL_SYNC_AUTO || !omp_in_parallel()) {
+		if (req->sync == SL_SYNC_AUTO)
+			rc = plan_with(env, pool, &sync, ip->exhaustive, sync_out, err);
+		if (!rc)
+			rc = offer_outcome(ip->ranks[0], sync_out, err);
+		return rc ? rc : search_islands(env, pool, req, ip, err);
+	}
+	struct sl_offers offers = {0};
+	struct sl_err sync_err = {0}, island_err = {0};
+	int sync_rc = 0;
+	ip->offers = &offers;
+#pragma omp task default(shared)
+	sync_rc = plan_with(env, pool, &sync, ip->exhaustive, sync_out, &sync_err);
+	int island_rc = search_islands(env, pool, req, ip, &island_err);
+#pragma omp taskwait
+	ip->offers = NULL;
+	if (sync_rc || island_rc) {
+		rc = sync_rc ? sync_rc : island_rc;
+		*err = sync_rc ? sync_err : island_err;
+	}
+	if (!rc)
+		rc = offer_outcome(ip->ranks[0], sync_out, err);
+	if (!rc)
+		rc = sl_offers_make(&offers, ip->ranks[0], err);
+	sl_offers_free(&offers);
 	return rc;
 }
 
@@ -667,16 +742,9 @@ static int plan_with(const struct sl_sim_env *env, const struct sl_pool *pool,
 	double start_s = sl_now_s();
 	struct sl_search_outcome sync_out, relaxed[2];
 	sl_search_outcome_init(&sync_out);
-	if (req->sync == SL_SYNC_AUTO) {
-		struct sl_search_request sync = *req;
-		sync.sync = SL_SYNC_EVERY_STEP;
-		rc = plan_with(env, pool, &sync, exhaustive, &sync_out, err);
-	}
-	double island_start_s = sl_now_s();
 	struct sl_search_request relaxed_req[2] = {*req, *req};
 	struct sl_ranking rank, relaxed_rank[2];
-	if (!rc)
-		rc = sl_ranking_init(&rank, req, outcome, err);
+	rc = sl_ranking_init(&rank, req, outcome, err);
 	for (int r = 0; r < 2; r++) {
 		relaxed_req[r].max_cost_usd_per_iter = relaxed_req[r].min_throughput_it_s = 0;
 		relaxed_req[r].top_k = 1;
@@ -686,26 +754,21 @@ static int plan_with(const struct sl_sim_env *env, const struct sl_pool *pool,
 		if (!rc)
 			rc = sl_ranking_init(&relaxed_rank[r], &relaxed_req[r], &relaxed[r], err);
 	}
+	struct island_phase ip = {.layouts = layouts, .layout_count = layout_count, .tv = tv,
+				  .ranks = {&rank, &relaxed_rank[0], &relaxed_rank[1]},
+				  .exhaustive = exhaustive};
 	if (!rc)
-		rc = offer_outcome(&rank, &sync_out, err);
-	long long island_simulated = 0;
-	struct sl_search_stats island_stats = {0};
-	int most_islands = 0; /* islands with a plan of their own, in the best layout */
-	struct sl_ranking *ranks[3] = {&rank, &relaxed_rank[0], &relaxed_rank[1]};
-	if (!rc)
-		rc = search_islands(env, pool, req, tv, layouts, layout_count, ranks, 3, exhaustive,
-				    &most_islands, &island_simulated, &island_stats, err);
+		rc = sync_and_islands(env, pool, req, &ip, &sync_out, err);
 	if (!rc && req->sync == SL_SYNC_ISLANDS && !relaxed[0].count)
 		rc = sl_err_set(err, SL_EINFEASIBLE, "--sync islands: no island plan on this pool: %s; "
-				"plan with --sync every-step or auto", most_islands < 2
+				"plan with --sync every-step or auto", ip.most_islands < 2
 				? "fewer than two of its regions (or zones) can hold the model on their "
 				  "own GPUs"
 				: "no plan of a shape every island holds fits with the outer step's two "
 				  "more copies of the parameters (and one fragment in flight)");
 	if (!rc) {
 		sl_ranking_finish(&rank);
-		rc = finish(req, &sync_out, relaxed, outcome, island_simulated, &island_stats,
-			    sl_now_s() - island_start_s, err);
+		rc = finish(req, &sync_out, relaxed, outcome, &ip, err);
 	}
 	outcome->search_time_s = sl_now_s() - start_s;
 	sl_search_outcome_free(&sync_out);

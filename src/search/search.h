@@ -132,6 +132,10 @@ struct sl_search_outcome {
 	struct sl_search_stats stats;
 };
 
+/* The threads a search runs on: the machine's cores; SAILOR_THREADS overrides. A search called
+ * inside a parallel region runs on its caller's thread alone. */
+int sl_search_threads(void);
+
 void sl_search_outcome_init(struct sl_search_outcome *outcome);
 void sl_search_outcome_free(struct sl_search_outcome *outcome);
 

@@ -182,9 +182,6 @@ struct search_state {
 #define SEARCH_STATE_RESET_BYTES offsetof(struct search_state, partition_stamp)
 #define SEARCH_STATE_STAMPS_END offsetof(struct search_state, taus)
 
-/* search.c: the threads a search runs on (the machine's cores; SAILOR_THREADS overrides). */
-int sl_search_threads(void);
-
 /* search_state.c: a thread's state for one search of req on pool (its ranking writes into
  * outcome), as a fresh one whether or not its buffers were used before; NULL with err set when
  * memory ran out. Release it when the search is done (NULL is allowed). */
