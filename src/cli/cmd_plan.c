@@ -381,9 +381,14 @@ static void search_steps(const struct plan_args *a, const struct sl_sim_env *env
 	/* one step: no parallel construct at all, not even an inactive one (islands_search.c's
 	 * run_tasks says why) */
 	if (threads > 1) {
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-		for (int i = 0; i < n; i++)
+		/* tasks, not a loop's iterations: a thread that is done takes any task left, a step
+		 * or a part of one (islands_search.c runs --sync auto's two searches as tasks) */
+#pragma omp parallel num_threads(threads)
+#pragma omp single
+		for (int i = 0; i < n; i++) {
+#pragma omp task firstprivate(i)
 			search_step(a, env, trace, order[i], &found[order[i]]);
+		}
 	} else {
 		for (int i = 0; i < n; i++)
 			search_step(a, env, trace, i, &found[i]);
