@@ -257,10 +257,9 @@ struct layout_search {
 	struct sl_ranking *ranks[3];              /* the result, and what is possible without the
 						   * constraints (cheapest, fastest) */
 	struct sl_offers *offers;                 /* not NULL: the result's offers wait here */
-	int rank_count;
 	long long *simulated;
 	int n;                                    /* islands with a plan */
-	struct sl_pool *pools;                    /* [n] (room for the layout's islands) */
+	struct sl_pool *pools;                    /* [n] (room for every island of the layout) */
 	double samples_per_s[SL_ISLANDS_MAX_ISLANDS]; /* each one's best plan's, whole batch */
 	struct sl_search_shape shapes[MAX_SHAPES];
 	int shape_count;
@@ -323,15 +322,14 @@ static int survey(struct layout_search *ls, const struct sl_pool *pool, const st
 {
 	ls->n = 0;
 	ls->shape_count = 0;
-	/* on the heap: a pool is 32 KB (every zone of the catalogue), and stack pages touched
-	 * for the first time are page faults, dear on a virtual machine (util/heap_pages.h) */
-	struct sl_pool *pools = malloc((size_t)l->count * sizeof(*pools));
-	struct sl_pool *kept = realloc(ls->pools, (size_t)l->count * sizeof(*kept));
-	if (kept)
-		ls->pools = kept;
+	/* every island's pool, those with a plan then kept at the front: on the heap, for a pool
+	 * is 32 KB (every zone of the catalogue), and stack pages touched for the first time are
+	 * page faults, dear on a virtual machine (util/heap_pages.h) */
+	struct sl_pool *pools = realloc(ls->pools, (size_t)l->count * sizeof(*pools));
+	if (pools)
+		ls->pools = pools;
 	struct island_task *tasks = calloc((size_t)l->count, sizeof(*tasks));
-	if (!tasks || !pools || !kept) {
-		free(pools);
+	if (!tasks || !pools) {
 		free(tasks);
 		return sl_err_set(err, SL_ENOMEM, "out of memory for the island search");
 	}
@@ -357,11 +355,11 @@ static int survey(struct layout_search *ls, const struct sl_pool *pool, const st
 				ls->shapes[ls->shape_count++] = s;
 		}
 		/* the speed of the island's best plan sets its share of the batch */
-		ls->pools[ls->n] = pools[i];
+		if (ls->n != i)
+			ls->pools[ls->n] = pools[i];
 		ls->samples_per_s[ls->n++] = out->best[0].result.samples_per_s;
 	}
 	free_tasks(tasks, l->count);
-	free(pools);
 	return rc;
 }
 
@@ -514,7 +512,7 @@ static int try_shapes(struct layout_search *ls, const struct sl_search_shape *sh
 			rc = c->rc;
 			*err = c->err;
 		}
-		for (int r = 0; !rc && c->best.fits_memory && r < ls->rank_count; r++)
+		for (int r = 0; !rc && c->best.fits_memory && r < 3; r++)
 			rc = r == 0 && ls->offers
 				     ? sl_offers_add(ls->offers, &c->plan, &c->best, err)
 				     : sl_ranking_consider(ls->ranks[r], &c->plan, &c->best, err);
@@ -586,9 +584,8 @@ static int search_islands(const struct sl_sim_env *env, const struct sl_pool *po
 	}
 	*reserved = *env;
 	reserved->reserve_param_copies = ISLAND_PARAM_COPIES;
-	*ls = (struct layout_search){.env = env, .req = req, .tv = ip->tv, .rank_count = 3,
-				     .offers = ip->offers, .simulated = &ip->simulated,
-				     .reserved = reserved};
+	*ls = (struct layout_search){.env = env, .req = req, .tv = ip->tv, .offers = ip->offers,
+				     .simulated = &ip->simulated, .reserved = reserved};
 	for (int r = 0; r < 3; r++)
 		ls->ranks[r] = ip->ranks[r];
 	ls->global_batch = req->global_batch > 0 ? req->global_batch
