@@ -2,6 +2,9 @@
 """The islands benchmark's driver (bench/islands/run.sh calls it; its --help says what is measured).
 
     islands_bench.py curves  --work W [--quick]     loss curves on this machine, no testbed
+    islands_bench.py seeds   --work W [--quick] [--seeds N]
+                                                    the loss target's two curves from N - 1 more
+                                                    seeds (N in all with the curves' seed)
     islands_bench.py testbed --work W [--quick]     the testbed comparison (testbed already up:
                                                     run.sh brings it up and takes it down)
     islands_bench.py report  --work W               the tables (W/results.md) and the plot (W/islands.png)
@@ -133,31 +136,54 @@ def curve_of(events):
 
 # --- curves on this machine ----------------------------------------------------------------------
 
-def phase_curves(a, cfg):
-    out_dir = os.path.join(a.work, "curves")
-    os.makedirs(out_dir, exist_ok=True)
+def run_curve(a, cfg, out_dir, name, sec, seed):
+    """One curve on this machine: the plan (4 pipelines of one stage, islands section sec or none)
+    trained cfg's steps from seed (the weights and the data order) with evaluations."""
     corpus = os.path.join(a.work, "corpus")
     common = ["--data", f"{corpus}/train.bin", "--val-data", f"{corpus}/val.bin",
               "--eval-every", str(cfg["eval_every"]), "--val-windows", str(cfg["val_windows"]),
               "--seq-len", str(SEQ), "--steps", str(cfg["steps"]), "--shuffle",
-              "--seed", str(SEED), "--log-every", "10"]
+              "--seed", str(seed), "--log-every", "10"]
+    plan = {"schema": "sailor.plan/1", "model": MODEL, "global_batch": cfg["global_batch"],
+            "micro_batch": cfg["micro_batch"],
+            "stages": [{"layers": [0, LAST_LAYER], "replicas": [
+                {"gpu": "A100-40", "zone": "us-central1-a", "count": cfg["pipelines"]}]}]}
+    if sec:
+        plan["islands"] = sec
+    plan_path = os.path.join(out_dir, name + ".plan.json")
+    write_json(plan_path, plan)
+    log(f"curve {name}: {cfg['steps']} steps, seed {seed}")
+    t = time.monotonic()
+    run_sailor(a.sailor, ["--plan", plan_path] + common, out_dir, name, 120 + 0.8 * cfg["steps"])
+    log(f"curve {name}: done in {time.monotonic() - t:.0f} s")
+
+
+def phase_curves(a, cfg):
+    out_dir = os.path.join(a.work, "curves")
+    os.makedirs(out_dir, exist_ok=True)
     names = []
     for name, sec in one_machine_curves(cfg):
-        plan = {"schema": "sailor.plan/1", "model": MODEL, "global_batch": cfg["global_batch"],
-                "micro_batch": cfg["micro_batch"],
-                "stages": [{"layers": [0, LAST_LAYER], "replicas": [
-                    {"gpu": "A100-40", "zone": "us-central1-a", "count": cfg["pipelines"]}]}]}
-        if sec:
-            plan["islands"] = sec
-        plan_path = os.path.join(out_dir, name + ".plan.json")
-        write_json(plan_path, plan)
-        log(f"curve {name}: {cfg['steps']} steps")
-        t = time.monotonic()
-        run_sailor(a.sailor, ["--plan", plan_path] + common, out_dir, name,
-                   120 + 0.8 * cfg["steps"])
-        log(f"curve {name}: done in {time.monotonic() - t:.0f} s")
+        run_curve(a, cfg, out_dir, name, sec, SEED)
         names.append(name)
     write_json(os.path.join(out_dir, "index.json"), {"config": cfg, "curves": names})
+
+
+def target_curves(cfg):
+    """The loss target's two curves: synchronous, and 4 islands at H = 50 with the int8 wire."""
+    return [(n, sec) for n, sec in one_machine_curves(cfg) if n in ("sync", "i4-h50-int8")]
+
+
+def phase_seeds(a, cfg):
+    """The loss target's two curves again from seeds SEED + 1 .. SEED + a.seeds - 1: another
+    initialisation and data order each, the rest as the curves phase."""
+    out_dir = os.path.join(a.work, "seeds")
+    os.makedirs(out_dir, exist_ok=True)
+    seeds = [SEED + k for k in range(1, a.seeds)]
+    for seed in seeds:
+        for name, sec in target_curves(cfg):
+            run_curve(a, cfg, out_dir, f"{name}-seed{seed}", sec, seed)
+    write_json(os.path.join(out_dir, "index.json"), {"config": cfg, "seeds": seeds})
+
 
 
 # --- the testbed ---------------------------------------------------------------------------------
@@ -423,7 +449,8 @@ def report_curves(a, lines, plot):
         f"of global batches in every run (docs/design/islands.md); outer SGD lr 0.7, Nesterov "
         f"0.9. Validation loss every {cfg['eval_every']} steps on the first {cfg['val_windows']} "
         f"windows of val.bin ({cfg['val_windows'] * SEQ} tokens, the same windows every time), "
-        f"of the global weights for islands. One seed: the spread between seeds is not measured.\n")
+        f"of the global weights for islands. The seeds phase, when it ran, repeats the loss "
+        f"target's two curves from other seeds (below).\n")
     steps_shown = [s for s in sorted(sync_at) if s in (cfg["steps"] // 4, cfg["steps"] // 2,
                                                         cfg["steps"])]
     head = ("| curve | islands | H | wire | fragments / overlap | rounds | "
@@ -483,6 +510,45 @@ def report_curves(a, lines, plot):
     lo, hi = min(v for v, _ in late), max(v for v, _ in late)
     plot["yrange"] = (lo - 0.05, hi + 0.6 * (hi - lo) + 0.05)
     plot["rel_yrange"] = (min(-3, min(r for _, r in late) - 1), max(3, max(r for _, r in late) + 1))
+
+
+def report_seeds(a, lines):
+    """The loss target per seed (the curves phase's seed and the seeds phase's), its mean and
+    spread: one seed's gap is one draw of the initialisation and the data order."""
+    d = os.path.join(a.work, "seeds")
+    idx = json.load(open(os.path.join(d, "index.json")))
+    cfg = idx["config"]
+    finals = []  # (seed, sync final, islands final)
+    curves_idx = os.path.join(a.work, "curves", "index.json")
+    if os.path.exists(curves_idx) and json.load(open(curves_idx))["config"] == cfg:
+        c = os.path.join(a.work, "curves")
+        finals.append((SEED, curve_of(load_events(c, "sync"))["points"][-1]["val"],
+                       curve_of(load_events(c, "i4-h50-int8"))["points"][-1]["val"]))
+    for seed in idx["seeds"]:
+        finals.append((seed, curve_of(load_events(d, f"sync-seed{seed}"))["points"][-1]["val"],
+                       curve_of(load_events(d, f"i4-h50-int8-seed{seed}"))["points"][-1]["val"]))
+    tokens = cfg["steps"] * cfg["global_batch"] * SEQ
+    lines.append("## The loss target over seeds\n")
+    lines.append(f"The synchronous curve and `i4-h50-int8` (4 islands, H = 50, int8 wire) from "
+                 f"{len(finals)} seeds (each its own initial weights and data order; everything "
+                 f"else as above): final validation loss at {tokens / 1e6:.2f} M tokens.\n")
+    lines.append("| seed | synchronous | 4 islands, H = 50, int8 | islands vs synchronous |")
+    lines.append("|---|---|---|---|")
+    gaps = []
+    for seed, sync_v, isl_v in finals:
+        gaps.append(isl_v / sync_v - 1)
+        lines.append(f"| {seed} | {sync_v:.4f} | {isl_v:.4f} | {fmt_pct(gaps[-1])} |")
+    mean = statistics.mean(gaps)
+    sync_spread = (100 * statistics.stdev(v for _, v, _ in finals) / statistics.mean(
+        v for _, v, _ in finals)) if len(finals) > 1 else float("nan")
+    lines.append("")
+    lines.append(f"**Loss target over {len(finals)} seeds**: mean gap {fmt_pct(mean)} (from "
+                 f"{fmt_pct(min(gaps))} to {fmt_pct(max(gaps))}): "
+                 + ("met on the mean" if mean <= 0.02 else
+                    f"missed on the mean by {100 * (mean - 0.02):.2f} points")
+                 + f"; {sum(g <= 0.02 for g in gaps)} of {len(gaps)} seeds within 2%. The "
+                 f"synchronous run's own final loss moves {sync_spread:.2f}% between seeds "
+                 f"(standard deviation over its mean).\n")
 
 
 def report_testbed(a, lines, plot):
@@ -693,6 +759,8 @@ def phase_report(a):
     plot = {"curves": [], "testbed": []}
     if os.path.exists(os.path.join(a.work, "curves", "index.json")):
         report_curves(a, lines, plot)
+    if os.path.exists(os.path.join(a.work, "seeds", "index.json")):
+        report_seeds(a, lines)
     if os.path.exists(os.path.join(a.work, "testbed", "index.json")):
         report_testbed(a, lines, plot)
     png = write_plot(a, plot)
@@ -706,15 +774,22 @@ def phase_report(a):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("phase", choices=["curves", "testbed", "report"])
+    ap.add_argument("phase", choices=["curves", "seeds", "testbed", "report"])
     ap.add_argument("--work", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sailor", default=os.path.join(ROOT, "sailor"))
     ap.add_argument("--cluster", help="the testbed's cluster file (testbed phase)")
+    ap.add_argument("--seeds", type=int, default=3,
+                    help="seeds phase: the loss target's curves from this many seeds in all, "
+                         f"{SEED} (the curves phase's) and the next ones (default 3)")
     a = ap.parse_args()
     cfg = CONFIG["quick" if a.quick else "full"]
     if a.phase == "curves":
         phase_curves(a, cfg)
+    elif a.phase == "seeds":
+        if a.seeds < 2:
+            ap.error("--seeds must be 2 or more (seed %d is the curves phase's)" % SEED)
+        phase_seeds(a, cfg)
     elif a.phase == "testbed":
         if not a.cluster:
             ap.error("the testbed phase needs --cluster")

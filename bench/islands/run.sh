@@ -2,8 +2,8 @@
 # The islands benchmark: DiLoCo-style islands (docs/design/islands.md) against synchronous data
 # parallelism on real English text, on this machine and on an emulated 3-region testbed.
 #
-# Usage: bench/islands/run.sh [--work DIR] [--quick] [--skip-curves] [--skip-testbed]
-#                             [--sailor BIN]
+# Usage: bench/islands/run.sh [--work DIR] [--quick] [--skip-curves] [--seeds N]
+#                             [--skip-testbed] [--sailor BIN]
 #   --work DIR      where everything goes (default /tmp/sailor-islands-bench): corpus/ (kept
 #                   between runs), curves/ and testbed/ (every run's plan, command, JSON events
 #                   with arrival times, stderr, timelines; replaced by each run of their phase),
@@ -12,10 +12,14 @@
 #                   windows: a check that the tool works end to end, in about 5 minutes;
 #                   its figures mean nothing (H = 200 then makes no round)
 #   --skip-curves   leave out part 2 (the report keeps the curves of an earlier run in DIR)
+#   --seeds N       the loss target's two curves (synchronous; 4 islands, H = 50, int8) from N
+#                   seeds in all: part 2's and N - 1 more, in DIR/seeds/ (default 3; 1 leaves
+#                   the seeds out; with --skip-curves part 2's curves of an earlier run count)
 #   --skip-testbed  leave out part 3 (needs root; the same)
 #   --sailor BIN    the sailor binary (default ./sailor of this checkout)
 #
-# What it does (the full run: 29 minutes on the shared 2-core development VM, 2026-11-29):
+# What it does (the full run: 29 minutes on the shared 2-core development VM, 2026-11-29,
+# before the seeds were added; the curves and 4 seed runs alone: 19 minutes on a quiet one):
 #  1. the corpus: bench/islands/corpus.sh DIR/corpus (21.4 MB of the Linux kernel's
 #     documentation from Debian's linux-doc, byte tokens, the last 1% held out as val.bin);
 #     reused when DIR/corpus has train.bin and val.bin;
@@ -24,7 +28,8 @@
 #     seed, data stream and learning-rate schedule for every curve; synchronous; 2 and 4 islands
 #     at H = 10, 50, 200 (fp32 wire); int8 wire at H = 50 (2 and 4 islands); 4 islands, H = 50,
 #     int8, 4 fragments with overlap 0 and 2. Validation loss every 100 steps on 512 windows
-#     (65,536 tokens). About 2 minutes a curve;
+#     (65,536 tokens). About 2 minutes a curve; then the loss target's two curves from the
+#     next N - 1 seeds (--seeds), each its own initial weights and data order;
 #  3. the testbed (root: namespaces, tc, cgroups): brings bench/islands/testbed.json up (3
 #     regions, 25 Mbit/s between them, devices of 0.4 and 0.2 core, 0.4 core per region) with a
 #     zone list of its own for scripts/testbed (--data: that script knows two regions only), and
@@ -41,18 +46,20 @@
 set -euo pipefail
 usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
-work=/tmp/sailor-islands-bench quick="" curves=1 testbed=1 sailor="$root/sailor"
+work=/tmp/sailor-islands-bench quick="" curves=1 seeds=3 testbed=1 sailor="$root/sailor"
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
     --work) work=${2:?--work needs DIR}; shift 2 ;;
     --quick) quick=--quick; shift ;;
     --skip-curves) curves=0; shift ;;
+    --seeds) seeds=${2:?--seeds needs N}; shift 2 ;;
     --skip-testbed) testbed=0; shift ;;
     --sailor) sailor=${2:?--sailor needs BIN}; shift 2 ;;
     *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
+case "$seeds" in ''|*[!0-9]*|0) echo "run.sh: --seeds needs a whole number of 1 or more, not '$seeds'" >&2; exit 2 ;; esac
 [ -x "$sailor" ] || { echo "run.sh: no sailor binary at '$sailor' (run make, or give --sailor)" >&2; exit 1; }
 for c in mpirun python3 gnuplot; do
   command -v $c >/dev/null || { echo "run.sh: $c is missing (scripts/install-deps.sh)" >&2; exit 1; }
@@ -76,6 +83,10 @@ fi
 if [ $curves = 1 ]; then
   rm -rf "$work/curves"
   "${py[@]}" curves --work "$work" --sailor "$sailor" $quick
+fi
+if [ "$seeds" -gt 1 ]; then
+  rm -rf "$work/seeds"
+  "${py[@]}" seeds --work "$work" --sailor "$sailor" --seeds "$seeds" $quick
 fi
 
 # 3. the testbed
