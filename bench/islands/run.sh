@@ -14,7 +14,8 @@
 #   --skip-curves   leave out part 2 (the report keeps the curves of an earlier run in DIR)
 #   --seeds N       the loss target's two curves (synchronous; 4 islands, H = 50, int8) from N
 #                   seeds in all: part 2's and N - 1 more, in DIR/seeds/ (default 3; 1 leaves
-#                   the seeds out; with --skip-curves part 2's curves of an earlier run count)
+#                   this out and the report keeps the seeds of an earlier run in DIR; with
+#                   --skip-curves part 2's curves of an earlier run count as the first seed)
 #   --skip-testbed  leave out part 3 (needs root; the same)
 #   --sailor BIN    the sailor binary (default ./sailor of this checkout)
 #
