@@ -85,11 +85,6 @@ struct sl_comm_backend {
 			  const void *send, const int *send_counts, const int *send_displs,
 			  void *recv, const int *recv_counts, const int *recv_displs,
 			  struct sl_comm_request *req, struct sl_err *err);
-	/* Non-blocking, in bytes: member i's send_count bytes land at recv_displs[i] of every
-	 * member's recv (recv_counts[i] == member i's send_count). */
-	int (*iallgatherv)(struct sl_comm *comm, const struct sl_comm_group *group,
-			   const void *send, int send_count, void *recv, const int *recv_counts,
-			   const int *recv_displs, struct sl_comm_request *req, struct sl_err *err);
 	/* *done = 1 (and the request inactive) when req has finished; never blocks. */
 	int (*test)(struct sl_comm *comm, struct sl_comm_request *req, int *done,
 		    struct sl_err *err);

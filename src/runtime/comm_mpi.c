@@ -409,21 +409,6 @@ static int mpi_ialltoallv(struct sl_comm *comm, const struct sl_comm_group *g, c
 	return 0;
 }
 
-static int mpi_iallgatherv(struct sl_comm *comm, const struct sl_comm_group *g, const void *send,
-			   int send_count, void *recv, const int *recv_counts,
-			   const int *recv_displs, struct sl_comm_request *req, struct sl_err *err)
-{
-	MPI_Request r;
-	int rc = MPI_Iallgatherv(send, send_count, MPI_BYTE, recv, recv_counts, recv_displs,
-				 MPI_BYTE, group_comm(g), &r);
-	if (rc != MPI_SUCCESS)
-		return mpi_fail(err, rc, "MPI_Iallgatherv");
-	memcpy(req->storage, &r, sizeof(r));
-	req->active = 1;
-	(void)comm;
-	return 0;
-}
-
 static int mpi_test(struct sl_comm *comm, struct sl_comm_request *req, int *done,
 		    struct sl_err *err)
 {
@@ -464,7 +449,6 @@ static const struct sl_comm_backend mpi_backend = {
 	.broadcast = mpi_broadcast,
 	.barrier = mpi_barrier,
 	.ialltoallv = mpi_ialltoallv,
-	.iallgatherv = mpi_iallgatherv,
 	.test = mpi_test,
 	.abort = mpi_abort,
 	.finalize = mpi_finalize,

@@ -120,12 +120,16 @@ static int start(struct sl_outer_sync *o, int f, long long k, long long step,
 	return phase1(o, fr, err);
 }
 
-/* Phase 1 done: this member's chunk averaged in fp32, in island order; phase 2 started. */
+/* Phase 1 done: this member's chunk averaged in fp32, in island order; phase 2 started: the
+ * averaged chunk to every member, as an all-to-all of one buffer (send displacements 0), not
+ * MPI_Iallgatherv: OpenMPI 4.1's took as long as a pair's two directions one after the other
+ * (on the testbed 1.85 s for 1.68 MB each way, every time; the all-to-all 1.0-1.4 s for the same
+ * bytes: docs/design/islands.md, what was measured). The values are the same. */
 static int average_chunk(struct sl_outer_sync *o, struct sl_outer_fragment *fr,
 			 struct sl_err *err)
 {
 	int n = o->n, me = o->me.island, *r1d = fr->counts + 3 * n;
-	int *r2c = r1d + n, *r2d = r2c + n;
+	int *r2c = r1d + n, *r2d = r2c + n, *s2c = r2d + n, *s2d = s2c + n;
 	long long c0 = chunk_start(fr->piece_len, n, me);
 	long long len = chunk_start(fr->piece_len, n, me + 1) - c0, bad = -1;
 	memset(o->acc, 0, (size_t)len * sizeof(float));
@@ -136,8 +140,8 @@ static int average_chunk(struct sl_outer_sync *o, struct sl_outer_fragment *fr,
 				  "the islands diverged (try a lower --lr)", (double)o->acc[bad]);
 	o->stats.bytes_sent += (double)(n - 1) * r2c[me];
 	fr->phase = SL_OUTER_PHASE2;
-	return o->comm->backend->iallgatherv(o->comm, &o->outer2, fr->mid, r2c[me], fr->recv2, r2c,
-					     r2d, &fr->req2, err);
+	return o->comm->backend->ialltoallv(o->comm, &o->outer2, fr->mid, s2c, s2d, fr->recv2, r2c,
+					    r2d, &fr->req2, err);
 }
 
 /* Phase 2 of every exchange up to start order `fifo`, in start order, waiting for phase 1 where

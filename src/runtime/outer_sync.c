@@ -84,11 +84,12 @@ static int size_fragment(struct sl_outer_sync *o, struct sl_outer_fragment *fr, 
 		return 0;
 	fr->piece_off = (long long)q * L / Q;
 	fr->piece_len = (long long)(q + 1) * L / Q - fr->piece_off;
-	fr->counts = calloc((size_t)(6 * n), sizeof(int));
+	fr->counts = calloc((size_t)(8 * n), sizeof(int));
 	if (!fr->counts)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");
 	int *sc = fr->counts, *sd = sc + n, *r1c = sd + n, *r1d = r1c + n, *r2c = r1d + n,
-	    *r2d = r2c + n;
+	    *r2d = r2c + n, *s2c = r2d + n; /* phase 2 sends: my averaged chunk to every member,
+					       * from displacement 0 (calloc) */
 	long long P = fr->piece_len, mine = (long long)(o->me.island + 1) * P / n -
 					    (long long)o->me.island * P / n;
 	int my_bytes = (int)sl_outer_wire_bytes(sl_outer_sync_wire(o), mine);
@@ -98,7 +99,7 @@ static int size_fragment(struct sl_outer_sync *o, struct sl_outer_fragment *fr, 
 		sc[c] = r2c[c] = (int)sl_outer_wire_bytes(sl_outer_sync_wire(o), len);
 		sd[c] = r2d[c] = (int)at;
 		at += sc[c];
-		r1c[c] = my_bytes;
+		r1c[c] = s2c[c] = my_bytes;
 		r1d[c] = (int)at1;
 		at1 += my_bytes;
 	}

@@ -12,7 +12,8 @@
  * The exchange of a piece: the piece is cut into n chunks (n islands); phase 1 sends chunk c of
  * each island's encoded pseudo-gradient to member c (MPI_Ialltoallv); member c averages its
  * chunk in fp32 in island order, weighted by the tokens each island trained, and encodes the
- * average; phase 2 gathers the averaged chunks on every member (MPI_Iallgatherv). The two phases
+ * average; phase 2 sends the averaged chunk to every member (MPI_Ialltoallv of one buffer: an
+ * all-gather whose two directions run at once, outer_exchange.c). The two phases
  * use two communicators so that every member starts them in the same order whatever the
  * moment its phase 1 finishes. Islands compute the same weights without exchanging them
  * (plan/outer_schedule.h).

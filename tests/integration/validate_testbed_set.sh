@@ -22,8 +22,9 @@
 # The island sets (testbed-isl3-gpt2tiny-islands, testbed-tri3-gpt2tiny-islands: synchronous and
 # island plans over the same devices, one bring-up each, 2026-11-29) are bounded the same way and
 # by kind: their island plans' time, a little above today's figures (isl3 8.7 % mean, within its
-# synchronous plans' 14.0 %; tri3 18.1 %, against its synchronous plans' 4.6 %: the exchange runs
-# slower than the model's links, data/validation/README.md), and their memory, 2.2 and 3.1 %.
+# synchronous plans' 14.0 %; tri3 18.1 %, against its synchronous plans' 4.6 %: the set's runs
+# are of the runtime whose exchange gathered with MPI_Iallgatherv, which moved a pair's two
+# directions one after the other, data/validation/README.md), and their memory, 2.2 and 3.1 %.
 set -u
 cd "$(dirname "$0")/../.."
 source tests/lib/common.sh
