@@ -47,3 +47,9 @@ size_t sl_heap_prefer_huge_pages(size_t reserve_bytes)
 	madvise((void *)start, HUGE_PAGE_BYTES, MADV_COLLAPSE);
 	return end - start;
 }
+
+int sl_heap_fix_mmap_threshold(void)
+{
+	/* setting it at all turns glibc's adjustment off (mallopt(3)) */
+	return mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1 ? 0 : -1;
+}

@@ -18,6 +18,17 @@
  * bytes advised, 0 when none were (a hint only: the command works the same either way). */
 size_t sl_heap_prefer_huge_pages(size_t reserve_bytes);
 
+/* Holds malloc's threshold for serving a block as its own mapping at glibc's default (128 KiB)
+ * for the life of the process. glibc otherwise raises it to the size of any mapped block freed
+ * (and its trim threshold to twice that), so that one large transient block moves every later
+ * one of that size into the heap, which keeps the pages after free: in `sailor run` island
+ * ranks, a multi-megabyte transient of MPI's freed during the first outer step left the next
+ * gradient sync's transient in the heap, 1.2-1.6 MB more resident for the rest of the run than
+ * the same plan's synchronous ranks show (docs/design/islands.md, what was measured). For
+ * processes whose peak resident memory is predicted. Returns 0 when malloc took it (not under a
+ * malloc that is not glibc's). */
+int sl_heap_fix_mmap_threshold(void);
+
 /* The reserve plan and simulate ask for: more than any planner process's heap so far. */
 #define SL_HEAP_PLANNER_RESERVE_BYTES ((size_t)64 << 20)
 
