@@ -35,7 +35,6 @@
 #include "train/progress.h"
 #include "runtime/runner_state.h"
 #include "util/clock.h"
-#include "util/heap_pages.h"
 #include "util/log.h"
 #include "util/test_faults.h"
 
@@ -627,7 +626,6 @@ int sl_runner_run(const struct sl_run_options *o, struct sl_comm *comm, FILE *ou
 {
 	if (o->train.resume && !o->train.ckpt_dir)
 		return sl_err_set(err, SL_EUSAGE, "--resume needs --ckpt-dir");
-	sl_heap_fix_mmap_threshold(); /* the peak the simulator predicts: util/heap_pages.h */
 	struct worker *w = calloc(1, sizeof(*w));
 	if (!w)
 		return sl_err_set(err, SL_ENOMEM, "out of memory");

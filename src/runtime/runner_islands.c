@@ -9,6 +9,7 @@
 #include "runtime/runner_state.h"
 #include "runtime/zero.h"
 #include "train/gpt_layers.h"
+#include "util/heap_pages.h"
 
 /* One island has no outer step: it is the synchronous plan, bit for bit. */
 int sl_runner_islands_on(const struct worker *w)
@@ -20,6 +21,10 @@ int sl_runner_islands_setup(struct worker *w, struct sl_err *err)
 {
 	if (!sl_runner_islands_on(w))
 		return 0;
+	/* the peak the simulator predicts (util/heap_pages.h): the outer step's transients would
+	 * otherwise move the gradient sync's into the heap. Synchronous runs keep glibc's
+	 * adjustment, which spares ZeRO-1's scratch its page faults (docs/design/runtime-model.md) */
+	sl_heap_fix_mmap_threshold();
 	w->outer_on = 1;
 	return sl_outer_sync_init(&w->outer, w->comm, &w->table, w->plan.islands, &w->model,
 				  w->o->train.steps, &w->groups.tp, w->gpt.params,

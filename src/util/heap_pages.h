@@ -24,9 +24,10 @@ size_t sl_heap_prefer_huge_pages(size_t reserve_bytes);
  * one of that size into the heap, which keeps the pages after free: in `sailor run` island
  * ranks, a multi-megabyte transient of MPI's freed during the first outer step left the next
  * gradient sync's transient in the heap, 1.2-1.6 MB more resident for the rest of the run than
- * the same plan's synchronous ranks show (docs/design/islands.md, what was measured). For
- * processes whose peak resident memory is predicted. Returns 0 when malloc took it (not under a
- * malloc that is not glibc's). */
+ * the same plan's synchronous ranks show (docs/design/islands.md, what was measured). The
+ * price: a transient above 128 KiB is mapped and faulted in at every call (a ZeRO-1 plan on
+ * 1/9-core ranks ran 7 % slower so, docs/design/runtime-model.md; tri3's island plans no slower).
+ * Returns 0 when malloc took it (not under a malloc that is not glibc's). */
 int sl_heap_fix_mmap_threshold(void);
 
 /* The reserve plan and simulate ask for: more than any planner process's heap so far. */
