@@ -1,4 +1,4 @@
-/* The heap in transparent huge pages: see heap_pages.h. */
+/* How malloc's heap is laid out: see heap_pages.h. */
 #include "util/heap_pages.h"
 
 #include <malloc.h>

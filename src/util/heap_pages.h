@@ -1,4 +1,6 @@
-/* The heap of a short process in transparent huge pages: fewer, cheaper page faults.
+/* How malloc's heap is laid out, for the two kinds of process that care: a short one (the
+ * planner) in transparent huge pages, for fewer, cheaper page faults; and a training rank whose
+ * peak resident memory the simulator predicts (sl_heap_fix_mmap_threshold).
  *
  * Why: a planner process touches 8-10 MB of fresh heap (the parsed profiles, network and
  * catalogue, the search's tables), and each first touch of a 4 KiB page is a page fault. On a
