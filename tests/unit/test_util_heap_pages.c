@@ -2,7 +2,10 @@
  * nothing; otherwise the heap grows by the reserve now, the growth is advised for huge pages
  * (VmFlags "hg" in /proc/self/smaps) and the blocks malloc hands out afterwards lie in it, large
  * ones too. Under a sanitizer's malloc, or with THP off in this kernel, nothing is advised, and
- * the test says so and skips that part. */
+ * the test says so and skips that part. A held mapping threshold: after a large mapped block is
+ * freed, a smaller one above the default threshold is still mapped on its own (glibc without it:
+ * from the heap), each case in a child process of its own. */
+#include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "util/heap_pages.h"
@@ -88,11 +93,49 @@ static void heap_growth_is_advised_and_used(void **state)
 		free(small[i]);
 }
 
+/* In a child: optionally holds the threshold, frees an 8 MiB mapped block, then allocates 1 MiB;
+ * exits 0 when that 1 MiB block is a mapping of its own (glibc counts it in hblkhd), 1 if not. */
+static int second_block_mapped(int hold)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (hold && sl_heap_fix_mmap_threshold() != 0)
+			_exit(2);
+		char *large = malloc((size_t)8 << 20);
+		if (!large)
+			_exit(2);
+		memset(large, 1, (size_t)8 << 20);
+		free(large);
+		char *next = malloc((size_t)1 << 20);
+		if (!next)
+			_exit(2);
+		next[0] = 1;
+		_exit(mallinfo2().hblkhd >= ((size_t)1 << 20) ? 0 : 1);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_not_equal(WEXITSTATUS(status), 2);
+	return WEXITSTATUS(status) == 0;
+}
+
+static void held_threshold_keeps_transients_mapped(void **state)
+{
+	(void)state;
+#if defined(__SANITIZE_ADDRESS__)
+	skip(); /* the sanitizer's malloc has no such threshold */
+#endif
+	assert_false(second_block_mapped(0)); /* glibc raised its threshold to 8 MiB */
+	assert_true(second_block_mapped(1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		/* in this order: the second changes malloc for the rest of the process */
 		cmocka_unit_test(reserve_out_of_range_changes_nothing),
+		cmocka_unit_test(held_threshold_keeps_transients_mapped), /* in children */
 		cmocka_unit_test(heap_growth_is_advised_and_used),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
