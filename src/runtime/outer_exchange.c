@@ -184,18 +184,19 @@ int sl_outer_sync_round_end(struct sl_outer_sync *o, struct sl_err *err)
 
 int sl_outer_sync_progress(struct sl_outer_sync *o, struct sl_err *err)
 {
+	if (!o->carrier)
+		return 0;
 	/* phase 2 starts in start order on every member: only the oldest exchange still in
 	 * phase 1 may move on */
 	for (;;) {
 		struct sl_outer_fragment *oldest = NULL;
 		for (int f = 0; f < o->isl->fragments; f++) {
 			struct sl_outer_fragment *fr = &o->frags[f];
-			if (fr->phase == SL_OUTER_PHASE1 && o->carrier &&
-			    (!oldest || fr->fifo < oldest->fifo))
+			if (fr->phase == SL_OUTER_PHASE1 && (!oldest || fr->fifo < oldest->fifo))
 				oldest = fr;
 		}
 		if (!oldest)
-			return 0;
+			break;
 		int done = 0;
 		int rc = sl_comm_test(o->comm, &oldest->req1, &done, err);
 		if (rc || !done)
@@ -203,6 +204,16 @@ int sl_outer_sync_progress(struct sl_outer_sync *o, struct sl_err *err)
 		if ((rc = average_chunk(o, oldest, err)))
 			return rc;
 	}
+	/* only second phases left: a test of one moves them all (OpenMPI's progress engine runs
+	 * every transfer in flight inside any test); the landing's wait finds it done */
+	for (int f = 0; f < o->isl->fragments; f++) {
+		struct sl_outer_fragment *fr = &o->frags[f];
+		if (fr->phase == SL_OUTER_PHASE2 && fr->req2.active) {
+			int done = 0;
+			return sl_comm_test(o->comm, &fr->req2, &done, err);
+		}
+	}
+	return 0;
 }
 
 /* The outer Nesterov step on the rank's shards of f, and the island's values replaced (no

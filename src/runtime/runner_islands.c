@@ -17,18 +17,29 @@ int sl_runner_islands_on(const struct worker *w)
 	return w->plan.islands != NULL && w->plan.islands->count > 1;
 }
 
+static int progress_between_layers(void *ctx, struct sl_err *err)
+{
+	struct worker *w = ctx;
+	return sl_outer_sync_progress(&w->outer, err);
+}
+
 int sl_runner_islands_setup(struct worker *w, struct sl_err *err)
 {
 	if (!sl_runner_islands_on(w))
 		return 0;
-	/* the peak the simulator predicts (util/heap_pages.h): the outer step's transients would
-	 * otherwise move the gradient sync's into the heap. Synchronous runs keep glibc's
-	 * adjustment, which spares ZeRO-1's scratch its page faults (docs/design/runtime-model.md) */
-	sl_heap_fix_mmap_threshold();
 	w->outer_on = 1;
-	return sl_outer_sync_init(&w->outer, w->comm, &w->table, w->plan.islands, &w->model,
-				  w->o->train.steps, &w->groups.tp, w->gpt.params,
-				  w->gpt.param_count, err);
+	int rc = sl_outer_sync_init(&w->outer, w->comm, &w->table, w->plan.islands, &w->model,
+				    w->o->train.steps, &w->groups.tp, w->gpt.params,
+				    w->gpt.param_count, err);
+	/* An exchange in flight moves only inside an MPI call: on an island of one rank the
+	 * step has none, so the exchange's handshakes and its second phase would wait for the
+	 * step's end, a step or more each, where the overlap steps are meant to hide it all
+	 * (docs/design/islands.md). A test between layers costs microseconds. */
+	if (!rc && w->plan.islands->overlap_steps > 0 && w->outer.carrier) {
+		w->gpt.between_layers = progress_between_layers;
+		w->gpt.between_layers_ctx = w;
+	}
+	return rc;
 }
 
 void sl_runner_islands_free(struct worker *w)
@@ -40,6 +51,7 @@ void sl_runner_islands_free(struct worker *w)
 	if (w->outer_on)
 		sl_outer_sync_free(&w->outer);
 	w->outer_on = 0;
+	w->gpt.between_layers = NULL;
 }
 
 int sl_runner_islands_steps_at(const struct worker *w, long long step)
@@ -70,6 +82,15 @@ double sl_runner_islands_tokens_per_step(const struct worker *w)
 	return samples * w->plan.micro_batch * w->seq / isl->inner_steps[0];
 }
 
+/* Whether this island starts a fragment's exchange after its inner step `inner`. */
+static int exchange_starts(const struct worker *w, long long inner)
+{
+	for (int f = 0; f < w->plan.islands->fragments; f++)
+		if (sl_outer_schedule_syncs_after(&w->outer.sched, w->me.island, inner, f))
+			return 1;
+	return 0;
+}
+
 /* A landing changed the values: a sharded optimizer that keeps master copies reloads them. */
 static int after_landing(struct worker *w, int landed, struct sl_err *err)
 {
@@ -83,8 +104,14 @@ int sl_runner_islands_after_step(struct worker *w, long long step, struct sl_err
 	if (!w->outer_on)
 		return 0;
 	int landed = 0;
-	int rc = sl_outer_sync_after_step(&w->outer, sl_runner_islands_inner_step(w, step),
-					  &landed, err);
+	long long inner = sl_runner_islands_inner_step(w, step);
+	if (!w->heap_given_back && exchange_starts(w, inner)) {
+		/* once, before the first exchange (util/heap_pages.h): what the gradient sync
+		 * freed in the heap would otherwise stay resident beside its next transient */
+		sl_heap_give_back_free_pages();
+		w->heap_given_back = 1;
+	}
+	int rc = sl_outer_sync_after_step(&w->outer, inner, &landed, err);
 	if (!rc)
 		rc = after_landing(w, landed, err);
 	return rc;

@@ -85,6 +85,7 @@ struct worker {
 	double realtime_offset_s;
 	/* islands (runner_islands.c): the outer step's state when the plan has them */
 	int outer_on;
+	int heap_given_back; /* islands: the heap's free pages given back before the first exchange */
 	struct sl_outer_sync outer;
 	float **view;                /* per parameter: the global weights an evaluation reads */
 	int view_in;                 /* 1 while they are swapped into the parameters */

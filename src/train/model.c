@@ -265,6 +265,8 @@ int sl_gpt_forward(struct sl_gpt *gpt, const struct sl_gpt_microbatch *mb, const
 	const float *x = input;
 	for (int i = 0; i < gpt->layer_count; i++) {
 		int rc = sl_gpt_layer_forward(&gpt->layers[i], &gpt->ws, mb, x, acts[i], loss, err);
+		if (!rc && gpt->between_layers)
+			rc = gpt->between_layers(gpt->between_layers_ctx, err);
 		if (rc)
 			return rc;
 		x = acts[i];
@@ -285,6 +287,8 @@ int sl_gpt_backward(struct sl_gpt *gpt, const struct sl_gpt_microbatch *mb,
 		float *din = layer->cfg.kind == SL_GPT_EMBEDDING ? NULL : bufs[which];
 		int rc = sl_gpt_layer_backward(layer, &gpt->ws, mb, input, dout, din, loss_scale,
 					       err);
+		if (!rc && gpt->between_layers)
+			rc = gpt->between_layers(gpt->between_layers_ctx, err);
 		if (rc)
 			return rc;
 		dout = din;

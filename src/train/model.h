@@ -61,6 +61,11 @@ struct sl_gpt {
 	struct sl_param **params;   /* every parameter of the stage (owned array, borrowed items) */
 	int param_count;
 	long long param_numel;      /* elements over all params */
+	/* Called after every layer's forward and backward when set (0 or an error code, err
+	 * set): the runtime's chance to move transfers in flight, which OpenMPI advances only
+	 * inside an MPI call (an island's outer exchange, runtime/outer_sync.h). */
+	int (*between_layers)(void *ctx, struct sl_err *err);
+	void *between_layers_ctx;
 };
 
 /* Memory the stage holds, in bytes, by purpose. */

@@ -48,8 +48,7 @@ size_t sl_heap_prefer_huge_pages(size_t reserve_bytes)
 	return end - start;
 }
 
-int sl_heap_fix_mmap_threshold(void)
+int sl_heap_give_back_free_pages(void)
 {
-	/* setting it at all turns glibc's adjustment off (mallopt(3)) */
-	return mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1 ? 0 : -1;
+	return malloc_trim(0);
 }

@@ -1,6 +1,6 @@
 /* How malloc's heap is laid out, for the two kinds of process that care: a short one (the
  * planner) in transparent huge pages, for fewer, cheaper page faults; and a training rank whose
- * peak resident memory the simulator predicts (sl_heap_fix_mmap_threshold).
+ * peak resident memory the simulator predicts (sl_heap_give_back_free_pages).
  *
  * Why: a planner process touches 8-10 MB of fresh heap (the parsed profiles, network and
  * catalogue, the search's tables), and each first touch of a 4 KiB page is a page fault. On a
@@ -20,17 +20,18 @@
  * bytes advised, 0 when none were (a hint only: the command works the same either way). */
 size_t sl_heap_prefer_huge_pages(size_t reserve_bytes);
 
-/* Holds malloc's threshold for serving a block as its own mapping at glibc's default (128 KiB)
- * for the life of the process. glibc otherwise raises it to the size of any mapped block freed
- * (and its trim threshold to twice that), so that one large transient block moves every later
- * one of that size into the heap, which keeps the pages after free: in `sailor run` island
- * ranks, a multi-megabyte transient of MPI's freed during the first outer step left the next
- * gradient sync's transient in the heap, 1.2-1.6 MB more resident for the rest of the run than
- * the same plan's synchronous ranks show (docs/design/islands.md, what was measured). The
- * price: a transient above 128 KiB is mapped and faulted in at every call (a ZeRO-1 plan on
- * 1/9-core ranks ran 7 % slower so, docs/design/runtime-model.md; tri3's island plans no slower).
- * Returns 0 when malloc took it (not under a malloc that is not glibc's). */
-int sl_heap_fix_mmap_threshold(void);
+/* Gives the pages of the heap's free blocks back to the kernel (glibc's malloc_trim(0)); a block
+ * put there later faults them in again. For a `sailor run` island rank, once, before its first
+ * outer exchange: as in a synchronous run, glibc keeps the gradient sync's multi-megabyte
+ * transient in the heap after the first step (it raises its mapping threshold to the size of a
+ * mapped block freed), and the outer step's own allocations then take part of that freed space,
+ * so that the next sync's transient extends the heap while the pages it left stay resident:
+ * 1.2-1.6 MB more than the simulator predicts, for the rest of the run. Given back once, only
+ * what is in use stays resident. (Holding the threshold at its default instead keeps every such
+ * transient out of the heap, but maps and faults it in at every step: 7 % of the step of an
+ * island of two 0.2-core ranks with ZeRO-1; docs/design/islands.md, what was measured.)
+ * Returns 1 when memory was given back, 0 when none was (or malloc is not glibc's). */
+int sl_heap_give_back_free_pages(void);
 
 /* The reserve plan and simulate ask for: more than any planner process's heap so far. */
 #define SL_HEAP_PLANNER_RESERVE_BYTES ((size_t)64 << 20)

@@ -2,9 +2,9 @@
  * nothing; otherwise the heap grows by the reserve now, the growth is advised for huge pages
  * (VmFlags "hg" in /proc/self/smaps) and the blocks malloc hands out afterwards lie in it, large
  * ones too. Under a sanitizer's malloc, or with THP off in this kernel, nothing is advised, and
- * the test says so and skips that part. A held mapping threshold: after a large mapped block is
- * freed, a smaller one above the default threshold is still mapped on its own (glibc without it:
- * from the heap), each case in a child process of its own. */
+ * the test says so and skips that part. Freed heap pages given back: after a transient of the
+ * heap is freed, resident memory falls by its size when they are given back (glibc without it:
+ * not at all), each case in a child process of its own. */
 #include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -93,25 +93,55 @@ static void heap_growth_is_advised_and_used(void **state)
 		free(small[i]);
 }
 
-/* In a child: optionally holds the threshold, frees an 8 MiB mapped block, then allocates 1 MiB;
- * exits 0 when that 1 MiB block is a mapping of its own (glibc counts it in hblkhd), 1 if not. */
-static int second_block_mapped(int hold)
+/* Resident memory of this process, in KiB (VmRSS of /proc/self/status). */
+static long resident_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			kib = atol(line + 6);
+	if (f)
+		fclose(f);
+	return kib;
+}
+
+/* Writes a byte of every page of block: resident. Through a volatile pointer: a memset of a
+ * block that is only freed afterwards is a store the compiler may leave out. */
+static void touch_pages(char *block, size_t bytes)
+{
+	for (size_t at = 0; at < bytes; at += 4096)
+		((volatile char *)block)[at] = 1;
+}
+
+/* In a child: the pattern of an island rank's gradient sync (a mapped transient freed, which
+ * raises glibc's threshold; then one of about that size from the heap, written and freed),
+ * then optionally gives the free pages back; exits 0 when resident memory fell by at least
+ * 2 MiB from before the give-back, 1 if not (2: the child could not run the case). */
+static int freed_heap_pages_given_back(int give_back)
 {
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		if (hold && sl_heap_fix_mmap_threshold() != 0)
+		const size_t mapped = (size_t)4 << 20, heap = (size_t)3 << 20;
+		char *first = malloc(mapped);
+		if (!first)
 			_exit(2);
-		char *large = malloc((size_t)8 << 20);
-		if (!large)
-			_exit(2);
-		memset(large, 1, (size_t)8 << 20);
-		free(large);
-		char *next = malloc((size_t)1 << 20);
+		touch_pages(first, mapped);
+		free(first);
+		char *next = malloc(heap);
 		if (!next)
 			_exit(2);
-		next[0] = 1;
-		_exit(mallinfo2().hblkhd >= ((size_t)1 << 20) ? 0 : 1);
+		touch_pages(next, heap);
+		free(next);
+		if (mallinfo2().fordblks < heap)
+			_exit(2); /* not served from the heap: not the case this tests */
+		long before = resident_kib();
+		if (give_back)
+			sl_heap_give_back_free_pages();
+		long after = resident_kib();
+		_exit(before > 0 && after > 0 && before - after >= 2048 ? 0 : 1);
 	}
 	int status = 0;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -120,14 +150,14 @@ static int second_block_mapped(int hold)
 	return WEXITSTATUS(status) == 0;
 }
 
-static void held_threshold_keeps_transients_mapped(void **state)
+static void free_heap_pages_are_given_back(void **state)
 {
 	(void)state;
 #if defined(__SANITIZE_ADDRESS__)
-	skip(); /* the sanitizer's malloc has no such threshold */
+	skip(); /* the sanitizer's malloc keeps freed blocks in quarantine */
 #endif
-	assert_false(second_block_mapped(0)); /* glibc raised its threshold to 8 MiB */
-	assert_true(second_block_mapped(1));
+	assert_false(freed_heap_pages_given_back(0)); /* glibc keeps them resident */
+	assert_true(freed_heap_pages_given_back(1));
 }
 
 int main(void)
@@ -135,7 +165,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		/* in this order: the second changes malloc for the rest of the process */
 		cmocka_unit_test(reserve_out_of_range_changes_nothing),
-		cmocka_unit_test(held_threshold_keeps_transients_mapped), /* in children */
+		cmocka_unit_test(free_heap_pages_are_given_back), /* in children */
 		cmocka_unit_test(heap_growth_is_advised_and_used),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
