@@ -327,40 +327,41 @@ static void between_layers_runs_after_every_layer(void **state)
 {
 	(void)state;
 	struct sl_model_config m = tiny();
-	const int B = 2, T = 10, N = B * T;
 	int32_t tok[20], tgt[20];
-	fill_tokens(tok, tgt, N, m.vocab, 5);
-	struct sl_gpt_microbatch mb = {B, T, tok, tgt};
-	struct sl_gpt plain, hooked;
+	fill_tokens(tok, tgt, 20, m.vocab, 5);
+	struct sl_gpt_microbatch mb = {2, 10, tok, tgt};
+	struct sl_gpt models[2]; /* the same stage, without and with the call */
 	struct sl_err err = {0};
-	assert_int_equal(sl_gpt_init(&plain, &m, 0, 4, B, T, 1, 0, NULL, 2, &err), 0);
-	assert_int_equal(sl_gpt_init(&hooked, &m, 0, 4, B, T, 1, 0, NULL, 2, &err), 0);
-	sl_gpt_init_weights(&plain, 4);
-	sl_gpt_init_weights(&hooked, 4);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(sl_gpt_init(&models[k], &m, 0, 4, mb.batch, mb.seq, 1, 0, NULL, 2,
+					     &err), 0);
+		sl_gpt_init_weights(&models[k], 4);
+	}
+	struct sl_gpt *plain = &models[0], *hooked = &models[1];
 	struct layer_calls calls = {0, -1};
-	hooked.between_layers = count_layer_call;
-	hooked.between_layers_ctx = &calls;
+	hooked->between_layers = count_layer_call;
+	hooked->between_layers_ctx = &calls;
 	double loss_plain = 0, loss_hooked = 0;
-	assert_int_equal(sl_gpt_forward(&plain, &mb, NULL, &loss_plain, &err), 0);
-	assert_int_equal(sl_gpt_backward(&plain, &mb, NULL, 1.0f, &err), 0);
-	assert_int_equal(sl_gpt_forward(&hooked, &mb, NULL, &loss_hooked, &err), 0);
-	assert_int_equal(calls.calls, hooked.layer_count);
-	assert_int_equal(sl_gpt_backward(&hooked, &mb, NULL, 1.0f, &err), 0);
-	assert_int_equal(calls.calls, 2 * hooked.layer_count);
+	assert_int_equal(sl_gpt_forward(plain, &mb, NULL, &loss_plain, &err), 0);
+	assert_int_equal(sl_gpt_backward(plain, &mb, NULL, 1.0f, &err), 0);
+	assert_int_equal(sl_gpt_forward(hooked, &mb, NULL, &loss_hooked, &err), 0);
+	assert_int_equal(calls.calls, hooked->layer_count);
+	assert_int_equal(sl_gpt_backward(hooked, &mb, NULL, 1.0f, &err), 0);
+	assert_int_equal(calls.calls, 2 * hooked->layer_count);
 	assert_true(loss_plain == loss_hooked);
-	for (int i = 0; i < plain.param_count; i++)
-		assert_memory_equal(plain.params[i]->grad, hooked.params[i]->grad,
-				    (size_t)plain.params[i]->numel * sizeof(float));
+	for (int i = 0; i < plain->param_count; i++)
+		assert_memory_equal(plain->params[i]->grad, hooked->params[i]->grad,
+				    (size_t)plain->params[i]->numel * sizeof(float));
 	calls = (struct layer_calls){0, 3};
-	assert_int_equal(sl_gpt_forward(&hooked, &mb, NULL, &loss_hooked, &err), SL_EIO);
+	assert_int_equal(sl_gpt_forward(hooked, &mb, NULL, &loss_hooked, &err), SL_EIO);
 	assert_int_equal(calls.calls, 3);
 	assert_non_null(strstr(err.msg, "the exchange failed"));
-	calls = (struct layer_calls){0, hooked.layer_count + 2};
-	assert_int_equal(sl_gpt_forward(&hooked, &mb, NULL, &loss_hooked, &err), 0);
-	assert_int_equal(sl_gpt_backward(&hooked, &mb, NULL, 1.0f, &err), SL_EIO);
-	assert_int_equal(calls.calls, hooked.layer_count + 2);
-	sl_gpt_free(&plain);
-	sl_gpt_free(&hooked);
+	calls = (struct layer_calls){0, hooked->layer_count + 2};
+	assert_int_equal(sl_gpt_forward(hooked, &mb, NULL, &loss_hooked, &err), 0);
+	assert_int_equal(sl_gpt_backward(hooked, &mb, NULL, 1.0f, &err), SL_EIO);
+	assert_int_equal(calls.calls, hooked->layer_count + 2);
+	sl_gpt_free(plain);
+	sl_gpt_free(hooked);
 }
 
 static void bad_shapes_and_tokens_are_refused(void **state)
